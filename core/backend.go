@@ -1,0 +1,113 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// backend is the narrow seam between the Locker (waiting, leases, watchdog)
+// and where the lock lives. The single-master implementation below runs one
+// script per call; a quorum of independent masters (Redlock) implements the
+// same four operations.
+type backend interface {
+	// acquire tries once. It returns the fence (> 0) and whether the owner
+	// re-entered, or fence 0 and the holder's remaining TTL when busy.
+	acquire(ctx context.Context, k lockKeys, owner string, ttl, fenceWindow time.Duration) (fence int64, reentered bool, holderTTL time.Duration, err error)
+	// release undoes one hold; left is the holds remaining, -1 when the
+	// owner held nothing.
+	release(ctx context.Context, k lockKeys, owner string) (left int64, err error)
+	// renew extends each lease in batch (one round trip for all) and sets
+	// batch[i].held / batch[i].err.
+	renew(ctx context.Context, batch []renewal)
+	// pttl returns the lock's remaining TTL if owner holds it, else ErrNotHeld.
+	pttl(ctx context.Context, k lockKeys, owner string) (time.Duration, error)
+}
+
+type renewal struct {
+	keys  lockKeys
+	owner string
+	ttl   time.Duration
+	held  bool
+	err   error
+}
+
+// single is the backend on one Redis deployment (a master, a Sentinel
+// failover client or a Cluster).
+type single struct {
+	c redis.UniversalClient
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+func (s single) acquire(ctx context.Context, k lockKeys, owner string, ttl, fenceWindow time.Duration) (int64, bool, time.Duration, error) {
+	v, err := acquireScript.Run(ctx, s.c, []string{k.hash, k.fence}, owner, ms(ttl), ms(fenceWindow)).Result()
+	if err != nil {
+		return 0, false, 0, err
+	}
+	switch r := v.(type) {
+	case int64:
+		if r > 0 {
+			return r, false, 0, nil
+		}
+		return 0, false, time.Duration(-r) * time.Millisecond, nil
+	case []any:
+		if len(r) == 1 {
+			if f, ok := r[0].(int64); ok {
+				return f, true, 0, nil
+			}
+		}
+	}
+	return 0, false, 0, errors.New("unexpected acquire reply")
+}
+
+func (s single) release(ctx context.Context, k lockKeys, owner string) (int64, error) {
+	return releaseScript.Run(ctx, s.c, []string{k.hash}, owner).Int64()
+}
+
+func (s single) pttl(ctx context.Context, k lockKeys, owner string) (time.Duration, error) {
+	n, err := pttlScript.Run(ctx, s.c, []string{k.hash}, owner).Int64()
+	if err != nil {
+		return 0, err
+	}
+	if n == -3 {
+		return 0, ErrNotHeld
+	}
+	if n < 0 {
+		n = 0
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+func (s single) renew(ctx context.Context, batch []renewal) {
+	run := func(useSha bool) []*redis.Cmd {
+		cmds := make([]*redis.Cmd, len(batch))
+		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range batch {
+				r := &batch[i]
+				keys := []string{r.keys.hash}
+				if useSha {
+					cmds[i] = renewScript.EvalSha(ctx, p, keys, r.owner, ms(r.ttl))
+				} else {
+					cmds[i] = renewScript.Eval(ctx, p, keys, r.owner, ms(r.ttl))
+				}
+			}
+			return nil
+		})
+		return cmds
+	}
+	cmds := run(true)
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			cmds = run(false) // the script cache was flushed (restart, failover): send the source once
+			break
+		}
+	}
+	for i, c := range cmds {
+		n, err := c.Int64()
+		batch[i].held, batch[i].err = err == nil && n == 1, err
+	}
+}

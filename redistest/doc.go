@@ -1,0 +1,13 @@
+// Package redistest starts real redis-server processes for tests: on free
+// loopback ports, without persistence, each in its own temporary directory,
+// and stopped when the test (or TestMain) ends. It never touches a Redis it
+// did not start, so it is safe on a machine that runs one on 6379.
+//
+// Besides single servers it starts several independent ones (for Redlock and
+// fault tests), a Cluster, and a master watched by Sentinels, and it injects
+// faults on the real processes: Stop, Restart, Pause (SIGSTOP) and Resume
+// (SIGCONT).
+//
+// redis-server must be on PATH (Debian: apt-get install redis-server); when
+// it is not, Start fails the test with a message saying so.
+package redistest
