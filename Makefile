@@ -1,0 +1,38 @@
+# lockgate — make demo (the flash-sale proof) and make test (everything CI runs).
+SHELL := /bin/bash
+GO ?= go
+# Every Go module of the repo: the library, the example, the benchmarks.
+MODULES := . $(patsubst %/go.mod,%,$(wildcard example/go.mod bench/go.mod))
+USERS ?= 300
+DUP ?= 8
+STOCK ?= 200
+
+.PHONY: test vet redis demo seckill proto bench
+
+## test: ensure redis-server, then go vet and go test -race in every module
+test: redis
+	@set -e; for m in $(MODULES); do \
+		echo "== $$m: go vet"; (cd $$m && $(GO) vet ./...); \
+		echo "== $$m: go test -race"; (cd $$m && $(GO) test -race -count=1 -timeout 12m ./...); \
+	done
+
+## redis: install redis-server with apt-get when missing (as root), else explain
+redis:
+	@scripts/ensure-redis.sh
+
+## seckill: build the example service into bin/seckill
+seckill:
+	@mkdir -p bin
+	cd example && $(GO) build -o ../bin/seckill ./cmd/seckill
+
+## demo: 3 seckill nodes, local lock vs redis lock, side by side
+demo: redis seckill
+	@USERS=$(USERS) DUP=$(DUP) STOCK=$(STOCK) example/scripts/demo.sh
+
+## proto: regenerate the Go code of the proto annotations
+proto:
+	@scripts/proto.sh
+
+## bench: core benchmarks (floor, lock/unlock, contended)
+bench: redis
+	$(GO) test -run '^$$' -bench . -benchtime 3s ./core/
