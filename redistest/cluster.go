@@ -1,0 +1,263 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cluster timings.
+const (
+	// ClusterNodeTimeout is the cluster-node-timeout of every node: how long
+	// a node may be unreachable before the others flag it as failing. Short
+	// so that fault tests see a failing cluster quickly, long enough not to
+	// flap on a busy machine under -race.
+	ClusterNodeTimeout = 2 * time.Second
+
+	// clusterReadyTimeout bounds how long the nodes of a new cluster may
+	// take to agree on one healthy slot map.
+	clusterReadyTimeout = 20 * time.Second
+
+	// clusterSlots is the number of hash slots of Redis Cluster.
+	clusterSlots = 16384
+)
+
+// Cluster is a Redis Cluster of masters without replicas, each a Server on
+// a free loopback port with its cluster bus on another free port. The slots
+// are split evenly in node order: Servers[0] serves the lowest range.
+type Cluster struct {
+	// Addrs are the nodes' host:port addresses, in the order of Servers.
+	Addrs []string
+	// Servers are the nodes. Stop, Restart, Pause and Resume act on one
+	// node; a restarted node keeps its identity and slots (its cluster
+	// config file survives in its Dir) but no data.
+	Servers []*Server
+
+	ranges [][2]int // slot range served by Servers[i]
+	buses  []int    // cluster bus port of Servers[i]
+}
+
+// NewCluster starts a cluster of masters nodes (at least 3, as Redis
+// requires for failure detection by majority), assigns the slots, joins the
+// nodes and waits until every node reports cluster_state:ok and the same
+// slot map. The caller must Close it; in tests prefer StartCluster. It fails
+// with ErrNoRedis when redis-server is missing, or when the cluster is not
+// ready within 20s.
+func NewCluster(masters int) (*Cluster, error) {
+	if masters < 3 {
+		return nil, fmt.Errorf("redistest: a cluster needs at least 3 masters, got %d", masters)
+	}
+	c := &Cluster{}
+	for i := 0; i < masters; i++ {
+		s, bus, err := newClusterNode()
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.Servers, c.buses = append(c.Servers, s), append(c.buses, bus)
+		c.Addrs = append(c.Addrs, s.Addr)
+		c.ranges = append(c.ranges, [2]int{i * clusterSlots / masters, (i+1)*clusterSlots/masters - 1})
+	}
+	if err := c.form(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.WaitReady(clusterReadyTimeout); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// StartCluster is NewCluster for a test: it fails tb when the cluster
+// cannot start and closes it in tb.Cleanup.
+func StartCluster(tb testing.TB, masters int) *Cluster {
+	tb.Helper()
+	c, err := NewCluster(masters)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// newClusterNode starts one cluster-enabled server. The bus port is chosen
+// free rather than port+10000, which may be beyond 65535; when it is taken
+// before redis-server binds it, another is tried.
+func newClusterNode() (*Server, int, error) {
+	var lastErr error
+	for try := 0; try < 3; try++ {
+		bus, err := freePort()
+		if err != nil {
+			return nil, 0, err
+		}
+		s, err := NewServer(
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf", // relative to --dir: the server's own directory
+			"--cluster-node-timeout", strconv.FormatInt(ClusterNodeTimeout.Milliseconds(), 10),
+			"--cluster-port", strconv.Itoa(bus),
+		)
+		if err == nil {
+			return s, bus, nil
+		}
+		lastErr = err
+	}
+	return nil, 0, lastErr
+}
+
+// form gives every node a distinct config epoch and its slot range, then
+// introduces every node to the first one; gossip does the rest.
+func (c *Cluster) form() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first := nodeClient(c.Servers[0])
+	defer first.Close()
+	for i, s := range c.Servers {
+		nc := nodeClient(s)
+		err := nc.Do(ctx, "cluster", "set-config-epoch", i+1).Err()
+		if err == nil {
+			err = nc.Do(ctx, "cluster", "addslotsrange", c.ranges[i][0], c.ranges[i][1]).Err()
+		}
+		nc.Close()
+		if err != nil {
+			return fmt.Errorf("redistest: cluster node %s: %w", s.Addr, err)
+		}
+		if i == 0 {
+			continue
+		}
+		if err := first.Do(ctx, "cluster", "meet", "127.0.0.1", s.Port, c.buses[i]).Err(); err != nil {
+			return fmt.Errorf("redistest: cluster meet %s: %w", s.Addr, err)
+		}
+	}
+	return nil
+}
+
+// nodeClient is a plain client to one node with short timeouts.
+func nodeClient(s *Server) *redis.Client {
+	o := s.Options()
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+	return redis.NewClient(o)
+}
+
+// WaitReady polls every node, for at most timeout, until each reports
+// cluster_state:ok, knows all nodes, and maps every slot range to the node
+// it was assigned to. Use it after restarting or resuming a node. The error
+// names the first node found not ready and why.
+func (c *Cluster) WaitReady(timeout time.Duration) error {
+	clients := make([]*redis.Client, len(c.Servers))
+	for i, s := range c.Servers {
+		clients[i] = nodeClient(s)
+		defer clients[i].Close()
+	}
+	deadline := time.Now().Add(timeout)
+	var why error
+	for {
+		why = nil
+		for i, nc := range clients {
+			if why = c.nodeReady(nc); why != nil {
+				why = fmt.Errorf("node %s: %w", c.Servers[i].Addr, why)
+				break
+			}
+		}
+		if why == nil {
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("redistest: cluster not ready within %v: %w", timeout, why)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// nodeReady checks one node's view of the cluster.
+func (c *Cluster) nodeReady(nc *redis.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	info, err := nc.ClusterInfo(ctx).Result()
+	if err != nil {
+		return err
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = v
+		}
+	}
+	if fields["cluster_state"] != "ok" {
+		return fmt.Errorf("cluster_state:%s", fields["cluster_state"])
+	}
+	if n := fields["cluster_known_nodes"]; n != strconv.Itoa(len(c.Servers)) {
+		return fmt.Errorf("knows %s nodes of %d", n, len(c.Servers))
+	}
+	slots, err := nc.ClusterSlots(ctx).Result()
+	if err != nil {
+		return err
+	}
+	if len(slots) != len(c.Servers) {
+		return fmt.Errorf("reports %d slot ranges, want %d", len(slots), len(c.Servers))
+	}
+	for _, sl := range slots {
+		i := c.rangeIndex(sl.Start)
+		if i < 0 || c.ranges[i] != [2]int{sl.Start, sl.End} {
+			return fmt.Errorf("unexpected slot range %d-%d", sl.Start, sl.End)
+		}
+		if len(sl.Nodes) == 0 || sl.Nodes[0].Addr != c.Addrs[i] {
+			return fmt.Errorf("slots %d-%d on %v, want %s", sl.Start, sl.End, sl.Nodes, c.Addrs[i])
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) rangeIndex(slot int) int {
+	for i, r := range c.ranges {
+		if slot >= r[0] && slot <= r[1] {
+			return i
+		}
+	}
+	return -1
+}
+
+// ServerForSlot returns the node serving slot (0..16383), or nil for a slot
+// out of range. Find a key's slot with the CLUSTER KEYSLOT command
+// (ClusterClient.ClusterKeySlot).
+func (c *Cluster) ServerForSlot(slot int) *Server {
+	if i := c.rangeIndex(slot); i >= 0 {
+		return c.Servers[i]
+	}
+	return nil
+}
+
+// Options returns go-redis cluster options for all nodes with short
+// timeouts (1s), so that fault tests fail fast. Redirects (MOVED, ASK) are
+// followed up to go-redis's default of 3.
+func (c *Cluster) Options() *redis.ClusterOptions {
+	return &redis.ClusterOptions{
+		Addrs:        append([]string(nil), c.Addrs...),
+		DialTimeout:  time.Second,
+		ReadTimeout:  time.Second,
+		WriteTimeout: time.Second,
+		MaxRetries:   -1,
+	}
+}
+
+// Client returns a cluster client (see Options), closed in tb.Cleanup.
+func (c *Cluster) Client(tb testing.TB) *redis.ClusterClient {
+	cc := redis.NewClusterClient(c.Options())
+	tb.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+// Close stops every node and removes their directories.
+func (c *Cluster) Close() error {
+	var errs []error
+	for _, s := range c.Servers {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
