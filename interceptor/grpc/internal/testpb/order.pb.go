@@ -217,14 +217,14 @@ const file_testpb_order_proto_rawDesc = "" +
 	"\n" +
 	"OrderReply\x12\x14\n" +
 	"\x05fence\x18\x01 \x01(\x03R\x05fence\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key2\xf9\x06\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key2\xff\x06\n" +
 	"\x06Orders\x12p\n" +
 	"\x05Order\x12\x1d.lockgate.testpb.OrderRequest\x1a\x1b.lockgate.testpb.OrderReply\"+\xaa\x9b\x19'\n" +
 	"\x1corder:{user_id}:{voucher_id}\x12\x022s\x1a\x0330s\x12m\n" +
 	"\x05Quick\x12\x1d.lockgate.testpb.OrderRequest\x1a\x1b.lockgate.testpb.OrderReply\"(\xaa\x9b\x19$\n" +
-	"\x1corder:{user_id}:{voucher_id}\x12\x0450ms\x12m\n" +
-	"\x06Nested\x12\x1d.lockgate.testpb.OrderRequest\x1a\x1b.lockgate.testpb.OrderReply\"'\xaa\x9b\x19#\n" +
-	"\x1dsku:{item.sku}:{md.x-user-id}\x12\x020s\x12`\n" +
+	"\x1corder:{user_id}:{voucher_id}\x12\x0450ms\x12s\n" +
+	"\x06Nested\x12\x1d.lockgate.testpb.OrderRequest\x1a\x1b.lockgate.testpb.OrderReply\"-\xaa\x9b\x19)\n" +
+	"#sku:{field.item.sku}:{md.x-user-id}\x12\x020s\x12`\n" +
 	"\aRelaxed\x12\x1d.lockgate.testpb.OrderRequest\x1a\x1b.lockgate.testpb.OrderReply\"\x19\xaa\x9b\x19\x15\n" +
 	"\x11relaxed:{user_id} \x01\x12C\n" +
 	"\x05Plain\x12\x1d.lockgate.testpb.OrderRequest\x1a\x1b.lockgate.testpb.OrderReply\x12`\n" +
