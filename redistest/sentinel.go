@@ -1,0 +1,338 @@
+package redistest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sentinel timings.
+const (
+	// SentinelDownAfter is the sentinel's down-after-milliseconds: how long
+	// the master may not answer before the sentinel deems it down and fails
+	// over to the replica. Short so that fault tests fail over quickly, long
+	// enough not to fail over by accident on a busy machine under -race.
+	SentinelDownAfter = 2 * time.Second
+
+	// sentinelFailoverTimeout is the sentinel's failover-timeout.
+	sentinelFailoverTimeout = 6 * time.Second
+
+	// sentinelReadyTimeout bounds how long the replica may take to sync and
+	// the sentinel to report the master and its replica.
+	sentinelReadyTimeout = 15 * time.Second
+)
+
+// SentinelMasterName is the name under which the sentinel monitors the
+// master (Sentinel.MasterName).
+const SentinelMasterName = "lockgate-master"
+
+// Sentinel is a master Server, one replica of it, and one sentinel process
+// watching them with quorum 1, all on free loopback ports. Clients find the
+// master through the sentinel (redis.NewFailoverClient).
+type Sentinel struct {
+	// MasterName is the monitored master's name, SentinelMasterName.
+	MasterName string
+	// SentinelAddrs are the sentinels' host:port addresses.
+	SentinelAddrs []string
+	// Master is the current master; Failover swaps it with Replica.
+	Master *Server
+	// Replica replicates Master. It is started with --replicaof the first
+	// master, which a Restart repeats.
+	Replica *Server
+
+	sentinels []*Server // started by startSentinel: not to be Restarted
+}
+
+// NewSentinel starts a master, its replica and a sentinel, and waits until
+// the replica is in sync and the sentinel reports the master and the
+// replica. The caller must Close it; in tests prefer StartSentinel. It fails
+// with ErrNoRedis when redis-server is missing, or when the setup is not
+// ready within 15s.
+func NewSentinel() (*Sentinel, error) {
+	s := &Sentinel{MasterName: SentinelMasterName}
+	var err error
+	s.Master, err = NewServer("--repl-diskless-sync-delay", "0")
+	if err != nil {
+		return nil, err
+	}
+	s.Replica, err = NewServer("--repl-diskless-sync-delay", "0",
+		"--replicaof", "127.0.0.1", strconv.Itoa(s.Master.Port))
+	if err == nil {
+		err = waitReplica(s.Replica, sentinelReadyTimeout)
+	}
+	if err == nil {
+		var p *Server
+		p, err = newSentinelProcess(s.MasterName, s.Master.Port)
+		if p != nil {
+			s.sentinels = append(s.sentinels, p)
+			s.SentinelAddrs = append(s.SentinelAddrs, p.Addr)
+		}
+	}
+	if err == nil {
+		err = s.waitReported(sentinelReadyTimeout)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// StartSentinel is NewSentinel for a test: it fails tb when the setup
+// cannot start and closes it in tb.Cleanup.
+func StartSentinel(tb testing.TB) *Sentinel {
+	tb.Helper()
+	s, err := NewSentinel()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Options returns go-redis failover options for the master name and the
+// sentinels with short timeouts (1s) and no retries, so that fault tests
+// fail fast.
+func (s *Sentinel) Options() *redis.FailoverOptions {
+	return &redis.FailoverOptions{
+		MasterName:    s.MasterName,
+		SentinelAddrs: append([]string(nil), s.SentinelAddrs...),
+		DialTimeout:   time.Second,
+		ReadTimeout:   time.Second,
+		WriteTimeout:  time.Second,
+		MaxRetries:    -1,
+	}
+}
+
+// Client returns a failover client (redis.NewFailoverClient with Options)
+// that follows the master the sentinels report, closed in tb.Cleanup.
+func (s *Sentinel) Client(tb testing.TB) *redis.Client {
+	c := redis.NewFailoverClient(s.Options())
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Failover makes the sentinel promote the replica (SENTINEL FAILOVER) and
+// waits, for at most timeout, until it reports the replica as the master
+// and the replica reports role master; then it swaps Master and Replica.
+// The former master keeps acting as a master until the sentinel turns it
+// into a replica, some seconds later (about 8s). Errors: the sentinel's
+// refusal (e.g. no good replica), or the timeout.
+func (s *Sentinel) Failover(timeout time.Duration) error {
+	sc := s.sentinelClient()
+	defer sc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := sc.Failover(ctx, s.MasterName).Err(); err != nil {
+		return fmt.Errorf("redistest: SENTINEL FAILOVER: %w", err)
+	}
+	rc := nodeClient(s.Replica)
+	defer rc.Close()
+	err := poll(ctx, func() error {
+		addr, err := s.masterAddr(ctx, sc)
+		if err != nil {
+			return err
+		}
+		if addr != s.Replica.Addr {
+			return fmt.Errorf("sentinel reports master %s, want %s", addr, s.Replica.Addr)
+		}
+		if role := infoField(ctx, rc, "role"); role != "master" {
+			return fmt.Errorf("replica %s has role %q", s.Replica.Addr, role)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redistest: failover not done within %v: %w", timeout, err)
+	}
+	s.Master, s.Replica = s.Replica, s.Master
+	return nil
+}
+
+// Close stops the sentinel, the replica and the master and removes their
+// directories.
+func (s *Sentinel) Close() error {
+	var errs []error
+	for _, p := range s.sentinels {
+		errs = append(errs, p.Close())
+	}
+	for _, srv := range []*Server{s.Replica, s.Master} {
+		if srv != nil {
+			errs = append(errs, srv.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sentinelClient is a client to the first sentinel with short timeouts.
+func (s *Sentinel) sentinelClient() *redis.SentinelClient { return sentinelClient(s.sentinels[0]) }
+
+func sentinelClient(p *Server) *redis.SentinelClient {
+	o := p.Options()
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+	return redis.NewSentinelClient(o)
+}
+
+func (s *Sentinel) masterAddr(ctx context.Context, sc *redis.SentinelClient) (string, error) {
+	a, err := sc.GetMasterAddrByName(ctx, s.MasterName).Result()
+	if err != nil {
+		return "", err
+	}
+	if len(a) != 2 {
+		return "", fmt.Errorf("unexpected master address %q", a)
+	}
+	return net.JoinHostPort(a[0], a[1]), nil
+}
+
+// waitReported polls every sentinel until it reports Master as the master
+// and Replica as a healthy replica of it.
+func (s *Sentinel) waitReported(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for _, p := range s.sentinels {
+		sc := sentinelClient(p)
+		err := poll(ctx, func() error {
+			addr, err := s.masterAddr(ctx, sc)
+			if err != nil {
+				return err
+			}
+			if addr != s.Master.Addr {
+				return fmt.Errorf("reports master %s, want %s", addr, s.Master.Addr)
+			}
+			replicas, err := sc.Replicas(ctx, s.MasterName).Result()
+			if err != nil {
+				return err
+			}
+			for _, r := range replicas {
+				if net.JoinHostPort(r["ip"], r["port"]) == s.Replica.Addr && r["flags"] == "slave" && r["master-link-status"] == "ok" {
+					return nil
+				}
+			}
+			return fmt.Errorf("does not report replica %s as healthy: %v", s.Replica.Addr, replicas)
+		})
+		sc.Close()
+		if err != nil {
+			return fmt.Errorf("redistest: sentinel %s not ready within %v: %w", p.Addr, timeout, err)
+		}
+	}
+	return nil
+}
+
+// waitReplica polls the replica until its link to the master is up.
+func waitReplica(r *Server, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rc := nodeClient(r)
+	defer rc.Close()
+	err := poll(ctx, func() error {
+		if st := infoField(ctx, rc, "master_link_status"); st != "up" {
+			return fmt.Errorf("master_link_status %q", st)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redistest: replica %s not in sync within %v: %w", r.Addr, timeout, err)
+	}
+	return nil
+}
+
+// infoField returns one field of INFO replication, "" when unknown.
+func infoField(ctx context.Context, c *redis.Client, name string) string {
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// poll calls check every 50ms until it returns nil or ctx ends; then it
+// returns check's last error.
+func poll(ctx context.Context, check func() error) error {
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// newSentinelProcess starts redis-server in sentinel mode monitoring
+// 127.0.0.1:masterPort as name, with quorum 1. Sentinel rewrites its config
+// file, so the file lives in the process's own directory.
+func newSentinelProcess(name string, masterPort int) (*Server, error) {
+	if _, err := exec.LookPath(Binary); err != nil {
+		return nil, ErrNoRedis
+	}
+	dir, err := os.MkdirTemp("", "redistest-sentinel-")
+	if err != nil {
+		return nil, err
+	}
+	conf := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1\n"+
+		"sentinel down-after-milliseconds %[1]s %[3]d\n"+
+		"sentinel failover-timeout %[1]s %[4]d\n",
+		name, masterPort, SentinelDownAfter.Milliseconds(), sentinelFailoverTimeout.Milliseconds())
+	s := &Server{dir: dir}
+	var lastErr error
+	for try := 0; try < 5; try++ { // a free port can be taken between probe and bind
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s.Port, s.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		// Written afresh each try: a failed start may have rewritten it.
+		path, err := writeFile(dir, "sentinel.conf", conf)
+		if err != nil {
+			lastErr = err
+			break
+		}
+		if lastErr = s.startSentinel(path); lastErr == nil {
+			return s, nil
+		}
+	}
+	os.RemoveAll(dir)
+	return nil, lastErr
+}
+
+// startSentinel is Server.start with the config file first on the command
+// line, where redis-server requires it, and --sentinel. The process is then
+// managed by Server's methods (Stop, Pause, Resume, Close), except Restart,
+// which would start a plain server.
+func (s *Server) startSentinel(conf string) error {
+	cmd := exec.Command(Binary, append([]string{conf, "--sentinel"}, s.args()...)...)
+	log := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("redistest: start %s --sentinel: %w", Binary, err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	s.mu.Lock()
+	s.cmd, s.exited, s.log, s.paused = cmd, exited, log, false
+	s.mu.Unlock()
+	if err := s.waitReady(exited); err != nil {
+		s.kill()
+		return err
+	}
+	return nil
+}
