@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -82,17 +83,45 @@ func (s single) pttl(ctx context.Context, k lockKeys, owner string) (time.Durati
 	return time.Duration(n) * time.Millisecond, nil
 }
 
+// renew sends the batch in one round trip. On a plain client (a master or
+// a Sentinel failover client) it is one script call for up to renewChunk
+// leases; on a sharded client (Cluster, Ring) the keys of one script must
+// share a slot, so leases are grouped by hash tag and the groups pipelined.
 func (s single) renew(ctx context.Context, batch []renewal) {
+	var groups [][]int // indexes into batch, one script call each
+	if _, plain := s.c.(*redis.Client); plain {
+		all := make([]int, len(batch))
+		for i := range all {
+			all[i] = i
+		}
+		groups = append(groups, all)
+	} else {
+		byTag := map[string]int{}
+		for i := range batch {
+			tag := hashTag(batch[i].keys.hash)
+			g, ok := byTag[tag]
+			if !ok {
+				g = len(groups)
+				byTag[tag] = g
+				groups = append(groups, nil)
+			}
+			groups[g] = append(groups[g], i)
+		}
+	}
 	run := func(useSha bool) []*redis.Cmd {
-		cmds := make([]*redis.Cmd, len(batch))
+		cmds := make([]*redis.Cmd, len(groups))
 		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := range batch {
-				r := &batch[i]
-				keys := []string{r.keys.hash}
+			for gi, g := range groups {
+				keys := make([]string, len(g))
+				args := make([]any, 0, 2*len(g))
+				for j, i := range g {
+					keys[j] = batch[i].keys.hash
+					args = append(args, batch[i].owner, ms(batch[i].ttl))
+				}
 				if useSha {
-					cmds[i] = renewScript.EvalSha(ctx, p, keys, r.owner, ms(r.ttl))
+					cmds[gi] = renewScript.EvalSha(ctx, p, keys, args...)
 				} else {
-					cmds[i] = renewScript.Eval(ctx, p, keys, r.owner, ms(r.ttl))
+					cmds[gi] = renewScript.Eval(ctx, p, keys, args...)
 				}
 			}
 			return nil
@@ -106,8 +135,24 @@ func (s single) renew(ctx context.Context, batch []renewal) {
 			break
 		}
 	}
-	for i, c := range cmds {
-		n, err := c.Int64()
-		batch[i].held, batch[i].err = err == nil && n == 1, err
+	for gi, c := range cmds {
+		held, err := c.Int64Slice()
+		if err == nil && len(held) != len(groups[gi]) {
+			err = errors.New("unexpected renew reply")
+		}
+		for j, i := range groups[gi] {
+			batch[i].err = err
+			batch[i].held = err == nil && held[j] == 1
+		}
 	}
+}
+
+// hashTag returns the part of a key that Redis Cluster hashes.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
 }

@@ -1,0 +1,156 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// Test 7: cancellation while waiting, Redis unreachable and a busy TryLock
+// are three distinguishable outcomes.
+func TestThreeOutcomes(t *testing.T) {
+	srv := redistest.Start(t)
+	a, _ := newLocker(t, srv)
+	b, _ := newLocker(t, srv)
+	ctx := ctxT(t)
+	held, err := a.Lock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("busy", func(t *testing.T) {
+		_, err := b.TryLock(ctx, "k")
+		if !errors.Is(err, core.ErrNotObtained) || errors.Is(err, core.ErrUnavailable) || errors.Is(err, context.Canceled) {
+			t.Fatalf("TryLock on a held key = %v", err)
+		}
+		var be *core.BusyError
+		if !errors.As(err, &be) || be.Key != "k" || be.RetryAfter <= 0 || be.RetryAfter > core.DefaultTTL {
+			t.Fatalf("busy error %#v: want key and the holder's TTL", be)
+		}
+	})
+
+	t.Run("cancelled while waiting", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.Lock(cctx, "k", core.WithWait(time.Minute))
+			done <- err
+		}()
+		// Cancel once the waiter is queued: its Locker subscribed.
+		waitSubscribers(t, srv.Client(t), "lockgate:{k}", 1)
+		cancel()
+		err := <-done
+		if !errors.Is(err, core.ErrNotObtained) || !errors.Is(err, context.Canceled) || errors.Is(err, core.ErrUnavailable) {
+			t.Fatalf("cancelled Lock = %v: want ErrNotObtained and context.Canceled", err)
+		}
+	})
+
+	t.Run("wait budget ends", func(t *testing.T) {
+		_, err := b.Lock(ctx, "k", core.WithWait(100*time.Millisecond))
+		if !errors.Is(err, core.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Lock past its budget = %v", err)
+		}
+		if _, ok := core.RetryAfter(err); !ok {
+			t.Fatalf("no RetryAfter in %v", err)
+		}
+	})
+
+	t.Run("ctx deadline before the budget", func(t *testing.T) {
+		dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		_, err := b.Lock(dctx, "k", core.WithWait(time.Minute))
+		if !errors.Is(err, core.ErrNotObtained) {
+			t.Fatalf("Lock past ctx deadline = %v", err)
+		}
+	})
+
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("redis unreachable", func(t *testing.T) {
+		srv.Stop()
+		_, err := b.Lock(ctx, "k")
+		if !errors.Is(err, core.ErrUnavailable) || errors.Is(err, core.ErrNotObtained) {
+			t.Fatalf("Lock with Redis down = %v: want ErrUnavailable only", err)
+		}
+		_, err = b.TryLock(ctx, "k")
+		if !errors.Is(err, core.ErrUnavailable) {
+			t.Fatalf("TryLock with Redis down = %v", err)
+		}
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := b.Lock(ctx, "k")
+		if err != nil {
+			t.Fatalf("after restart: %v", err)
+		}
+		s.Unlock(ctx)
+	})
+}
+
+// countingHook counts the commands a client sends.
+type countingHook struct{ n atomic.Int64 }
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// Bad input is an ErrInvalid error naming the argument; nothing is sent.
+func TestBadInput(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	hook := &countingHook{}
+	c.AddHook(hook)
+	l := core.New(c)
+	defer l.Close()
+	ctx := ctxT(t)
+	cases := []struct {
+		name, key, want string
+		opts            []core.Option
+	}{
+		{"empty key", "", "key is empty", nil},
+		{"long key", strings.Repeat("x", core.MaxKeyLen+1), "over the limit", nil},
+		{"short ttl", "k", "ttl", []core.Option{core.WithTTL(time.Millisecond)}},
+		{"negative wait", "k", "wait", []core.Option{core.WithWait(-time.Second)}},
+		{"locker-only option", "k", "WithPrefix", []core.Option{core.WithPrefix("x:")}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, lock := range []func(context.Context, string, ...core.Option) (*core.Lease, error){l.Lock, l.TryLock} {
+				s, err := lock(ctx, tc.key, tc.opts...)
+				if s != nil || !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("err = %v, want ErrInvalid mentioning %q", err, tc.want)
+				}
+			}
+		})
+	}
+	bad := core.New(c, core.WithPrefix("a{b"))
+	defer bad.Close()
+	if _, err := bad.Lock(ctx, "k"); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "prefix") {
+		t.Fatalf("Locker with a brace in its prefix: %v", err)
+	}
+	if n := hook.n.Load(); n != 0 {
+		t.Fatalf("%d commands sent for bad input, want 0", n)
+	}
+	if err := (*core.Lease)(nil).Unlock(ctx); !errors.Is(err, core.ErrNotHeld) {
+		t.Fatalf("nil lease Unlock = %v", err)
+	}
+}
