@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/example/seckill"
+)
+
+type serveFlags struct {
+	addr, grpcAddr, redisURL, dsn, lock, httpImpl string
+	wait, ttl                                     time.Duration
+	uniqueIndex                                   bool
+}
+
+func serve(ctx context.Context, args []string) error {
+	fs := newFlags("serve", `Run one node of the flash-sale service:
+  POST /voucher-order/seckill/{voucher_id}?user_id=N  → 200 {"order_id": N}, 400 already purchased /
+       out of stock / bad id, 404 unknown voucher, 429 busy (Retry-After), 503 lock service down, 413 body
+  GET  /vouchers/{voucher_id}                         → {"id": N, "stock": N, "orders": N}
+  gRPC seckill.v1.Seckill/Order on -grpc-addr (with server reflection)
+Several nodes may share one -db and one -redis.`)
+	var f serveFlags
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "HTTP listen address")
+	fs.StringVar(&f.grpcAddr, "grpc-addr", "127.0.0.1:9090", "gRPC listen address; empty disables gRPC")
+	fs.StringVar(&f.redisURL, "redis", "redis://127.0.0.1:6379/0", "Redis URL of the lock service (used with -lock redis)")
+	fs.StringVar(&f.dsn, "db", "seckill.db", "database: a SQLite file path (created when missing) or a postgres:// URL")
+	fs.StringVar(&f.lock, "lock", "redis", "lock per user and voucher: redis (lockgate, across nodes), local (in-process mutex,\none node only), none")
+	fs.StringVar(&f.httpImpl, "http", "fiber", "HTTP stack: fiber or nethttp")
+	fs.DurationVar(&f.wait, "wait", seckill.DefaultWait, "how long a request waits for a busy lock before 429")
+	fs.DurationVar(&f.ttl, "ttl", seckill.DefaultTTL, "lease time of a lock (renewed while the handler runs)")
+	fs.BoolVar(&f.uniqueIndex, "unique-index", false, "add a unique index on orders(user_id, voucher_id): the database backstop\n(the design notes' \"AP mode\"); off by default so that the lock alone is tested")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	mode, err := seckill.ParseLockMode(f.lock)
+	if err != nil {
+		return err
+	}
+	if f.httpImpl != "fiber" && f.httpImpl != "nethttp" {
+		return fmt.Errorf("-http %q: want fiber or nethttp", f.httpImpl)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	st, err := seckill.Open(ctx, f.dsn)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if f.uniqueIndex {
+		if err := st.EnsureUniqueIndex(ctx); err != nil {
+			return err
+		}
+	}
+	cfg := seckill.Config{Service: &seckill.Service{Store: st}, Mode: mode, Wait: f.wait, TTL: f.ttl, Logger: log}
+	if mode == seckill.LockRedis {
+		opt, err := redis.ParseURL(f.redisURL)
+		if err != nil {
+			return fmt.Errorf("-redis: %w", err)
+		}
+		client := redis.NewClient(opt)
+		defer client.Close()
+		locker := core.New(client, core.WithTTL(f.ttl), core.WithWait(f.wait))
+		defer locker.Close()
+		cfg.Locker = locker
+	}
+
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 2)
+	var shutdown []func(context.Context) error
+	switch f.httpImpl {
+	case "fiber":
+		app, err := seckill.NewFiberApp(cfg)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		go func() { errc <- app.Listener(ln) }()
+		shutdown = append(shutdown, app.ShutdownWithContext)
+	default:
+		h, err := seckill.NewHTTPHandler(cfg)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		go func() { errc <- srv.Serve(ln) }()
+		shutdown = append(shutdown, srv.Shutdown)
+	}
+	stopGRPC, err := serveGRPC(cfg, f.grpcAddr, errc)
+	if err != nil {
+		shutdownAll(shutdown)
+		return err
+	}
+	shutdown = append(shutdown, stopGRPC)
+	log.Info("seckill: serving", "http", ln.Addr().String(), "grpc", f.grpcAddr, "lock", mode, "http_stack", f.httpImpl, "db", st.Kind())
+
+	select {
+	case <-ctx.Done():
+		err = nil
+	case err = <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+	}
+	shutdownAll(shutdown)
+	return err
+}
+
+func shutdownAll(fns []func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i](ctx)
+	}
+}
