@@ -22,7 +22,7 @@ type commandCounts struct {
 	client map[string]int64
 }
 
-func readCommands(t *testing.T, c *redis.Client) commandCounts {
+func readCommands(t testing.TB, c *redis.Client) commandCounts {
 	t.Helper()
 	info, err := c.Info(context.Background(), "stats", "commandstats").Result()
 	if err != nil {

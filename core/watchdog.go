@@ -3,6 +3,7 @@ package core
 import (
 	"container/heap"
 	"context"
+	"math"
 	"sync"
 	"time"
 )
@@ -21,6 +22,7 @@ type watchdog struct {
 	mu    sync.Mutex
 	h     leaseHeap
 	queue []*Lease // due renewals for the sender
+	armed int64    // when the scheduler's timer fires (monotonic ns)
 
 	kick chan struct{} // wakes the scheduler
 	send chan struct{} // wakes the sender
@@ -30,7 +32,7 @@ type watchdog struct {
 }
 
 func newWatchdog(l *Locker) *watchdog {
-	w := &watchdog{l: l, kick: make(chan struct{}, 1), send: make(chan struct{}, 1)}
+	w := &watchdog{l: l, kick: make(chan struct{}, 1), send: make(chan struct{}, 1), armed: math.MaxInt64}
 	w.ctx, w.stop = context.WithCancel(context.Background())
 	w.wg.Add(2)
 	go w.schedule()
@@ -57,9 +59,11 @@ func next(s *Lease) int64 {
 func (w *watchdog) add(s *Lease) {
 	w.mu.Lock()
 	heap.Push(&w.h, s)
-	first := s.hidx == 0
+	// Wake the scheduler only if this lease's first event comes before the
+	// timer it has set: on the hot path (TTL 30s) nothing is woken.
+	early := next(s) < w.armed
 	w.mu.Unlock()
-	if first {
+	if early {
 		signal(w.kick)
 	}
 }
@@ -129,6 +133,7 @@ func (w *watchdog) schedule() {
 		if len(w.h) > 0 {
 			wait = time.Duration(next(w.h[0]) - now)
 		}
+		w.armed = now + int64(wait)
 		w.mu.Unlock()
 
 		for _, s := range lost {

@@ -1,0 +1,341 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// The same Locker on the two other deployments it supports: a Redis Cluster
+// (*redis.ClusterClient) and a master found through Sentinel
+// (redis.NewFailoverClient). Each test uses two clients, as two processes
+// of a service would.
+
+func TestOnCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	a, b := cl.Client(t), cl.Client(t)
+	testBasics(t, a, b)
+	t.Run("WaiterWokenByRelease", func(t *testing.T) { testWaiterWokenByRelease(t, a, b, "topo:wake") })
+	t.Run("ReleaseWakesWaiterSubscribedOnAnotherNode", func(t *testing.T) { testWakeAcrossNodes(t, cl, a, b) })
+	t.Run("LockKeysShareOneSlot", func(t *testing.T) { testKeysShareSlot(t, cl, a) })
+}
+
+func TestOnSentinel(t *testing.T) {
+	st := redistest.StartSentinel(t)
+	a, b := st.Client(t), st.Client(t)
+	testBasics(t, a, b)
+	t.Run("WaiterWokenByRelease", func(t *testing.T) { testWaiterWokenByRelease(t, a, b, "topo:wake") })
+}
+
+// lockerOn returns a Locker on c, closed at cleanup.
+func lockerOn(t *testing.T, c redis.UniversalClient, opts ...core.Option) *core.Locker {
+	l := core.New(c, opts...)
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// testBasics: Lock/Unlock, re-entry through the lease's context, and a
+// TryLock from a second Locker (on its own client) finding the lock busy.
+func testBasics(t *testing.T, a, b redis.UniversalClient) {
+	t.Run("LockUnlock", func(t *testing.T) {
+		l := lockerOn(t, a)
+		ctx := ctxT(t)
+		s, err := l.Lock(ctx, "topo:basic")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Fence() <= 0 {
+			t.Fatalf("fence %d", s.Fence())
+		}
+		if n, err := b.Exists(ctx, "lockgate:{topo:basic}").Result(); err != nil || n != 1 {
+			t.Fatalf("lock hash seen through the other client: %d, %v", n, err)
+		}
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Unlock(ctx); !errors.Is(err, core.ErrNotHeld) {
+			t.Fatalf("second Unlock: %v, want ErrNotHeld", err)
+		}
+		if n, err := b.Exists(ctx, "lockgate:{topo:basic}").Result(); err != nil || n != 0 {
+			t.Fatalf("lock hash after Unlock: %d, %v", n, err)
+		}
+	})
+
+	t.Run("ReentryThroughLeaseContext", func(t *testing.T) {
+		la, lb := lockerOn(t, a), lockerOn(t, b)
+		ctx := ctxT(t)
+		outer, err := la.Lock(ctx, "topo:reentry")
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner, err := la.Lock(outer.Context(), "topo:reentry", core.WithWait(0))
+		if err != nil {
+			t.Fatalf("re-entry: %v", err)
+		}
+		if !inner.Reentrant() || inner.Fence() != outer.Fence() {
+			t.Fatalf("re-entry: reentrant %v, fence %d, outer fence %d", inner.Reentrant(), inner.Fence(), outer.Fence())
+		}
+		if err := inner.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// One hold is left: still busy for another owner.
+		if _, err := lb.TryLock(ctx, "topo:reentry"); !errors.Is(err, core.ErrNotObtained) {
+			t.Fatalf("TryLock with one hold left: %v, want ErrNotObtained", err)
+		}
+		if err := outer.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s, err := lb.TryLock(ctx, "topo:reentry")
+		if err != nil {
+			t.Fatalf("TryLock after the last Unlock: %v", err)
+		}
+		s.Unlock(ctx)
+	})
+
+	t.Run("TryLockBusyFromSecondLocker", func(t *testing.T) {
+		la, lb := lockerOn(t, a), lockerOn(t, b)
+		ctx := ctxT(t)
+		s, err := la.Lock(ctx, "topo:busy", core.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = lb.TryLock(ctx, "topo:busy")
+		if !errors.Is(err, core.ErrNotObtained) {
+			t.Fatalf("TryLock on a held lock: %v, want ErrNotObtained", err)
+		}
+		if ra, ok := core.RetryAfter(err); !ok || ra <= 0 || ra > time.Minute {
+			t.Fatalf("RetryAfter %v, %v: want the holder's TTL", ra, ok)
+		}
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Control: free again, the same call succeeds.
+		s2, err := lb.TryLock(ctx, "topo:busy")
+		if err != nil {
+			t.Fatalf("TryLock after Unlock: %v", err)
+		}
+		s2.Unlock(ctx)
+	})
+}
+
+// queuedRetry never retries on a timer, so a waiting Lock can only obtain
+// the lock on a release notification (the holder's TTL is set far beyond
+// the wait budget). NextBackoff is called once per failed attempt; the
+// second failed attempt is the one made once the waiter's subscription to
+// the release channel is confirmed, so when queued closes the waiter is
+// subscribed and has seen the lock busy.
+type queuedRetry struct {
+	n      int
+	queued chan struct{}
+}
+
+func (r *queuedRetry) NextBackoff() time.Duration {
+	r.n++
+	if r.n == 2 {
+		close(r.queued)
+	}
+	return 0
+}
+
+// waitFor starts a Lock of key on l with wait budget wait and a
+// queuedRetry, and returns the queued signal and the outcome.
+func waitFor(ctx context.Context, l *core.Locker, key string, wait time.Duration) (<-chan struct{}, <-chan error) {
+	r := &queuedRetry{queued: make(chan struct{})}
+	res := make(chan error, 1)
+	go func() {
+		s, err := l.Lock(ctx, key, core.WithWait(wait), core.WithRetry(func() core.RetryStrategy { return r }))
+		if err == nil {
+			err = s.Unlock(context.WithoutCancel(ctx))
+		}
+		res <- err
+	}()
+	return r.queued, res
+}
+
+// testWaiterWokenByRelease: a waiter queued behind a holder (other Locker,
+// other client) obtains the lock after the holder's Unlock, before its 5s
+// budget, which without the release notification it could not. Control:
+// with no release, the same waiter ends busy.
+func testWaiterWokenByRelease(t *testing.T, a, b redis.UniversalClient, key string) {
+	holder, waiter := lockerOn(t, a), lockerOn(t, b)
+	ctx := ctxT(t)
+
+	t.Run("Released", func(t *testing.T) {
+		s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		queued, res := waitFor(ctx, waiter, key, 5*time.Second)
+		within(t, queued, 5*time.Second, "the waiter queueing")
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-res; err != nil {
+			t.Fatalf("waiter after the release: %v (timed out: %v)", err, errors.Is(err, core.ErrNotObtained))
+		}
+	})
+
+	t.Run("ControlNotReleased", func(t *testing.T) {
+		s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Unlock(ctx)
+		_, res := waitFor(ctx, waiter, key, 300*time.Millisecond)
+		if err := <-res; !errors.Is(err, core.ErrNotObtained) {
+			t.Fatalf("waiter without a release: %v, want ErrNotObtained", err)
+		}
+	})
+}
+
+// keyOnServer returns a lock name (prefix p) whose lock hash (default
+// prefix) lives on a node other than not, and that node.
+func keyOnServer(t *testing.T, cl *redistest.Cluster, c *redis.ClusterClient, p string, not *redistest.Server) (string, *redistest.Server) {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		name := fmt.Sprintf("%s%d", p, i)
+		slot, err := c.ClusterKeySlot(context.Background(), "lockgate:{"+name+"}").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := cl.ServerForSlot(int(slot)); s != nil && s != not {
+			return name, s
+		}
+	}
+	t.Fatal("no name found on another node")
+	return "", nil
+}
+
+// numSub returns the subscribers of channel on each node (Pub/Sub
+// subscriptions are per node in a cluster; messages are broadcast).
+func numSub(t *testing.T, cl *redistest.Cluster, channel string) map[*redistest.Server]int64 {
+	t.Helper()
+	out := map[*redistest.Server]int64{}
+	for _, s := range cl.Servers {
+		m, err := s.Client(t).PubSubNumSub(context.Background(), channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[s] = m[channel]
+	}
+	return out
+}
+
+// testWakeAcrossNodes: in a cluster a Pub/Sub subscription lives on one
+// node (go-redis binds the waiting Locker's one Pub/Sub connection to a
+// node when it opens it), while a release publishes on the node that holds
+// the lock hash. A first round finds the waiter's node; the second uses a
+// lock whose hash lives on another node, so the release message must cross
+// the cluster bus to wake the waiter.
+func testWakeAcrossNodes(t *testing.T, cl *redistest.Cluster, a, b *redis.ClusterClient) {
+	holder, waiter := lockerOn(t, a), lockerOn(t, b)
+	ctx := ctxT(t)
+
+	// wake runs one holder/waiter round on name; inspect runs while the
+	// waiter is queued.
+	wake := func(name string, inspect func()) {
+		t.Helper()
+		s, err := holder.Lock(ctx, name, core.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		queued, res := waitFor(ctx, waiter, name, 5*time.Second)
+		within(t, queued, 5*time.Second, "the waiter queueing on "+name)
+		inspect()
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-res; err != nil {
+			t.Fatalf("waiter on %s after the release: %v (timed out: %v)", name, err, errors.Is(err, core.ErrNotObtained))
+		}
+	}
+
+	var nodeW *redistest.Server // where the waiter's Pub/Sub connection is
+	wake("topo:x:first", func() {
+		for s, n := range numSub(t, cl, "lockgate:{topo:x:first}") {
+			if n == 1 {
+				nodeW = s
+			}
+		}
+	})
+	if nodeW == nil {
+		t.Fatal("the waiter's subscription was found on no node")
+	}
+
+	name, nodeL := keyOnServer(t, cl, a, "topo:x:other", nodeW)
+	ch := "lockgate:{" + name + "}"
+	wake(name, func() {
+		subs := numSub(t, cl, ch)
+		if subs[nodeW] != 1 || subs[nodeL] != 0 {
+			t.Fatalf("subscribers of %s: %d on %s (the waiter's node), %d on %s (the lock's node); want 1 and 0",
+				ch, subs[nodeW], nodeW.Addr, subs[nodeL], nodeL.Addr)
+		}
+	})
+
+	// Control: the same waiter, same lock, no release: busy at the end.
+	s, err := holder.Lock(ctx, name, core.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Unlock(ctx)
+	if _, res := waitFor(ctx, waiter, name, 300*time.Millisecond); !errors.Is(<-res, core.ErrNotObtained) {
+		t.Fatal("control: waiter without a release did not end busy")
+	}
+}
+
+// testKeysShareSlot: for names with '{', '}' and '%', the two keys a lock
+// writes (its hash and its fence) map to one slot (else the acquire script
+// would fail with CROSSSLOT), and different names are different locks.
+func testKeysShareSlot(t *testing.T, cl *redistest.Cluster, c *redis.ClusterClient) {
+	l := lockerOn(t, c, core.WithPrefix("ks:"))
+	ctx := ctxT(t)
+	names := []string{"a{b", "a}b", "a%7Db", "a%257Db", "a%b", "{", "}", "%", "}{", "{}", "{a}b", "a{b}c", "%7D", "x}{y%z"}
+	seen := map[string]bool{}
+	for _, name := range names {
+		// Every earlier lock is still held: a collision would be busy.
+		if _, err := l.TryLock(ctx, name, core.WithTTL(time.Minute)); err != nil {
+			t.Fatalf("TryLock %q: %v", name, err)
+		}
+		var fresh []string
+		for _, s := range cl.Servers {
+			keys, err := s.Client(t).Keys(ctx, "ks:*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				if !seen[k] {
+					seen[k] = true
+					fresh = append(fresh, k)
+				}
+			}
+		}
+		if len(fresh) != 2 {
+			t.Fatalf("%q: new keys %q, want the hash and the fence", name, fresh)
+		}
+		h, f := fresh[0], fresh[1]
+		if strings.HasSuffix(h, ":fence") {
+			h, f = f, h
+		}
+		if f != h+":fence" {
+			t.Fatalf("%q: keys %q and %q are not a hash and its fence", name, h, f)
+		}
+		sh, err := c.ClusterKeySlot(ctx, h).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sf, err := c.ClusterKeySlot(ctx, f).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sh != sf {
+			t.Fatalf("%q: hash %q in slot %d, fence %q in slot %d", name, h, sh, f, sf)
+		}
+	}
+}
