@@ -3,9 +3,9 @@ package core_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strconv"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
