@@ -83,8 +83,9 @@ type OrderRequest struct {
 	UserId    string                 `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
 	VoucherId int64                  `protobuf:"varint,2,opt,name=voucher_id,json=voucherId,proto3" json:"voucher_id,omitempty"`
 	Item      *Item                  `protobuf:"bytes,3,opt,name=item,proto3" json:"item,omitempty"`
-	// pause_ms asks the handler to wait this long before answering, or until
-	// the test releases it, whichever comes first.
+	// pause_ms is the handler's work time: it waits this long, or less when
+	// another call is inside at the same time; -1 holds until the test
+	// releases it or the call's context ends.
 	PauseMs       int64 `protobuf:"varint,4,opt,name=pause_ms,json=pauseMs,proto3" json:"pause_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -149,9 +150,12 @@ func (x *OrderRequest) GetPauseMs() int64 {
 }
 
 type OrderReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Fence         int64                  `protobuf:"varint,1,opt,name=fence,proto3" json:"fence,omitempty"`
-	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// fence and key of the lease the handler runs under (0 and "" when none).
+	Fence int64  `protobuf:"varint,1,opt,name=fence,proto3" json:"fence,omitempty"`
+	Key   string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// echo is the user_id of the request as the handler received it.
+	Echo          string `protobuf:"bytes,3,opt,name=echo,proto3" json:"echo,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -200,6 +204,13 @@ func (x *OrderReply) GetKey() string {
 	return ""
 }
 
+func (x *OrderReply) GetEcho() string {
+	if x != nil {
+		return x.Echo
+	}
+	return ""
+}
+
 var File_testpb_order_proto protoreflect.FileDescriptor
 
 const file_testpb_order_proto_rawDesc = "" +
@@ -213,11 +224,12 @@ const file_testpb_order_proto_rawDesc = "" +
 	"\n" +
 	"voucher_id\x18\x02 \x01(\x03R\tvoucherId\x12)\n" +
 	"\x04item\x18\x03 \x01(\v2\x15.lockgate.testpb.ItemR\x04item\x12\x19\n" +
-	"\bpause_ms\x18\x04 \x01(\x03R\apauseMs\"4\n" +
+	"\bpause_ms\x18\x04 \x01(\x03R\apauseMs\"H\n" +
 	"\n" +
 	"OrderReply\x12\x14\n" +
 	"\x05fence\x18\x01 \x01(\x03R\x05fence\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key2\xff\x06\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12\x12\n" +
+	"\x04echo\x18\x03 \x01(\tR\x04echo2\xff\x06\n" +
 	"\x06Orders\x12p\n" +
 	"\x05Order\x12\x1d.lockgate.testpb.OrderRequest\x1a\x1b.lockgate.testpb.OrderReply\"+\xaa\x9b\x19'\n" +
 	"\x1corder:{user_id}:{voucher_id}\x12\x022s\x1a\x0330s\x12m\n" +

@@ -1,0 +1,188 @@
+package grpclock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/lockgate/lockgate/core"
+	lockgatev1 "github.com/lockgate/lockgate/proto/lockgate/v1"
+)
+
+// method is the compiled rule of one locked method.
+type method struct {
+	name     string // full method name, "/pkg.Service/Method"
+	origin   string // "annotation" or "Go rule", for errors and logs
+	key      *key
+	opts     []core.Option
+	failOpen bool
+
+	clientStream bool
+	serverStream bool
+	// input builds an empty request message; set for server-streaming
+	// methods whose key reads the message.
+	input protoreflect.MessageType
+}
+
+// fullMethodName returns "/pkg.Service/Method".
+func fullMethodName(md protoreflect.MethodDescriptor) string {
+	return "/" + string(md.Parent().FullName()) + "/" + string(md.Name())
+}
+
+// loadRules reads the annotations of every service in o.files, then applies
+// the Go rules over them. Every problem is reported, joined, each naming
+// its method.
+func loadRules(o *options) (map[string]*method, error) {
+	methods := map[string]*method{}
+	var errs []error
+	o.files.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		svcs := fd.Services()
+		for i := 0; i < svcs.Len(); i++ {
+			ms := svcs.Get(i).Methods()
+			for j := 0; j < ms.Len(); j++ {
+				md := ms.Get(j)
+				lr := annotation(md)
+				if lr == nil {
+					continue
+				}
+				name := fullMethodName(md)
+				if _, ok := o.rules[name]; ok {
+					continue // the Go rule wins; its errors are its own
+				}
+				r, err := annotationRule(lr)
+				if err == nil {
+					var m *method
+					m, err = compile(name, "annotation", md, r, o)
+					methods[name] = m
+				}
+				if err != nil {
+					errs = append(errs, fmt.Errorf("grpclock: %s: (lockgate.v1.lock) annotation: %w", name, err))
+				}
+			}
+		}
+		return true
+	})
+	for _, name := range o.order {
+		md, err := findMethod(o.files, name)
+		if err == nil {
+			var m *method
+			m, err = compile(name, "Go rule", md, o.rules[name], o)
+			methods[name] = m
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("grpclock: %s: Go rule: %w", name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return methods, nil
+}
+
+// annotation returns the method's (lockgate.v1.lock) option, or nil.
+func annotation(md protoreflect.MethodDescriptor) *lockgatev1.LockRule {
+	opts, ok := md.Options().(*descriptorpb.MethodOptions)
+	if !ok || opts == nil || !proto.HasExtension(opts, lockgatev1.E_Lock) {
+		return nil
+	}
+	lr, _ := proto.GetExtension(opts, lockgatev1.E_Lock).(*lockgatev1.LockRule)
+	return lr
+}
+
+// annotationRule turns the annotation's strings into a Rule. An empty wait
+// or ttl keeps the Locker's default; "0s" wait is a single attempt.
+func annotationRule(lr *lockgatev1.LockRule) (Rule, error) {
+	r := Rule{Key: lr.GetKey(), FailOpen: lr.GetFailOpen()}
+	if s := lr.GetWait(); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return r, fmt.Errorf("wait %q: not a duration such as \"2s\"", s)
+		}
+		if d < 0 {
+			return r, fmt.Errorf("wait %q is negative", s)
+		}
+		r.Options = append(r.Options, core.WithWait(d)) // explicit, so 0 means one attempt
+	}
+	if s := lr.GetTtl(); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return r, fmt.Errorf("ttl %q: not a duration such as \"30s\"", s)
+		}
+		if d < core.MinTTL {
+			return r, fmt.Errorf("ttl %q is below the minimum %v", s, core.MinTTL)
+		}
+		r.TTL = d
+	}
+	return r, nil
+}
+
+// findMethod resolves "/pkg.Service/Method" in files.
+func findMethod(files *protoregistry.Files, fullMethod string) (protoreflect.MethodDescriptor, error) {
+	svc, name, ok := strings.Cut(strings.TrimPrefix(fullMethod, "/"), "/")
+	if !strings.HasPrefix(fullMethod, "/") || !ok || svc == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("method name %q is not of the form \"/package.Service/Method\"", fullMethod)
+	}
+	d, err := files.FindDescriptorByName(protoreflect.FullName(svc))
+	if err != nil {
+		return nil, fmt.Errorf("no registered service %s", svc)
+	}
+	sd, ok := d.(protoreflect.ServiceDescriptor)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a service", svc)
+	}
+	md := sd.Methods().ByName(protoreflect.Name(name))
+	if md == nil {
+		return nil, fmt.Errorf("service %s has no method %s", svc, name)
+	}
+	return md, nil
+}
+
+// compile checks r against the method md and builds its method.
+func compile(name, origin string, md protoreflect.MethodDescriptor, r Rule, o *options) (*method, error) {
+	if r.Wait < 0 {
+		return nil, fmt.Errorf("wait %v is negative", r.Wait)
+	}
+	if r.TTL != 0 && r.TTL < core.MinTTL {
+		return nil, fmt.Errorf("ttl %v is below the minimum %v", r.TTL, core.MinTTL)
+	}
+	k, err := compileKey(r.Key, md)
+	if err != nil {
+		return nil, err
+	}
+	m := &method{
+		name:         name,
+		origin:       origin,
+		key:          k,
+		failOpen:     r.FailOpen,
+		clientStream: md.IsStreamingClient(),
+		serverStream: md.IsStreamingServer(),
+	}
+	m.opts = append(m.opts, o.lockOpts...)
+	if r.Wait > 0 {
+		m.opts = append(m.opts, core.WithWait(r.Wait))
+	}
+	if r.TTL > 0 {
+		m.opts = append(m.opts, core.WithTTL(r.TTL))
+	}
+	m.opts = append(m.opts, r.Options...)
+	if m.serverStream && !m.clientStream && k.usesMessage() {
+		m.input = messageType(o.types, md.Input())
+	}
+	return m, nil
+}
+
+// messageType returns the Go type of desc when it is linked in, else a
+// dynamic type built from the descriptor.
+func messageType(types *protoregistry.Types, desc protoreflect.MessageDescriptor) protoreflect.MessageType {
+	if mt, err := types.FindMessageByName(desc.FullName()); err == nil {
+		return mt
+	}
+	return dynamicpb.NewMessageType(desc)
+}
