@@ -1,0 +1,51 @@
+package httplock_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/middleware/nethttp"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+func Example() {
+	rs, err := redistest.NewServer() // your Redis in production
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rs.Close()
+	client := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer client.Close()
+	locker := core.New(client)
+	defer locker.Close()
+
+	order := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lease := httplock.FromContext(r.Context()) // r.Context() is the lease's context
+		fmt.Fprintf(w, "locked %s", lease.Key())
+	})
+	mux := http.NewServeMux()
+	lock := httplock.Must(httplock.New(locker, "order:{query.user_id}:{path.voucher}"))
+	mux.Handle("POST /voucher-order/seckill/{voucher}", lock(order))
+
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for _, q := range []string{"?user_id=42", ""} {
+		resp, err := srv.Client().Post(srv.URL+"/voucher-order/seckill/7"+q, "", nil)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode, string(body))
+	}
+	// Output:
+	// 200 locked order:42:7
+	// 400 {"error":"keyfunc: query.user_id: missing or empty value"}
+}

@@ -1,0 +1,329 @@
+package httplock_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/keyfunc"
+	"github.com/lockgate/lockgate/middleware/nethttp"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+func TestConstructionErrors(t *testing.T) {
+	srv := redistest.Start(t)
+	l := newLocker(t, srv)
+	for _, tmpl := range []string{"", "order:{query.id", "order:{field.id}", "order:{md.x}", "o:{usr.id}"} {
+		if _, err := httplock.New(l, tmpl); !errors.Is(err, keyfunc.ErrBadTemplate) {
+			t.Errorf("New(%q): %v, want ErrBadTemplate", tmpl, err)
+		}
+	}
+	if _, err := httplock.New(nil, "o:{query.id}"); !errors.Is(err, httplock.ErrNoLocker) {
+		t.Errorf("nil Locker: %v", err)
+	}
+	if _, err := httplock.NewTemplate(l, keyfunc.MustJoin(keyfunc.Const("o"), keyfunc.Field("id"))); !errors.Is(err, keyfunc.ErrBadTemplate) {
+		t.Errorf("gRPC template: %v", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Must did not panic on an error")
+		}
+	}()
+	httplock.Must(httplock.New(l, "{"))
+}
+
+// TestBadInput: key errors answer 400 naming the part, a body over the bound
+// 413; the handler does not run and nothing is locked. Then valid requests
+// show the JSON and form bodies intact for the handler.
+func TestBadInput(t *testing.T) {
+	srv := redistest.Start(t)
+	l := newLocker(t, srv)
+	var ran atomic.Int32
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ran.Add(1)
+		if r.URL.Path == "/form" {
+			w.Write([]byte(r.PostFormValue("sku") + "|" + r.PostFormValue("n")))
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /seckill/{voucher}", httplock.Must(httplock.New(l, "order:{query.user_id}:{path.voucher}"))(echo))
+	mux.Handle("POST /body", httplock.Must(httplock.New(l, "order:{body.user.id}", httplock.WithMaxBodySize(1024)))(echo))
+	mux.Handle("POST /form", httplock.Must(httplock.New(l, "sku:{form.sku}"))(echo))
+	mux.Handle("POST /header", httplock.Must(httplock.New(l, "u:{header.X-User-ID}"))(echo))
+	ts, _ := serve(t, mux)
+	ctx := testCtx(t)
+	const jsonCT = "application/json"
+	bad := []struct {
+		name, path, ctype, body string
+		status                  int
+		part, reason            string
+	}{
+		{"missing query", "/seckill/7", "", "", 400, "query.user_id", "missing"},
+		{"empty query", "/seckill/7?user_id=", "", "", 400, "query.user_id", "missing"},
+		{"oversized value", "/seckill/7?user_id=" + strings.Repeat("9", keyfunc.DefaultMaxValueLen+1), "", "", 400, "query.user_id", "too long"},
+		{"control character", "/seckill/7?user_id=a%0Ab", "", "", 400, "query.user_id", "invalid value"},
+		{"control character in path", "/seckill/a%01b?user_id=1", "", "", 400, "path.voucher", "invalid value"},
+		{"missing body field", "/body", jsonCT, `{"user":{}}`, 400, "body.user.id", "missing"},
+		{"body not JSON", "/body", jsonCT, `{"user":`, 400, "body.user.id", "invalid value"},
+		{"body field an object", "/body", jsonCT, `{"user":{"id":{}}}`, 400, "body.user.id", "invalid value"},
+		{"oversized body", "/body", jsonCT, `{"user":{"id":1},"pad":"` + strings.Repeat("x", 2048) + `"}`, 413, "", "too large"},
+		{"missing form field", "/form", "application/x-www-form-urlencoded", "n=1", 400, "form.sku", "missing"},
+		{"missing header", "/header", "", "", 400, "header.X-User-ID", "missing"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			r := do(ctx, ts.Client(), "POST", ts.URL+c.path, c.ctype, c.body)
+			if r.err != nil || r.status != c.status {
+				t.Fatalf("status %d (%v), want %d: %s", r.status, r.err, c.status, r.body)
+			}
+			msg := errorText(t, r.body)
+			if !strings.Contains(msg, c.part) || !strings.Contains(msg, c.reason) {
+				t.Fatalf("error %q, want it to name %q and %q", msg, c.part, c.reason)
+			}
+		})
+	}
+	if ran.Load() != 0 {
+		t.Fatalf("handler ran %d times on bad input", ran.Load())
+	}
+	if n, err := srv.Client(t).DBSize(ctx).Result(); err != nil || n != 0 {
+		t.Fatalf("redis holds %d keys after bad input (%v), want 0", n, err)
+	}
+
+	t.Run("JSON body intact", func(t *testing.T) {
+		body := `{"user": {"id": 42, "name": "Zoë"}, "qty": 1.50}`
+		r := do(ctx, ts.Client(), "POST", ts.URL+"/body", jsonCT, body)
+		if r.err != nil || r.status != 200 || r.body != body {
+			t.Fatalf("got %d %v %q, want the body echoed", r.status, r.err, r.body)
+		}
+	})
+	t.Run("form body intact", func(t *testing.T) {
+		form := url.Values{"sku": {"a:b"}, "n": {"3"}}.Encode()
+		r := do(ctx, ts.Client(), "POST", ts.URL+"/form", "application/x-www-form-urlencoded", form)
+		if r.err != nil || r.status != 200 || r.body != "a:b|3" {
+			t.Fatalf("got %d %v %q", r.status, r.err, r.body)
+		}
+	})
+}
+
+// TestLeaseInHandler: the handler's r.Context() is the lease's Context,
+// FromContext returns the lease, nested locking re-enters, and {ctx.*}
+// reads what earlier middleware stored.
+func TestLeaseInHandler(t *testing.T) {
+	srv := redistest.Start(t)
+	l := newLocker(t, srv)
+	type seen struct {
+		key       string
+		fence     int64
+		same      bool
+		reentered bool
+		err       error
+	}
+	got := make(chan seen, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lease := httplock.FromContext(r.Context())
+		s := seen{key: lease.Key(), fence: lease.Fence(), same: r.Context() == lease.Context()}
+		inner, err := l.Lock(r.Context(), lease.Key(), core.WithWait(0))
+		if err == nil {
+			s.reentered = inner.Reentrant()
+			err = inner.Unlock(r.Context())
+		}
+		s.err = err
+		got <- s
+	})
+	auth := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(keyfunc.WithValue(r.Context(), "user", 42)))
+		})
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /v/{voucher}", auth(httplock.Must(httplock.New(l, "order:{ctx.user}:{voucher}"))(h)))
+	ts, _ := serve(t, mux)
+	r := do(testCtx(t), ts.Client(), "POST", ts.URL+"/v/a:b", "", "")
+	if r.err != nil || r.status != 200 {
+		t.Fatalf("status %d %v", r.status, r.err)
+	}
+	s := <-got
+	if s.key != "order:42:a%3Ab" || s.fence <= 0 || !s.same || !s.reentered || s.err != nil {
+		t.Fatalf("handler saw %+v", s)
+	}
+}
+
+// TestPathValueOption: a pluggable path lookup for other routers.
+func TestPathValueOption(t *testing.T) {
+	srv := redistest.Start(t)
+	l := newLocker(t, srv)
+	keys := make(chan string, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { keys <- httplock.FromContext(r.Context()).Key() })
+	chiLike := func(r *http.Request, name string) string {
+		if name == "voucher" {
+			return strings.TrimPrefix(r.URL.Path, "/v/")
+		}
+		return ""
+	}
+	ts, _ := serve(t, httplock.Must(httplock.New(l, "v:{path.voucher}", httplock.WithPathValue(chiLike)))(h))
+	if r := do(testCtx(t), ts.Client(), "GET", ts.URL+"/v/abc", "", ""); r.err != nil || r.status != 200 {
+		t.Fatalf("status %d %v", r.status, r.err)
+	}
+	if k := <-keys; k != "v:abc" {
+		t.Fatalf("key %q", k)
+	}
+}
+
+// TestBusy: 429 with Retry-After rounded up from the holder's TTL, and the
+// busy handler override.
+func TestBusy(t *testing.T) {
+	srv := redistest.Start(t)
+	l := newLocker(t, srv)
+	ctx := testCtx(t)
+	held, err := l.Lock(ctx, "order:1:7", core.WithTTL(2500*time.Millisecond), core.WithoutWatchdog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock(context.Background())
+	var ran atomic.Int32
+	h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran.Add(1) })
+	custom := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Seen-Retry-After", w.Header().Get("Retry-After"))
+		w.WriteHeader(http.StatusConflict)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /a/{voucher}", httplock.Must(httplock.New(l, "order:{query.user_id}:{path.voucher}", httplock.WithWait(0)))(h))
+	mux.Handle("POST /b/{voucher}", httplock.Must(httplock.New(l, "order:{query.user_id}:{path.voucher}",
+		httplock.WithWait(20*time.Millisecond), httplock.WithBusyHandler(custom)))(h))
+	ts, _ := serve(t, mux)
+
+	r := do(ctx, ts.Client(), "POST", ts.URL+"/a/7?user_id=1", "", "")
+	if r.status != http.StatusTooManyRequests || r.retryAfter != "3" {
+		t.Fatalf("got %d Retry-After %q, want 429 and 3 (2.5s rounded up)", r.status, r.retryAfter)
+	}
+	if msg := errorText(t, r.body); !strings.Contains(msg, "busy") {
+		t.Fatalf("busy text %q", msg)
+	}
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/b/7?user_id=1", nil)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict || resp.Header.Get("X-Seen-Retry-After") == "" {
+		t.Fatalf("override: %d, Retry-After seen %q", resp.StatusCode, resp.Header.Get("X-Seen-Retry-After"))
+	}
+	if ran.Load() != 0 {
+		t.Fatal("handler ran while the lock was busy")
+	}
+}
+
+// TestPanicReleases: a panicking handler releases the lock (the next
+// request obtains it with no wait at all) and net/http still handles the
+// panic (logs it and drops the connection).
+func TestPanicReleases(t *testing.T) {
+	srv := redistest.Start(t)
+	l := newLocker(t, srv)
+	var calls atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			panic("boom in handler")
+		}
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /seckill/{voucher}", httplock.Must(httplock.New(l, "order:{query.user_id}:{path.voucher}", httplock.WithWait(0)))(h))
+	ts, errLog := serve(t, mux)
+	ctx := testCtx(t)
+	if r := do(ctx, ts.Client(), "POST", ts.URL+"/seckill/7?user_id=1", "", ""); r.err == nil {
+		t.Fatalf("panicking request answered %d, want the connection dropped", r.status)
+	}
+	if !strings.Contains(errLog.String(), "boom in handler") {
+		t.Fatalf("server log %q does not show the panic", errLog.String())
+	}
+	if n, err := srv.Client(t).Exists(ctx, core.DefaultPrefix+"{order:1:7}").Result(); err != nil || n != 0 {
+		t.Fatalf("lock key still exists after the panic (%d, %v)", n, err)
+	}
+	if r := do(ctx, ts.Client(), "POST", ts.URL+"/seckill/7?user_id=1", "", ""); r.err != nil || r.status != 200 {
+		t.Fatalf("next request: %d %v %s, want 200 at once", r.status, r.err, r.body)
+	}
+}
+
+// TestRedisDown: Redis stopped → 503 and the handler does not run; with
+// WithFailOpen the handler runs without a lease and a warning is logged.
+func TestRedisDown(t *testing.T) {
+	srv := redistest.Start(t)
+	l := newLocker(t, srv)
+	var ran atomic.Int32
+	var leaseSeen atomic.Bool
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ran.Add(1)
+		leaseSeen.Store(httplock.FromContext(r.Context()) != nil)
+	})
+	var logBuf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logBuf, nil))
+	mux := http.NewServeMux()
+	mux.Handle("POST /closed/{voucher}", httplock.Must(httplock.New(l, "order:{path.voucher}", httplock.WithLogger(logger)))(h))
+	mux.Handle("POST /open/{voucher}", httplock.Must(httplock.New(l, "order:{path.voucher}", httplock.WithFailOpen(), httplock.WithLogger(logger)))(h))
+	ts, _ := serve(t, mux)
+	ctx := testCtx(t)
+	srv.Stop()
+
+	r := do(ctx, ts.Client(), "POST", ts.URL+"/closed/7", "", "")
+	if r.err != nil || r.status != http.StatusServiceUnavailable {
+		t.Fatalf("fail closed: %d %v, want 503", r.status, r.err)
+	}
+	if msg := errorText(t, r.body); msg != "lock service unavailable" {
+		t.Fatalf("503 text %q leaks or differs", msg)
+	}
+	if ran.Load() != 0 {
+		t.Fatal("handler ran with Redis down (fail closed)")
+	}
+	r = do(ctx, ts.Client(), "POST", ts.URL+"/open/7", "", "")
+	if r.err != nil || r.status != http.StatusOK || ran.Load() != 1 || leaseSeen.Load() {
+		t.Fatalf("fail open: %d %v, ran %d, lease seen %v", r.status, r.err, ran.Load(), leaseSeen.Load())
+	}
+	if !strings.Contains(logBuf.String(), "fail-open") {
+		t.Fatalf("fail-open not logged: %q", logBuf.String())
+	}
+}
+
+// TestLockLost: the lock key deleted behind a running handler's back → the
+// handler's context is cancelled with cause core.ErrLockLost.
+func TestLockLost(t *testing.T) {
+	srv := redistest.Start(t)
+	l := newLocker(t, srv)
+	inside := make(chan string, 1)
+	causes := make(chan error, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inside <- httplock.FromContext(r.Context()).Key()
+		select {
+		case <-r.Context().Done():
+			causes <- context.Cause(r.Context())
+		case <-time.After(10 * time.Second):
+			causes <- errors.New("handler context not cancelled within 10s")
+		}
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /seckill/{voucher}", httplock.Must(httplock.New(l, "order:{path.voucher}",
+		httplock.WithTTL(300*time.Millisecond), httplock.WithLogger(slog.New(slog.DiscardHandler))))(h))
+	ts, _ := serve(t, mux)
+	ctx := testCtx(t)
+	done := make(chan result, 1)
+	go func() { done <- do(ctx, ts.Client(), "POST", ts.URL+"/seckill/7", "", "") }()
+	key := <-inside
+	if err := srv.Client(t).Del(ctx, core.DefaultPrefix+"{"+key+"}").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if cause := <-causes; !errors.Is(cause, core.ErrLockLost) {
+		t.Fatalf("cause %v, want core.ErrLockLost", cause)
+	}
+	if r := <-done; r.err != nil {
+		t.Fatal(r.err)
+	}
+}
