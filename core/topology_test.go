@@ -125,12 +125,12 @@ func testBasics(t *testing.T, a, b redis.UniversalClient) {
 	})
 }
 
-// queuedRetry never retries on a timer, so a waiting Lock can only obtain
-// the lock on a release notification (the holder's TTL is set far beyond
-// the wait budget). NextBackoff is called once per failed attempt; the
-// second failed attempt is the one made once the waiter's subscription to
-// the release channel is confirmed, so when queued closes the waiter is
-// subscribed and has seen the lock busy.
+// queuedRetry never retries on a timer, so a waiting Lock (holder's TTL far
+// beyond the wait budget) attempts again only on a release notification, or
+// once more when its wait budget ends. NextBackoff is called once per failed
+// attempt; the second failed attempt is the one made once the waiter's
+// subscription to the release channel is confirmed, so when queued closes
+// the waiter is subscribed and has seen the lock busy.
 type queuedRetry struct {
 	n      int
 	queued chan struct{}
@@ -144,25 +144,49 @@ func (r *queuedRetry) NextBackoff() time.Duration {
 	return 0
 }
 
+// waitResult is the outcome of a waiting Lock: its error, and whether it
+// returned before its wait budget ended. Obtaining the lock at the end of
+// the budget (the last attempt finds it free) is not a wake-up by the
+// release notification.
+type waitResult struct {
+	err    error
+	inTime bool
+}
+
 // waitFor starts a Lock of key on l with wait budget wait and a
 // queuedRetry, and returns the queued signal and the outcome.
-func waitFor(ctx context.Context, l *core.Locker, key string, wait time.Duration) (<-chan struct{}, <-chan error) {
+func waitFor(ctx context.Context, l *core.Locker, key string, wait time.Duration) (<-chan struct{}, <-chan waitResult) {
 	r := &queuedRetry{queued: make(chan struct{})}
-	res := make(chan error, 1)
+	res := make(chan waitResult, 1)
 	go func() {
+		start := time.Now() // before Lock's own start: never reports a late return as in time
 		s, err := l.Lock(ctx, key, core.WithWait(wait), core.WithRetry(func() core.RetryStrategy { return r }))
+		inTime := time.Since(start) < wait
 		if err == nil {
 			err = s.Unlock(context.WithoutCancel(ctx))
 		}
-		res <- err
+		res <- waitResult{err, inTime}
 	}()
 	return r.queued, res
 }
 
+// checkWoken fails t unless the waiter obtained the lock before its wait
+// budget ended.
+func checkWoken(t *testing.T, res <-chan waitResult, name string) {
+	t.Helper()
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("waiter on %s after the release: %v (timed out: %v)", name, r.err, errors.Is(r.err, core.ErrNotObtained))
+	}
+	if !r.inTime {
+		t.Fatalf("waiter on %s obtained the lock only by its last attempt at the end of its wait budget: no release notification reached it", name)
+	}
+}
+
 // testWaiterWokenByRelease: a waiter queued behind a holder (other Locker,
 // other client) obtains the lock after the holder's Unlock, before its 5s
-// budget, which without the release notification it could not. Control:
-// with no release, the same waiter ends busy.
+// budget ends, which without the release notification it could not.
+// Control: with no release, the same waiter ends busy.
 func testWaiterWokenByRelease(t *testing.T, a, b redis.UniversalClient, key string) {
 	holder, waiter := lockerOn(t, a), lockerOn(t, b)
 	ctx := ctxT(t)
@@ -177,9 +201,7 @@ func testWaiterWokenByRelease(t *testing.T, a, b redis.UniversalClient, key stri
 		if err := s.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-res; err != nil {
-			t.Fatalf("waiter after the release: %v (timed out: %v)", err, errors.Is(err, core.ErrNotObtained))
-		}
+		checkWoken(t, res, key)
 	})
 
 	t.Run("ControlNotReleased", func(t *testing.T) {
@@ -189,8 +211,8 @@ func testWaiterWokenByRelease(t *testing.T, a, b redis.UniversalClient, key stri
 		}
 		defer s.Unlock(ctx)
 		_, res := waitFor(ctx, waiter, key, 300*time.Millisecond)
-		if err := <-res; !errors.Is(err, core.ErrNotObtained) {
-			t.Fatalf("waiter without a release: %v, want ErrNotObtained", err)
+		if r := <-res; !errors.Is(r.err, core.ErrNotObtained) {
+			t.Fatalf("waiter without a release: %v, want ErrNotObtained", r.err)
 		}
 	})
 }
@@ -252,9 +274,7 @@ func testWakeAcrossNodes(t *testing.T, cl *redistest.Cluster, a, b *redis.Cluste
 		if err := s.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-res; err != nil {
-			t.Fatalf("waiter on %s after the release: %v (timed out: %v)", name, err, errors.Is(err, core.ErrNotObtained))
-		}
+		checkWoken(t, res, name)
 	}
 
 	var nodeW *redistest.Server // where the waiter's Pub/Sub connection is
@@ -285,7 +305,7 @@ func testWakeAcrossNodes(t *testing.T, cl *redistest.Cluster, a, b *redis.Cluste
 		t.Fatal(err)
 	}
 	defer s.Unlock(ctx)
-	if _, res := waitFor(ctx, waiter, name, 300*time.Millisecond); !errors.Is(<-res, core.ErrNotObtained) {
+	if _, res := waitFor(ctx, waiter, name, 300*time.Millisecond); !errors.Is((<-res).err, core.ErrNotObtained) {
 		t.Fatal("control: waiter without a release did not end busy")
 	}
 }
