@@ -10,6 +10,7 @@ require (
 	github.com/lockgate/lockgate v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/schollz/progressbar/v3 v3.19.1
+	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.62.0
 )
 
