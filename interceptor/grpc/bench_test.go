@@ -1,0 +1,98 @@
+package grpclock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	grpclock "github.com/lockgate/lockgate/interceptor/grpc"
+	"github.com/lockgate/lockgate/interceptor/grpc/internal/testpb"
+)
+
+// report adds the per-call figures of both variants, measured in
+// alternating blocks of the same run, and their ratio.
+func report(b *testing.B, with, without time.Duration) {
+	n := float64(b.N)
+	b.ReportMetric(float64(without.Nanoseconds())/n, "ns/call-without")
+	b.ReportMetric(float64(with.Nanoseconds())/n, "ns/call-with")
+	b.ReportMetric(float64((with-without).Nanoseconds())/n, "added-ns/call")
+	if without > 0 {
+		b.ReportMetric(float64(with)/float64(without), "with/without")
+	}
+}
+
+// BenchmarkUnannotatedInterceptor measures the interceptor alone on a
+// method with no rule (one map lookup, then the handler) against calling
+// the handler directly.
+func BenchmarkUnannotatedInterceptor(b *testing.B) {
+	e := newBase(b)
+	lk, err := grpclock.New(e.locker)
+	if err != nil {
+		b.Fatal(err)
+	}
+	unary := lk.Unary()
+	ctx := context.Background()
+	req := &testpb.OrderRequest{UserId: "u1", VoucherId: 7}
+	info := &grpc.UnaryServerInfo{FullMethod: methodPlain}
+	resp := &testpb.OrderReply{}
+	handler := func(context.Context, any) (any, error) { return resp, nil }
+
+	const block = 4096
+	var with, without time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += block {
+		n := min(block, b.N-done)
+		t0 := time.Now()
+		for range n {
+			_, _ = handler(ctx, req)
+		}
+		t1 := time.Now()
+		for range n {
+			_, _ = unary(ctx, req, info, handler)
+		}
+		without += t1.Sub(t0)
+		with += time.Since(t1)
+	}
+	b.StopTimer()
+	report(b, with, without)
+}
+
+// BenchmarkUnannotatedRPC measures a whole unary RPC over loopback TCP to
+// the unannotated method Plain, on a server with the interceptor and on one
+// without, in alternating blocks of the same run.
+func BenchmarkUnannotatedRPC(b *testing.B) {
+	withEnv := newEnv(b)
+	withoutEnv := newControl(b)
+	ctx := context.Background()
+	req := &testpb.OrderRequest{UserId: "u1", VoucherId: 7}
+	for _, e := range []*env{withEnv, withoutEnv} { // warm both connections
+		if _, err := e.client.Plain(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const block = 64
+	var with, without time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; done += block {
+		n := min(block, b.N-done)
+		t0 := time.Now()
+		for range n {
+			if _, err := withoutEnv.client.Plain(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t1 := time.Now()
+		for range n {
+			if _, err := withEnv.client.Plain(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		without += t1.Sub(t0)
+		with += time.Since(t1)
+	}
+	b.StopTimer()
+	report(b, with, without)
+}

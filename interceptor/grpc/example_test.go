@@ -1,0 +1,98 @@
+package grpclock_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"slices"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+
+	"github.com/lockgate/lockgate/core"
+	grpclock "github.com/lockgate/lockgate/interceptor/grpc"
+	"github.com/lockgate/lockgate/interceptor/grpc/internal/testpb"
+)
+
+// Example serves a service whose methods carry (lockgate.v1.lock)
+// annotations: New reads them from the registered descriptors, and the
+// interceptors are chained like any others. (Nothing is locked before a
+// call, so the example needs no running Redis.)
+func Example() {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6390"})
+	defer rdb.Close()
+	locker := core.New(rdb)
+	defer locker.Close()
+
+	lk, err := grpclock.New(locker)
+	if err != nil {
+		log.Fatal(err) // a bad annotation: the error names the method
+	}
+	srv := grpc.NewServer(
+		grpc.ChainUnaryInterceptor( /* auth, logging, ... */ lk.Unary()),
+		grpc.ChainStreamInterceptor( /* auth, logging, ... */ lk.Stream()),
+	)
+	testpb.RegisterOrdersServer(srv, testpb.UnimplementedOrdersServer{})
+	defer srv.Stop()
+
+	methods := lk.Methods()
+	slices.Sort(methods)
+	for _, m := range methods {
+		fmt.Println(m)
+	}
+	// Output:
+	// /lockgate.testpb.Orders/Chat
+	// /lockgate.testpb.Orders/Nested
+	// /lockgate.testpb.Orders/Order
+	// /lockgate.testpb.Orders/Quick
+	// /lockgate.testpb.Orders/Relaxed
+	// /lockgate.testpb.Orders/Upload
+	// /lockgate.testpb.Orders/Watch
+}
+
+// ExampleWithRule locks methods whose protos cannot be annotated, or
+// overrides an annotation: the Go rule wins.
+func ExampleWithRule() {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6390"})
+	defer rdb.Close()
+	locker := core.New(rdb)
+	defer locker.Close()
+
+	lk, err := grpclock.New(locker,
+		// Lock Plain, which has no annotation, on the caller's identity.
+		grpclock.WithRule("/lockgate.testpb.Orders/Plain", grpclock.Rule{Key: "plain:{md.x-user-id}"}),
+		// Replace Order's annotation: one attempt, a 10s lease.
+		grpclock.WithRule("/lockgate.testpb.Orders/Order", grpclock.Rule{
+			Key:     "order:{user_id}:{voucher_id}",
+			TTL:     10e9,
+			Options: []core.Option{core.WithWait(0)},
+		}),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(slices.Contains(lk.Methods(), "/lockgate.testpb.Orders/Plain"))
+
+	// A Go rule is checked against the method like an annotation.
+	_, err = grpclock.New(locker, grpclock.WithRule("/lockgate.testpb.Orders/Upload", grpclock.Rule{Key: "u:{user_id}"}))
+	fmt.Println(err != nil)
+	// Output:
+	// true
+	// true
+}
+
+// ExampleLeaseFromContext reads the lease in a handler, to pass its fence
+// with the writes the lock protects.
+func ExampleLeaseFromContext() {
+	handler := func(ctx context.Context, req *testpb.OrderRequest) (*testpb.OrderReply, error) {
+		lease := grpclock.LeaseFromContext(ctx) // nil when the method is not locked
+		if lease == nil {
+			return &testpb.OrderReply{}, nil
+		}
+		// store.Write(ctx, req, lease.Fence()) ...
+		return &testpb.OrderReply{Key: lease.Key(), Fence: lease.Fence()}, nil
+	}
+	r, _ := handler(context.Background(), &testpb.OrderRequest{UserId: "u1"})
+	fmt.Printf("key %q fence %d\n", r.GetKey(), r.GetFence())
+	// Output: key "" fence 0
+}
