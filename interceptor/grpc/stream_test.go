@@ -49,7 +49,9 @@ func TestServerStreamHoldsLock(t *testing.T) {
 	}
 
 	e.svc.release()
-	for _, s := range []interface{ Recv() (*testpb.OrderReply, error) }{s1, s3} {
+	for _, s := range []interface {
+		Recv() (*testpb.OrderReply, error)
+	}{s1, s3} {
 		if _, err := s.Recv(); err != nil {
 			t.Fatalf("second reply: %v", err)
 		}
