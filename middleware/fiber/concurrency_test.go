@@ -1,0 +1,138 @@
+package fiberlock_test
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/middleware/fiber"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+const burst = 50
+
+// twoApps starts two instances of the seckill route, each with its own
+// Locker and Redis client on srv; withLock false serves the handler bare.
+func twoApps(t *testing.T, srv *redistest.Server, h fiber.Handler, withLock bool, cfg fiberlock.Config) []*app {
+	t.Helper()
+	var apps []*app
+	for range 2 {
+		f := newApp()
+		if withLock {
+			cfg.Locker = newLocker(t, srv)
+			cfg.Key = "order:{query.user_id}:{path.voucher}"
+			f.Post("/seckill/:voucher", fiberlock.New(cfg), h)
+		} else {
+			f.Post("/seckill/:voucher", h)
+		}
+		apps = append(apps, start(t, f))
+	}
+	return apps
+}
+
+func fire(t *testing.T, apps []*app, n int, userID func(i int) string) []result {
+	t.Helper()
+	ctx := testCtx(t)
+	out := make([]result, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			out[i] = apps[i%len(apps)].do(ctx, "POST", "/seckill/7?user_id="+userID(i), "", "")
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+func same(int) string { return "1" }
+
+// TestOneAtATimeShortWait: 50 identical requests over two instances with a
+// short wait: one handler inside at a time, the others 429 with Retry-After.
+func TestOneAtATimeShortWait(t *testing.T) {
+	srv := redistest.Start(t)
+	g := newGauge()
+	apps := twoApps(t, srv, g.handler(300*time.Millisecond), true, fiberlock.Config{Wait: 50 * time.Millisecond})
+	var ok, busy int
+	for _, r := range fire(t, apps, burst, same) {
+		switch {
+		case r.err != nil:
+			t.Fatalf("request failed: %v", r.err)
+		case r.status == http.StatusOK:
+			ok++
+		case r.status == http.StatusTooManyRequests:
+			busy++
+			s, err := strconv.Atoi(r.retryAfter)
+			if err != nil || s < 1 || s > int(core.DefaultTTL/time.Second) {
+				t.Fatalf("429 with Retry-After %q", r.retryAfter)
+			}
+			errorText(t, r.body)
+		default:
+			t.Fatalf("unexpected status %d: %s", r.status, r.body)
+		}
+	}
+	if g.max.Load() != 1 {
+		t.Fatalf("max handlers inside at once = %d, want 1", g.max.Load())
+	}
+	if ok < 1 || busy < 1 || int(g.ran.Load()) != ok {
+		t.Fatalf("%d ok, %d busy, handler ran %d times", ok, busy, g.ran.Load())
+	}
+	t.Logf("%d ok, %d busy (429)", ok, busy)
+}
+
+// TestOneAtATimeLongWait: with a long wait all 50 succeed, one after another.
+func TestOneAtATimeLongWait(t *testing.T) {
+	srv := redistest.Start(t)
+	g := newGauge()
+	apps := twoApps(t, srv, g.handler(5*time.Millisecond), true, fiberlock.Config{Wait: 45 * time.Second})
+	for _, r := range fire(t, apps, burst, same) {
+		if r.err != nil || r.status != http.StatusOK {
+			t.Fatalf("request: %d %v %s", r.status, r.err, r.body)
+		}
+	}
+	if g.max.Load() != 1 || g.ran.Load() != burst {
+		t.Fatalf("max inside %d (want 1), ran %d (want %d)", g.max.Load(), g.ran.Load(), burst)
+	}
+}
+
+// TestControlWithoutLockOverlaps: the same load without the middleware has
+// more than one handler inside at once, so the gauge can fail the tests
+// above.
+func TestControlWithoutLockOverlaps(t *testing.T) {
+	srv := redistest.Start(t)
+	g := newGauge()
+	apps := twoApps(t, srv, g.handler(10*time.Second), false, fiberlock.Config{})
+	for _, r := range fire(t, apps, burst, same) {
+		if r.err != nil || r.status != http.StatusOK {
+			t.Fatalf("request: %d %v", r.status, r.err)
+		}
+	}
+	if g.max.Load() < 2 {
+		t.Fatalf("control: max inside %d, want >= 2", g.max.Load())
+	}
+}
+
+// TestDifferentKeysOverlap: requests with different keys never wait for
+// each other.
+func TestDifferentKeysOverlap(t *testing.T) {
+	srv := redistest.Start(t)
+	g := newGauge()
+	apps := twoApps(t, srv, g.handler(10*time.Second), true, fiberlock.Config{Wait: -1})
+	for _, r := range fire(t, apps, 10, strconv.Itoa) {
+		if r.err != nil || r.status != http.StatusOK {
+			t.Fatalf("request: %d %v %s", r.status, r.err, r.body)
+		}
+	}
+	if g.max.Load() < 2 {
+		t.Fatalf("different keys: max inside %d, want >= 2", g.max.Load())
+	}
+}

@@ -1,0 +1,49 @@
+package fiberlock_test
+
+import (
+	"fmt"
+	"io"
+	"net/http/httptest"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/middleware/fiber"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+func Example() {
+	rs, err := redistest.NewServer() // your Redis in production
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rs.Close()
+	client := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer client.Close()
+	l := core.New(client)
+	defer l.Close()
+
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Post("/voucher-order/seckill/:voucher",
+		fiberlock.New(fiberlock.Config{Locker: l, Key: "order:{query.user_id}:{path.voucher}"}),
+		func(c *fiber.Ctx) error {
+			lease := fiberlock.Lease(c) // c.UserContext() is lease.Context()
+			return c.SendString("locked " + lease.Key())
+		})
+
+	for _, q := range []string{"?user_id=42", ""} {
+		resp, err := app.Test(httptest.NewRequest("POST", "/voucher-order/seckill/7"+q, nil), -1)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode, string(body))
+	}
+	// Output:
+	// 200 locked order:42:7
+	// 400 {"error":"keyfunc: query.user_id: missing or empty value"}
+}

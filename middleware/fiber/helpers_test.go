@@ -1,0 +1,163 @@
+package fiberlock_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// gauge records how many handlers are inside at once.
+type gauge struct {
+	in, max, ran atomic.Int32
+	once         sync.Once
+	overlap      chan struct{} // closed when two are inside at once
+}
+
+func newGauge() *gauge { return &gauge{overlap: make(chan struct{})} }
+
+func (g *gauge) enter() {
+	g.ran.Add(1)
+	n := g.in.Add(1)
+	for {
+		m := g.max.Load()
+		if n <= m || g.max.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	if n >= 2 {
+		g.once.Do(func() { close(g.overlap) })
+	}
+}
+
+func (g *gauge) exit() { g.in.Add(-1) }
+
+// handler works for up to work, or until another request is inside at the
+// same time.
+func (g *gauge) handler(work time.Duration) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		g.enter()
+		defer g.exit()
+		t := time.NewTimer(work)
+		defer t.Stop()
+		select {
+		case <-g.overlap:
+		case <-t.C:
+		}
+		return c.SendStatus(fiber.StatusOK)
+	}
+}
+
+func newLocker(t testing.TB, srv *redistest.Server, opts ...core.Option) *core.Locker {
+	t.Helper()
+	l := core.New(srv.Client(t), opts...)
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// newApp returns a Fiber app with the recover middleware in front, as a
+// real service has it.
+func newApp() *fiber.App {
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	// fasthttp's worker-pool cleaner only notices Shutdown after sleeping
+	// this long (default 10s); keep it short so the leak check sees it gone.
+	app.Server().MaxIdleWorkerDuration = 50 * time.Millisecond
+	app.Use(recover.New())
+	return app
+}
+
+// app is a Fiber app served on a real loopback listener.
+type app struct {
+	URL    string
+	client *http.Client
+}
+
+func start(t testing.TB, f *fiber.App) *app {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		f.Listener(ln)
+	}()
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		f.ShutdownWithTimeout(10 * time.Second)
+		<-served
+	})
+	return &app{URL: "http://" + ln.Addr().String(), client: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+}
+
+type result struct {
+	status     int
+	retryAfter string
+	body       string
+	err        error
+}
+
+func (a *app) do(ctx context.Context, method, path, ctype, body string) result {
+	req, err := http.NewRequestWithContext(ctx, method, a.URL+path, strings.NewReader(body))
+	if err != nil {
+		return result{err: err}
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return result{err: err}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return result{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: string(b)}
+}
+
+func errorText(t *testing.T, body string) string {
+	t.Helper()
+	var v struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Error == "" {
+		t.Fatalf("body %q is not {\"error\": ...}: %v", body, err)
+	}
+	return v.Error
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

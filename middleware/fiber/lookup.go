@@ -1,0 +1,66 @@
+package fiberlock
+
+import (
+	"fmt"
+	"mime"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/lockgate/lockgate/keyfunc"
+)
+
+var errBadForm = fmt.Errorf("%w: body is not a valid form", keyfunc.ErrInvalidValue)
+
+// request resolves placeholders for one request. Values read from the
+// Fiber ctx are only valid during the request; Key copies them into the key.
+type request struct {
+	cfg  *Config
+	c    *fiber.Ctx
+	json *keyfunc.JSONBody
+}
+
+func (q *request) lookup(src keyfunc.Source, name string) (string, bool, error) {
+	var v string
+	switch src {
+	case keyfunc.SourcePath:
+		v = q.c.Params(name)
+	case keyfunc.SourceQuery:
+		v = q.c.Query(name)
+	case keyfunc.SourceHeader:
+		v = q.c.Get(name)
+	case keyfunc.SourceCtx:
+		s, ok := q.cfg.ContextValue(q.c, name)
+		return s, ok, nil
+	case keyfunc.SourceBody:
+		if q.json == nil {
+			q.json = keyfunc.NewJSONBody(q.c.Body())
+		}
+		return q.json.Lookup(name)
+	case keyfunc.SourceForm:
+		return q.form(name)
+	}
+	return v, v != "", nil
+}
+
+// form reads an urlencoded or multipart form field; other content types
+// have no form fields. Fiber keeps the parsed form for the handler.
+func (q *request) form(name string) (string, bool, error) {
+	mt, _, err := mime.ParseMediaType(string(q.c.Request().Header.ContentType()))
+	if err != nil {
+		return "", false, nil
+	}
+	switch mt {
+	case fiber.MIMEApplicationForm:
+		v := string(q.c.Request().PostArgs().Peek(name))
+		return v, v != "", nil
+	case fiber.MIMEMultipartForm:
+		f, err := q.c.MultipartForm()
+		if err != nil {
+			return "", false, errBadForm
+		}
+		if vs := f.Value[name]; len(vs) > 0 && vs[0] != "" {
+			return vs[0], true, nil
+		}
+	}
+	return "", false, nil
+}
