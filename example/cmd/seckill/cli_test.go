@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// seckillCmd runs this test binary as the seckill command.
+func seckillCmd(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Env = append(os.Environ(), "SECKILL_TEST_MAIN=1", "REDIS_URL=")
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+func TestServeHelpDocumentsEachFlag(t *testing.T) {
+	out, err := seckillCmd(context.Background(), t, "serve", "-h").CombinedOutput()
+	if err != nil {
+		t.Fatalf("serve -h: %v\n%s", err, out)
+	}
+	for _, flag := range []string{"-addr", "-grpc-addr", "-redis", "-db", "-lock", "-http", "-wait", "-ttl", "-unique-index"} {
+		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(flag) + `\b.*\n\s+\S`).Match(out) {
+			t.Errorf("serve -h does not document %s:\n%s", flag, out)
+		}
+	}
+}
+
+// TestSeedReport: seed then report print their results; report's line is
+// exactly "orders=N duplicates=N oversold=N".
+func TestSeedReport(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	if out, err := seckillCmd(context.Background(), t, "seed", "-db", db, "-voucher", "3", "-stock", "5").CombinedOutput(); err != nil {
+		t.Fatalf("seed: %v\n%s", err, out)
+	}
+	out, err := seckillCmd(context.Background(), t, "report", "-db", db, "-voucher", "3").Output()
+	if err != nil || string(out) != "orders=0 duplicates=0 oversold=0\n" {
+		t.Fatalf("report: %q %v", out, err)
+	}
+	if out, err := seckillCmd(context.Background(), t, "report", "-db", db, "-voucher", "4").CombinedOutput(); err == nil {
+		t.Fatalf("report of an unknown voucher succeeded: %s", out)
+	}
+	if out, err := seckillCmd(context.Background(), t, "serve", "-lock", "zookeeper", "-db", db).CombinedOutput(); err == nil || !strings.Contains(string(out), "-lock") {
+		t.Fatalf("serve -lock zookeeper: %v %s", err, out)
+	}
+}
+
+var (
+	modeLine  = regexp.MustCompile(`(?m)^mode=(\w+) orders=(\d+) duplicates=(\d+) oversold=(\d+)$`)
+	nodesLine = regexp.MustCompile(`demo: -lock \w+: \d+ nodes ([^,]*),`)
+)
+
+// TestDemo runs `seckill demo` at CI size as the Makefile does: its own
+// redis-server, 3 serve processes sharing it and one SQLite file, -lock
+// local then -lock redis. The redis mode must show no duplicate and no
+// oversell (the demo's exit status says so too), the output ends with
+// the two mode= lines, and no node is left listening afterwards.
+func TestDemo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := seckillCmd(ctx, t, "demo", "-users", "40", "-dup", "4", "-stock", "30")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	t.Logf("demo output:\n%s", stdout.String())
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, tailOf(stderr.String()))
+	}
+	lines := modeLine.FindAllStringSubmatch(stdout.String(), -1)
+	if len(lines) != 2 || lines[0][1] != "local" || lines[1][1] != "redis" {
+		t.Fatalf("want mode=local then mode=redis lines, got %q", lines)
+	}
+	if r := lines[1]; r[3] != "0" || r[4] != "0" || r[2] != "30" {
+		t.Fatalf("redis mode: %s, want orders=30 duplicates=0 oversold=0", r[0])
+	}
+	for _, h := range []string{"requests", "200 ordered", "400 already purchased", "400 out of stock", "429 busy", "5xx", "orders", "duplicates", "oversold", "latency p50", "latency p99"} {
+		if !strings.Contains(stdout.String(), "\n"+h+" ") {
+			t.Errorf("table lacks the row %q", h)
+		}
+	}
+	nodes := nodesLine.FindAllStringSubmatch(stderr.String(), -1)
+	if len(nodes) != 2 {
+		t.Fatalf("want 2 node lines on stderr, got %q", nodes)
+	}
+	for _, n := range nodes {
+		assertClosed(t, strings.Fields(n[1]))
+	}
+}
+
+// TestDemoInterrupt: Ctrl-C during the load stops the demo, its nodes and
+// its Redis, and exits 130.
+func TestDemoInterrupt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := seckillCmd(ctx, t, "demo", "-users", "100000", "-dup", "8", "-stock", "10")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	sc := bufio.NewScanner(stderr)
+	sc.Split(scanLinesOrCR)
+	for sc.Scan() {
+		if m := nodesLine.FindStringSubmatch(sc.Text()); m != nil {
+			targets = strings.Fields(m[1])
+			break
+		}
+	}
+	if len(targets) == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("demo never started its nodes")
+	}
+	go io.Copy(io.Discard, stderr)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("demo after SIGINT: %v, want exit status 130", err)
+	}
+	assertClosed(t, targets)
+}
+
+func assertClosed(t *testing.T, urls []string) {
+	t.Helper()
+	for _, u := range urls {
+		host := strings.TrimPrefix(u, "http://")
+		if c, err := net.DialTimeout("tcp", host, time.Second); err == nil {
+			c.Close()
+			t.Errorf("node %s still listening after the demo", u)
+		}
+	}
+}
+
+func scanLinesOrCR(data []byte, atEOF bool) (int, []byte, error) {
+	for i, b := range data {
+		if b == '\n' || b == '\r' {
+			return i + 1, data[:i], nil
+		}
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+func tailOf(s string) string {
+	if len(s) > 2000 {
+		return s[len(s)-2000:]
+	}
+	return s
+}
