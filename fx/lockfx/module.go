@@ -53,6 +53,11 @@ type Params struct {
 // or fx.Decorate to the Module. Errors: a Config field out of range (the
 // error names it and matches core.ErrInvalid), or a nil Client. Options
 // invalid for core are reported, as core.New documents, by every Lock.
+//
+// core.New starts the Locker's background goroutines at once; if the
+// application then fails to build (another constructor fails), fx runs no
+// OnStop hook and they stay until the process exits, as it normally does
+// after such a failure.
 func New(p Params) (*core.Locker, error) {
 	if p.Client == nil {
 		return nil, errors.New("lockfx: no redis.UniversalClient in the graph")
