@@ -123,16 +123,49 @@ func (s *Sentinel) Client(tb testing.TB) *redis.Client {
 	return c
 }
 
-// Failover makes the sentinel promote the replica (SENTINEL FAILOVER) and
-// waits, for at most timeout, until it reports the replica as the master
-// and the replica reports role master; then it swaps Master and Replica.
-// The former master keeps acting as a master until the sentinel turns it
-// into a replica, some seconds later (about 8s). Errors: the sentinel's
-// refusal (e.g. no good replica), or the timeout.
+// Sync waits, for at most timeout, until the replica has received every
+// write the master had received when Sync was called. Replication is
+// asynchronous, and right after a full sync the master may hold back the
+// stream for up to a second (until the replica's first acknowledgement).
+func (s *Sentinel) Sync(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	mc, rc := nodeClient(s.Master), nodeClient(s.Replica)
+	defer mc.Close()
+	defer rc.Close()
+	want, err := strconv.ParseInt(infoField(ctx, mc, "master_repl_offset"), 10, 64)
+	if err != nil {
+		return fmt.Errorf("redistest: master %s replication offset: %w", s.Master.Addr, err)
+	}
+	err = poll(ctx, func() error {
+		got, _ := strconv.ParseInt(infoField(ctx, rc, "master_repl_offset"), 10, 64)
+		if got < want {
+			return fmt.Errorf("replica %s at offset %d, master at %d", s.Replica.Addr, got, want)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redistest: replica not in sync within %v: %w", timeout, err)
+	}
+	return nil
+}
+
+// Failover waits for the replica to have the master's writes (Sync), makes
+// the sentinel promote it (SENTINEL FAILOVER), and waits until the sentinel
+// reports it as the master and it reports role master; then it swaps
+// Master and Replica. All of it takes at most timeout. Writes made during
+// Failover may be lost, as in a real failover. The former master keeps
+// acting as a master until the sentinel turns it into a replica, some
+// seconds later (about 8s). Errors: the sentinel's refusal (e.g. no good
+// replica), or the timeout.
 func (s *Sentinel) Failover(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	if err := s.Sync(timeout); err != nil {
+		return err
+	}
 	sc := s.sentinelClient()
 	defer sc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	if err := sc.Failover(ctx, s.MasterName).Err(); err != nil {
 		return fmt.Errorf("redistest: SENTINEL FAILOVER: %w", err)

@@ -9,7 +9,7 @@ import (
 )
 
 // TestSentinelClientWritesToMaster writes through the failover client and
-// finds the value on the master, then (replicated) on the replica.
+// finds the value on the master, then, after Sync, on the replica.
 func TestSentinelClientWritesToMaster(t *testing.T) {
 	st := redistest.StartSentinel(t)
 	c := st.Client(t)
@@ -23,6 +23,12 @@ func TestSentinelClientWritesToMaster(t *testing.T) {
 	}
 	if v, err := st.Master.Client(t).Get(ctx, "k").Result(); err != nil || v != "v" {
 		t.Fatalf("GET on the master: %q, %v", v, err)
+	}
+	if err := st.Sync(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := st.Replica.Client(t).Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET on the replica after Sync: %q, %v", v, err)
 	}
 	// Control: the replica refuses writes, so the client did not write there.
 	if err := st.Replica.Client(t).Set(ctx, "k2", "v", 0).Err(); err == nil {
