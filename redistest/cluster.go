@@ -150,35 +150,29 @@ func nodeClient(s *Server) *redis.Client {
 // it was assigned to. Use it after restarting or resuming a node. The error
 // names the first node found not ready and why.
 func (c *Cluster) WaitReady(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	clients := make([]*redis.Client, len(c.Servers))
 	for i, s := range c.Servers {
 		clients[i] = nodeClient(s)
 		defer clients[i].Close()
 	}
-	deadline := time.Now().Add(timeout)
-	var why error
-	for {
-		why = nil
+	err := poll(ctx, func() error {
 		for i, nc := range clients {
-			if why = c.nodeReady(nc); why != nil {
-				why = fmt.Errorf("node %s: %w", c.Servers[i].Addr, why)
-				break
+			if err := c.nodeReady(ctx, nc); err != nil {
+				return fmt.Errorf("node %s: %w", c.Servers[i].Addr, err)
 			}
 		}
-		if why == nil {
-			return nil
-		}
-		if !time.Now().Before(deadline) {
-			return fmt.Errorf("redistest: cluster not ready within %v: %w", timeout, why)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redistest: cluster not ready within %v: %w", timeout, err)
 	}
+	return nil
 }
 
 // nodeReady checks one node's view of the cluster.
-func (c *Cluster) nodeReady(nc *redis.Client) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
+func (c *Cluster) nodeReady(ctx context.Context, nc *redis.Client) error {
 	info, err := nc.ClusterInfo(ctx).Result()
 	if err != nil {
 		return err
