@@ -39,7 +39,9 @@ const SentinelMasterName = "lockgate-master"
 
 // Sentinel is a master Server, one replica of it, and one sentinel process
 // watching them with quorum 1, all on free loopback ports. Clients find the
-// master through the sentinel (redis.NewFailoverClient).
+// master through the sentinel (redis.NewFailoverClient). A master that does
+// not answer for SentinelDownAfter (stopped, or paused) is failed over to the
+// replica by the sentinel on its own; Failover forces it.
 type Sentinel struct {
 	// MasterName is the monitored master's name, SentinelMasterName.
 	MasterName string
