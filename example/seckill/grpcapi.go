@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lockgate/lockgate/core"
-	grpclock "github.com/lockgate/lockgate/interceptor/grpc"
 	seckillv1 "github.com/lockgate/lockgate/example/proto/seckill/v1"
+	grpclock "github.com/lockgate/lockgate/interceptor/grpc"
 )
 
 // NewGRPCServer returns a gRPC server with seckill.v1.Seckill/Order and
