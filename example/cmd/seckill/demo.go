@@ -114,8 +114,10 @@ func verdict(w io.Writer, results []modeResult) error {
 		case "local", "none":
 			if r.report.Duplicates == 0 {
 				fmt.Fprintf(w, "note: mode=%s showed no duplicates in this run: the cross-node race did not fire at this size; it is not prevented by an in-process lock\n", r.mode)
+			} else if r.mode == "local" {
+				fmt.Fprintf(w, "mode=local: %d extra orders of users who already had one: a per-process lock does not hold across nodes\n", r.report.Duplicates)
 			} else {
-				fmt.Fprintf(w, "mode=%s: %d users got more than one order: a per-process lock does not hold across nodes\n", r.mode, r.report.Duplicates)
+				fmt.Fprintf(w, "mode=none: %d extra orders of users who already had one: the check-then-insert race without a lock\n", r.report.Duplicates)
 			}
 		case "redis":
 			if r.report.Duplicates > 0 || r.report.Oversold > 0 {
