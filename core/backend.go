@@ -29,11 +29,12 @@ type backend interface {
 }
 
 type renewal struct {
-	keys  lockKeys
-	owner string
-	ttl   time.Duration
-	held  bool
-	err   error
+	keys     lockKeys
+	ownerArg any // the owner id, boxed once per lease
+	ttl      time.Duration
+	ttlArg   any // ttl in ms as a string, boxed once per batch
+	held     bool
+	err      error
 }
 
 // single is the backend on one Redis deployment (a master, a Sentinel
@@ -116,7 +117,7 @@ func (s single) renew(ctx context.Context, batch []renewal) {
 				args := make([]any, 0, 2*len(g))
 				for j, i := range g {
 					keys[j] = batch[i].keys.hash
-					args = append(args, batch[i].owner, ms(batch[i].ttl))
+					args = append(args, batch[i].ownerArg, batch[i].ttlArg)
 				}
 				if useSha {
 					cmds[gi] = renewScript.EvalSha(ctx, p, keys, args...)

@@ -27,7 +27,7 @@
 // Lifetime: a lease is valid until sent+TTL−drift, measured on the local
 // monotonic clock from the moment the acquire was sent (drift = TTL·1% +
 // 2ms, as in the Redlock algorithm). The watchdog renews it every TTL/3 in
-// pipelined batches (two goroutines per Locker whatever the number of
+// pipelined batches (three goroutines per Locker whatever the number of
 // leases). When a renewal finds the lock gone, or renewals fail until the
 // validity ends, Lease.Context is cancelled with cause ErrLockLost — before
 // Redis can have expired the key and handed it to anyone else.

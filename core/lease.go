@@ -13,6 +13,7 @@ type Lease struct {
 	key       string
 	keys      lockKeys
 	owner     *ownerTag
+	ownerArg  any // owner.id boxed once, for renewal batches
 	fence     int64
 	reentrant bool
 	watchdog  bool
@@ -30,6 +31,7 @@ type Lease struct {
 	renewAt int64 // next renewal due, monotonic ns
 	pending bool  // a renewal is in flight
 	hidx    int   // index in the watchdog heap, -1 when not scheduled
+	hkey    int64 // heap key: next(s) when last placed
 }
 
 // Key returns the lock name as given to Lock.
@@ -108,7 +110,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return ErrNotHeld
 	}
 	sent := s.l.mono()
-	b := []renewal{{keys: s.keys, owner: s.owner.id, ttl: ttl}}
+	b := []renewal{{keys: s.keys, ownerArg: s.ownerArg, ttl: ttl, ttlArg: ms(ttl)}}
 	s.l.be.renew(ctx, b)
 	if b[0].err != nil {
 		return unavailable("extend", b[0].err)

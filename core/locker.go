@@ -11,7 +11,7 @@ import (
 )
 
 // Locker hands out distributed locks kept in Redis. It is safe for
-// concurrent use; make one per Redis deployment and share it. It owns two
+// concurrent use; make one per Redis deployment and share it. It owns three
 // background goroutines (the watchdog) and, once somebody waits, one Pub/Sub
 // connection; Close stops them.
 type Locker struct {
@@ -262,6 +262,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		hidx:      -1,
 	}
 	s.owner = &ownerTag{id: a.owner, lease: s}
+	s.ownerArg = a.owner
 	s.ttl.Store(int64(o.ttl))
 	s.validUntil.Store(validUntil)
 	inner, cancel := context.WithCancelCause(ctx)

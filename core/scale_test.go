@@ -41,7 +41,7 @@ func TestTenThousandLeases(t *testing.T) {
 	defer l.Close()
 	ctx := ctxT(t)
 
-	const n, workers = 10_000, 16
+	const n, workers = 10_000, 4
 	baseline := runtime.NumGoroutine()
 	leases := make([]*core.Lease, n)
 	var wg sync.WaitGroup

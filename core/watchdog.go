@@ -13,9 +13,9 @@ const renewChunk = 1000
 
 // watchdog keeps every lease of one Locker: it renews the ones with a
 // watchdog every TTL/3 and declares a lease lost when its validity ends
-// without a successful renewal. Two goroutines serve all leases, however
-// many: the scheduler (one timer, a heap ordered by the next event) and the
-// sender (one pipeline per batch of due renewals). The scheduler never waits
+// without a successful renewal. Three goroutines serve all leases, however
+// many: the scheduler (one timer, a heap ordered by the next event) and two
+// senders (one round trip per batch of due renewals). The scheduler never waits
 // on Redis, so a hung server cannot delay a loss past the validity.
 type watchdog struct {
 	l     *Locker
@@ -34,8 +34,9 @@ type watchdog struct {
 func newWatchdog(l *Locker) *watchdog {
 	w := &watchdog{l: l, kick: make(chan struct{}, 1), send: make(chan struct{}, 1), armed: math.MaxInt64}
 	w.ctx, w.stop = context.WithCancel(context.Background())
-	w.wg.Add(2)
+	w.wg.Add(3)
 	go w.schedule()
+	go w.sender()
 	go w.sender()
 	return w
 }
@@ -58,6 +59,7 @@ func next(s *Lease) int64 {
 
 func (w *watchdog) add(s *Lease) {
 	w.mu.Lock()
+	s.hkey = next(s)
 	heap.Push(&w.h, s)
 	// Wake the scheduler only if this lease's first event comes before the
 	// timer it has set: on the hot path (TTL 30s) nothing is woken.
@@ -87,7 +89,13 @@ func (w *watchdog) renewed(s *Lease, sent int64, ttl time.Duration) {
 func (w *watchdog) setRenewed(s *Lease, sent int64, ttl time.Duration) {
 	s.validUntil.Store(sent + int64(ttl-w.l.drift(ttl)))
 	s.renewAt = sent + int64(ttl/3)
+	w.fix(s)
+}
+
+// fix restores the heap order after s's state changed (w.mu held).
+func (w *watchdog) fix(s *Lease) {
 	if s.hidx >= 0 {
+		s.hkey = next(s)
 		heap.Fix(&w.h, s.hidx)
 	}
 }
@@ -123,7 +131,7 @@ func (w *watchdog) schedule() {
 			if s.watchdog && !s.pending && s.renewAt-int64(min(ttl/10, 10*time.Millisecond)) <= now {
 				s.pending = true
 				w.queue = append(w.queue, s)
-				heap.Fix(&w.h, 0)
+				w.fix(s)
 				dispatched = true
 				continue
 			}
@@ -131,7 +139,7 @@ func (w *watchdog) schedule() {
 		}
 		wait := time.Hour
 		if len(w.h) > 0 {
-			wait = time.Duration(next(w.h[0]) - now)
+			wait = time.Duration(w.h[0].hkey - now)
 		}
 		w.armed = now + int64(wait)
 		w.mu.Unlock()
@@ -154,6 +162,8 @@ func (w *watchdog) schedule() {
 	}
 }
 
+// sender sends due renewals, at most renewChunk per round trip. Two run, so
+// that one batch's bookkeeping overlaps the next one's round trip.
 func (w *watchdog) sender() {
 	defer w.wg.Done()
 	for {
@@ -164,17 +174,19 @@ func (w *watchdog) sender() {
 		}
 		for w.ctx.Err() == nil {
 			w.mu.Lock()
-			batch := w.queue
-			w.queue = nil
+			n := min(len(w.queue), renewChunk)
+			batch := w.queue[:n:n]
+			w.queue = w.queue[n:]
+			if len(w.queue) == 0 {
+				w.queue = nil
+			} else {
+				signal(w.send) // let the other sender take the rest
+			}
 			w.mu.Unlock()
-			if len(batch) == 0 {
+			if n == 0 {
 				break
 			}
-			for len(batch) > 0 {
-				n := min(len(batch), renewChunk)
-				w.renewBatch(batch[:n])
-				batch = batch[n:]
-			}
+			w.renewBatch(batch)
 		}
 	}
 }
@@ -182,10 +194,15 @@ func (w *watchdog) sender() {
 func (w *watchdog) renewBatch(batch []*Lease) {
 	rs := make([]renewal, len(batch))
 	var longest time.Duration
+	var ttlArg any
+	var ttlOf time.Duration
 	for i, s := range batch {
 		ttl := time.Duration(s.ttl.Load())
 		longest = max(longest, ttl)
-		rs[i] = renewal{keys: s.keys, owner: s.owner.id, ttl: ttl}
+		if ttlArg == nil || ttl != ttlOf { // one boxed argument per distinct TTL
+			ttlArg, ttlOf = ms(ttl), ttl
+		}
+		rs[i] = renewal{keys: s.keys, ownerArg: s.ownerArg, ttl: ttl, ttlArg: ttlArg}
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, longest)
 	sent := w.l.mono()
@@ -205,7 +222,7 @@ func (w *watchdog) renewBatch(batch []*Lease) {
 			// transient: retry soon; the scheduler declares the loss if
 			// the validity runs out first.
 			s.renewAt = now + int64(min(max(rs[i].ttl/10, 10*time.Millisecond), time.Second))
-			heap.Fix(&w.h, s.hidx)
+			w.fix(s)
 		case !rs[i].held:
 			lost = append(lost, s)
 		default:
@@ -213,9 +230,11 @@ func (w *watchdog) renewBatch(batch []*Lease) {
 		}
 	}
 	w.mu.Unlock()
-	for i, s := range batch {
-		if rs[i].err != nil || rs[i].held {
-			w.l.observe(context.Background(), Event{Kind: EventRenewed, Key: s.key, Fence: s.fence, Err: rs[i].err})
+	if w.l.opts.observer != nil {
+		for i, s := range batch {
+			if rs[i].err != nil || rs[i].held {
+				w.l.observe(context.Background(), Event{Kind: EventRenewed, Key: s.key, Fence: s.fence, Err: rs[i].err})
+			}
 		}
 	}
 	for _, s := range lost {
@@ -246,7 +265,7 @@ func (w *watchdog) close() {
 type leaseHeap []*Lease
 
 func (h leaseHeap) Len() int           { return len(h) }
-func (h leaseHeap) Less(i, j int) bool { return next(h[i]) < next(h[j]) }
+func (h leaseHeap) Less(i, j int) bool { return h[i].hkey < h[j].hkey }
 func (h leaseHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].hidx = i

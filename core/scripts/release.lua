@@ -2,8 +2,10 @@
 -- deletes the lock and publishes on its channel (named like the key).
 -- Returns the holds left (0 = released), or -1 when the owner holds nothing.
 local c = redis.call('HGET', KEYS[1], ARGV[1])
+if c == '1' then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', KEYS[1], 'r')
+  return 0
+end
 if not c then return -1 end
-if tonumber(c) > 1 then return redis.call('HINCRBY', KEYS[1], ARGV[1], -1) end
-redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', KEYS[1], 'r')
-return 0
+return redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
