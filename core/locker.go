@@ -11,9 +11,9 @@ import (
 )
 
 // Locker hands out distributed locks kept in Redis. It is safe for
-// concurrent use; make one per Redis deployment and share it. It owns three
-// background goroutines (the watchdog) and, once somebody waits, one Pub/Sub
-// connection; Close stops them.
+// concurrent use; make one per Redis deployment and share it. Once it holds
+// a lease it runs three background goroutines (the watchdog), and once a
+// caller waits, one Pub/Sub connection; Close stops them.
 type Locker struct {
 	client redis.UniversalClient
 	be     backend

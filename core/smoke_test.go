@@ -35,3 +35,10 @@ func TestLockUnlockBasics(t *testing.T) {
 		t.Fatalf("lock hash left behind")
 	}
 }
+
+// A Locker that never locked owns no goroutine, so one created in a failed
+// fx graph (never closed) leaks nothing; goleak in TestMain checks it.
+func TestNewStartsNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	_ = core.New(srv.Client(t)) // deliberately never closed
+}

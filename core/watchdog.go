@@ -18,11 +18,12 @@ const renewChunk = 1000
 // senders (one round trip per batch of due renewals). The scheduler never waits
 // on Redis, so a hung server cannot delay a loss past the validity.
 type watchdog struct {
-	l     *Locker
-	mu    sync.Mutex
-	h     leaseHeap
-	queue []*Lease // due renewals for the sender
-	armed int64    // when the scheduler's timer fires (monotonic ns)
+	l       *Locker
+	mu      sync.Mutex
+	h       leaseHeap
+	queue   []*Lease // due renewals for the sender
+	armed   int64    // when the scheduler's timer fires (monotonic ns)
+	started bool
 
 	kick chan struct{} // wakes the scheduler
 	send chan struct{} // wakes the sender
@@ -34,11 +35,21 @@ type watchdog struct {
 func newWatchdog(l *Locker) *watchdog {
 	w := &watchdog{l: l, kick: make(chan struct{}, 1), send: make(chan struct{}, 1), armed: math.MaxInt64}
 	w.ctx, w.stop = context.WithCancel(context.Background())
+	return w
+}
+
+// start launches the goroutines with the first lease (w.mu held), so that a
+// Locker that never locks — or an fx graph that fails to build after
+// creating one — owns no goroutine.
+func (w *watchdog) start() {
+	if w.started || w.ctx.Err() != nil {
+		return
+	}
+	w.started = true
 	w.wg.Add(3)
 	go w.schedule()
 	go w.sender()
 	go w.sender()
-	return w
 }
 
 func signal(c chan struct{}) {
@@ -59,6 +70,7 @@ func next(s *Lease) int64 {
 
 func (w *watchdog) add(s *Lease) {
 	w.mu.Lock()
+	w.start()
 	s.hkey = next(s)
 	heap.Push(&w.h, s)
 	// Wake the scheduler only if this lease's first event comes before the
@@ -246,7 +258,9 @@ func (w *watchdog) renewBatch(batch []*Lease) {
 // close stops both goroutines and ends every lease still held with
 // ErrClosed. It does not release the locks in Redis: they expire.
 func (w *watchdog) close() {
-	w.stop()
+	w.mu.Lock()
+	w.stop() // under w.mu: no start after this
+	w.mu.Unlock()
 	w.wg.Wait()
 	w.mu.Lock()
 	held := append([]*Lease(nil), w.h...)
