@@ -15,21 +15,24 @@ import (
 // script per call; a quorum of independent masters (Redlock) implements the
 // same four operations.
 type backend interface {
-	// acquire tries once. It returns the fence (> 0) and whether the owner
+	// acquire tries once (ttl and fenceWindow are milliseconds, as strings
+	// boxed once per option set). reserve is the caller's Locker id when it
+	// will wait for a busy lock (it then claims the next turn), "" for a
+	// single attempt. It returns the fence (> 0) and whether the owner
 	// re-entered, or fence 0 and the holder's remaining TTL when busy.
-	acquire(ctx context.Context, k lockKeys, owner string, ttl, fenceWindow time.Duration) (fence int64, reentered bool, holderTTL time.Duration, err error)
+	acquire(ctx context.Context, k *lockKeys, owner string, ttl, fenceWindow, reserve any) (fence int64, reentered bool, holderTTL time.Duration, err error)
 	// release undoes one hold; left is the holds remaining, -1 when the
-	// owner held nothing.
-	release(ctx context.Context, k lockKeys, owner string) (left int64, err error)
+	// owner held nothing. A waiting Locker's turn is kept for turnGrace.
+	release(ctx context.Context, k *lockKeys, owner string, fenceWindow any) (left int64, err error)
 	// renew extends each lease in batch (one round trip for all) and sets
 	// batch[i].held / batch[i].err.
 	renew(ctx context.Context, batch []renewal)
 	// pttl returns the lock's remaining TTL if owner holds it, else ErrNotHeld.
-	pttl(ctx context.Context, k lockKeys, owner string) (time.Duration, error)
+	pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error)
 }
 
 type renewal struct {
-	keys     lockKeys
+	keys     *lockKeys
 	ownerArg any // the owner id, boxed once per lease
 	ttl      time.Duration
 	ttlArg   any // ttl in ms as a string, boxed once per batch
@@ -45,8 +48,8 @@ type single struct {
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-func (s single) acquire(ctx context.Context, k lockKeys, owner string, ttl, fenceWindow time.Duration) (int64, bool, time.Duration, error) {
-	v, err := acquireScript.Run(ctx, s.c, []string{k.hash, k.fence}, owner, ms(ttl), ms(fenceWindow)).Result()
+func (s single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, fenceWindow, reserve any) (int64, bool, time.Duration, error) {
+	v, err := acquireScript.Run(ctx, s.c, k.both[:], owner, ttl, fenceWindow, reserve).Result()
 	if err != nil {
 		return 0, false, 0, err
 	}
@@ -66,12 +69,18 @@ func (s single) acquire(ctx context.Context, k lockKeys, owner string, ttl, fenc
 	return 0, false, 0, errors.New("unexpected acquire reply")
 }
 
-func (s single) release(ctx context.Context, k lockKeys, owner string) (int64, error) {
-	return releaseScript.Run(ctx, s.c, []string{k.hash}, owner).Int64()
+// turnGrace is how long a released lock stays reserved for the waiting
+// Locker whose turn it is; past it, anyone may take the lock.
+const turnGrace = 100 * time.Millisecond
+
+var turnGraceArg any = strconv.FormatInt(turnGrace.Microseconds(), 10)
+
+func (s single) release(ctx context.Context, k *lockKeys, owner string, fenceWindow any) (int64, error) {
+	return releaseScript.Run(ctx, s.c, k.both[:], owner, turnGraceArg, fenceWindow).Int64()
 }
 
-func (s single) pttl(ctx context.Context, k lockKeys, owner string) (time.Duration, error) {
-	n, err := pttlScript.Run(ctx, s.c, []string{k.hash}, owner).Int64()
+func (s single) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
+	n, err := pttlScript.Run(ctx, s.c, k.both[:1], owner).Int64()
 	if err != nil {
 		return 0, err
 	}
@@ -99,7 +108,7 @@ func (s single) renew(ctx context.Context, batch []renewal) {
 	} else {
 		byTag := map[string]int{}
 		for i := range batch {
-			tag := hashTag(batch[i].keys.hash)
+			tag := hashTag(batch[i].keys.hash())
 			g, ok := byTag[tag]
 			if !ok {
 				g = len(groups)
@@ -116,7 +125,7 @@ func (s single) renew(ctx context.Context, batch []renewal) {
 				keys := make([]string, len(g))
 				args := make([]any, 0, 2*len(g))
 				for j, i := range g {
-					keys[j] = batch[i].keys.hash
+					keys[j] = batch[i].keys.hash()
 					args = append(args, batch[i].ownerArg, batch[i].ttlArg)
 				}
 				if useSha {

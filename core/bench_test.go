@@ -197,6 +197,11 @@ func benchContended(b *testing.B, cs time.Duration) {
 		return float64(all[min(len(all)-1, int(p*float64(len(all))))].Microseconds())
 	}
 	lo, hi := slices.Min(counts), slices.Max(counts)
+	perLockerAcq := make([]int, lockers)
+	for g, n := range counts {
+		perLockerAcq[g%lockers] += n
+	}
+	b.ReportMetric(float64(slices.Min(perLockerAcq))/float64(max(slices.Max(perLockerAcq), 1)), "locker-min/max")
 	b.ReportMetric(float64(acq)/elapsed.Seconds(), "acq/s")
 	b.ReportMetric(float64(handoffs.Load())/elapsed.Seconds(), "handoffs/s")
 	if cs > 0 {
@@ -233,3 +238,48 @@ func readCommandsB(b *testing.B, c *redis.Client) commandCounts { return readCom
 func clientCommandsB(a, b commandCounts) int64 { return clientCommands(a, b) }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkVsFloor alternates a floor cycle and a lockgate cycle (distinct
+// keys, uncontended, one caller) inside one loop, so both see the same
+// machine state, and reports lockgate's cycles/s as a fraction of the
+// floor's. (At high parallelism alternating inside one loop would only
+// measure the shared queue; compare BenchmarkFloor/p=64 and
+// BenchmarkLockUnlock/p=64 there.)
+func BenchmarkVsFloor(b *testing.B) {
+	for _, p := range []int{1} {
+		b.Run("p="+strconv.Itoa(p), func(b *testing.B) {
+			c := benchClient(b)
+			l := core.New(c)
+			defer l.Close()
+			ctx := context.Background()
+			casDel.Load(ctx, c)
+			var floorNs, lockNs atomic.Int64
+			b.ResetTimer()
+			parallel(b, p, func() {
+				t0 := time.Now()
+				k := distinctKey()
+				if ok, err := c.SetNX(ctx, k, "tok", 30*time.Second).Result(); err != nil || !ok {
+					b.Error("set", err)
+					return
+				}
+				if err := casDel.Run(ctx, c, []string{k}, "tok").Err(); err != nil {
+					b.Error("del", err)
+				}
+				t1 := time.Now()
+				s, err := l.Lock(ctx, distinctKey())
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if err := s.Unlock(ctx); err != nil {
+					b.Error(err)
+				}
+				floorNs.Add(int64(t1.Sub(t0)))
+				lockNs.Add(int64(time.Since(t1)))
+			})
+			b.ReportMetric(float64(floorNs.Load())/float64(lockNs.Load()), "lock/floor")
+			b.ReportMetric(float64(floorNs.Load())/float64(b.N), "floor-ns")
+			b.ReportMetric(float64(lockNs.Load())/float64(b.N), "lock-ns")
+		})
+	}
+}

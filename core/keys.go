@@ -8,9 +8,14 @@ import (
 // hash tag so that the hash, the fence key and the channel map to one
 // Cluster slot whatever the name contains.
 type lockKeys struct {
-	hash  string // the lock hash; also the release channel
-	fence string // the last fence issued for this name
+	// both holds the lock hash (also the release channel) and the key of the
+	// last fence issued for this name; kept as an array so that the scripts'
+	// KEYS slices need no allocation.
+	both [2]string
 }
+
+func (k *lockKeys) hash() string  { return k.both[0] }
+func (k *lockKeys) fence() string { return k.both[1] }
 
 var braceEscaper = strings.NewReplacer("%", "%25", "}", "%7D")
 
@@ -20,8 +25,8 @@ func (l *Locker) keysFor(name string) lockKeys {
 		// mapping from names to keys one-to-one.
 		name = braceEscaper.Replace(name)
 	}
-	h := l.opts.prefix + "{" + name + "}"
-	return lockKeys{hash: h, fence: h + ":fence"}
+	f := l.opts.prefix + "{" + name + "}:fence" // one allocation for both names
+	return lockKeys{both: [2]string{f[:len(f)-len(":fence")], f}}
 }
 
 func validateKey(name string) error {

@@ -11,9 +11,10 @@ import (
 type Lease struct {
 	l         *Locker
 	key       string
-	keys      lockKeys
+	keys      *lockKeys
 	owner     *ownerTag
 	ownerArg  any // owner.id boxed once, for renewal batches
+	windowArg any // the fence window, for the release script
 	fence     int64
 	reentrant bool
 	watchdog  bool
@@ -147,7 +148,7 @@ func (s *Lease) Unlock(ctx context.Context) error {
 }
 
 func (s *Lease) release(ctx context.Context) error {
-	left, err := s.l.be.release(ctx, s.keys, s.owner.id)
+	left, err := s.l.be.release(ctx, s.keys, s.owner.id, s.windowArg)
 	switch {
 	case err != nil:
 		err = unavailable("release", err)

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ type Locker struct {
 	be     backend
 	opts   options
 	epoch  time.Time // origin of the monotonic clock used for validity
+	idArg  any       // this Locker's random id, claimed as the next turn by its waiters
 	wd     *watchdog
 	room   *waitRoom
 
@@ -41,11 +43,13 @@ func New(client redis.UniversalClient, opts ...Option) *Locker {
 		opt(&o)
 	}
 	o.lockerOnly = ""
+	o.box()
 	l := &Locker{
 		client: client,
 		be:     single{c: client},
 		opts:   o,
 		epoch:  time.Now(),
+		idArg:  rand.Text(),
 		room:   newWaitRoom(client),
 		done:   make(chan struct{}),
 	}
@@ -105,6 +109,7 @@ func (l *Locker) callOptions(opts []Option) (options, error) {
 	if o.lockerOnly != "" {
 		return o, invalidf("%s applies to New only", o.lockerOnly)
 	}
+	o.box()
 	return o, nil
 }
 
@@ -120,7 +125,8 @@ func (l *Locker) lock(ctx context.Context, key string, opts []Option, wait bool)
 		return nil, ErrClosed
 	}
 	start := time.Now()
-	a := acquisition{l: l, key: key, keys: l.keysFor(key), o: &o, tag: ownerFrom(ctx), start: start}
+	a := &acquisition{l: l, key: key, o: &o, tag: ownerFrom(ctx), start: start}
+	a.keys = l.keysFor(key)
 	if a.tag != nil {
 		a.owner = a.tag.id
 	} else {
@@ -147,7 +153,7 @@ func (l *Locker) lock(ctx context.Context, key string, opts []Option, wait bool)
 type acquisition struct {
 	l        *Locker
 	key      string
-	keys     lockKeys
+	keys     lockKeys // addressed by the lease: no copy
 	o        *options
 	tag      *ownerTag
 	owner    string
@@ -167,7 +173,7 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	// the key (then queue behind them, FIFO). A context with an owner always
 	// tries first: it may be re-entering, and must not queue behind waiters
 	// that wait for it.
-	if a.deadline.IsZero() || a.tag != nil || l.room.idle(a.keys.hash) {
+	if a.deadline.IsZero() || a.tag != nil || l.room.idle(a.keys.hash()) {
 		s, err := a.attempt(ctx)
 		if s != nil || err != nil {
 			return s, err
@@ -176,7 +182,7 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 			return nil, a.busy()
 		}
 	}
-	w := l.room.join(a.keys.hash)
+	w := l.room.join(a.keys.hash())
 	if w == nil {
 		return nil, ErrClosed
 	}
@@ -208,6 +214,8 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 		case <-l.done:
 			return nil, ErrClosed
 		case <-w.wake:
+		case <-w.promoted:
+			continue // now the head: re-arm the timer with the backoff
 		case <-timer.C:
 			if !head {
 				continue
@@ -232,7 +240,11 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	l, o := a.l, a.o
 	a.attempts++
 	sent := l.mono()
-	fence, reentered, holder, err := l.be.acquire(ctx, a.keys, a.owner, o.ttl, o.fenceWindow)
+	reserve := noReserve
+	if !a.deadline.IsZero() {
+		reserve = l.idArg
+	}
+	fence, reentered, holder, err := l.be.acquire(ctx, &a.keys, a.owner, o.ttlArg, o.windowArg, reserve)
 	if err != nil {
 		if ctx.Err() != nil {
 			a.abandon(ctx)
@@ -253,7 +265,8 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	s := &Lease{
 		l:         l,
 		key:       a.key,
-		keys:      a.keys,
+		keys:      &a.keys,
+		windowArg: o.windowArg,
 		fence:     fence,
 		reentrant: reentered,
 		watchdog:  o.watchdog,
@@ -280,8 +293,10 @@ func (a *acquisition) abandon(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(a.o.ttl, time.Second))
 	defer cancel()
-	_, _ = a.l.be.release(ctx, a.keys, a.owner)
+	_, _ = a.l.be.release(ctx, &a.keys, a.owner, a.o.windowArg)
 }
+
+var noReserve any = ""
 
 func (l *Locker) mono() int64 { return int64(time.Since(l.epoch)) }
 

@@ -40,6 +40,11 @@ type options struct {
 	driftFactor float64
 	fenceWindow time.Duration
 
+	// ttl and fenceWindow in ms as boxed strings, the scripts' arguments,
+	// made once per option set (box).
+	ttlArg, windowArg     any
+	ttlBoxed, windowBoxed time.Duration
+
 	lockerOnly string // name of the first Locker-only option applied
 	err        error  // first invalid value seen
 }
@@ -174,5 +179,15 @@ func WithFenceWindow(d time.Duration) Option {
 			return
 		}
 		o.fenceWindow = d
+	}
+}
+
+// box refreshes the scripts' boxed arguments if ttl or fenceWindow changed.
+func (o *options) box() {
+	if o.ttlArg == nil || o.ttlBoxed != o.ttl {
+		o.ttlArg, o.ttlBoxed = ms(o.ttl), o.ttl
+	}
+	if o.windowArg == nil || o.windowBoxed != o.fenceWindow {
+		o.windowArg, o.windowBoxed = ms(o.fenceWindow), o.fenceWindow
 	}
 }

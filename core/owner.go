@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"crypto/rand"
+	"strconv"
+	"sync/atomic"
 )
 
 type ownerKey struct{}
@@ -14,8 +16,18 @@ type ownerTag struct {
 	lease *Lease
 }
 
-// newOwnerID returns a random, unguessable owner id (128 bits).
-func newOwnerID() string { return rand.Text() }
+// Owner ids are a 128-bit random prefix drawn once per process, followed by
+// a counter: unique, unguessable (the prefix never leaves the process and
+// Redis), and cheap — no system call per Lock.
+var (
+	ownerPrefix = rand.Text() + ":"
+	ownerSeq    atomic.Uint64
+)
+
+// newOwnerID returns a fresh owner id.
+func newOwnerID() string {
+	return ownerPrefix + strconv.FormatUint(ownerSeq.Add(1), 36)
+}
 
 func ownerFrom(ctx context.Context) *ownerTag {
 	t, _ := ctx.Value(ownerKey{}).(*ownerTag)

@@ -33,8 +33,9 @@ type keyQueue struct {
 }
 
 type waiter struct {
-	ch   string
-	wake chan struct{} // capacity 1: "attempt now"
+	ch       string
+	wake     chan struct{} // capacity 1: "attempt now"
+	promoted chan struct{} // capacity 1: "you are the head now: re-arm your timer"
 }
 
 type psOp struct {
@@ -59,7 +60,7 @@ func (r *waitRoom) idle(ch string) bool {
 // queue and subscribes; it is woken when the subscription is confirmed, so
 // its next attempt cannot miss a release. It returns nil after close.
 func (r *waitRoom) join(ch string) *waiter {
-	w := &waiter{ch: ch, wake: make(chan struct{}, 1)}
+	w := &waiter{ch: ch, wake: make(chan struct{}, 1), promoted: make(chan struct{}, 1)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -90,9 +91,10 @@ func (r *waitRoom) isHead(w *waiter) bool {
 }
 
 // leave removes w. A head that leaves without the lock (timeout,
-// cancellation, error) wakes the next waiter at once, since it may have
-// consumed a release message; a head that obtained the lock does not, as the
-// next one can only succeed after that lock's release, which will wake it.
+// cancellation, error) wakes the next waiter to attempt at once, since it
+// may have consumed a release message; a head that obtained the lock only
+// promotes the next one (it re-arms its fallback timer), as that one can
+// only succeed after this lock's release, which will wake it.
 func (r *waitRoom) leave(w *waiter, obtained bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -111,6 +113,8 @@ func (r *waitRoom) leave(w *waiter, obtained bool) {
 			signal(r.kick)
 		} else if i == 0 && !obtained {
 			signal(q.waiters[0].wake)
+		} else if i == 0 {
+			signal(q.waiters[0].promoted)
 		}
 		return
 	}
