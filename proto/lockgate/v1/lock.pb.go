@@ -43,9 +43,9 @@ const (
 type LockRule struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// key is the lock name template, in keyfunc's language: literal text and
-	// placeholders such as {user_id} (a field of the request message), {a.b}
-	// (a nested field), {field.a.b} (explicitly a field) and {md.x-user-id}
-	// (incoming metadata). Required. Client-streaming and bidi methods may
+	// placeholders such as {user_id} (a top-level field of the request
+	// message), {field.a.b} (a nested field: a bare {a.b} is rejected, as "a"
+	// would name a source) and {md.x-user-id} (incoming metadata). Required. Client-streaming and bidi methods may
 	// only use metadata placeholders: they have no single request message.
 	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	// wait is how long a call waits for a busy lock before failing with
