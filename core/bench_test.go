@@ -47,6 +47,19 @@ func distinctKey() string { return "bench:" + strconv.FormatInt(benchSeq.Add(1),
 
 var casDel = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 
+// floorCycle is the two-round-trip floor of any safe lock: SET NX PX, then
+// a compare-and-delete script, on a distinct key.
+func floorCycle(b *testing.B, ctx context.Context, c *redis.Client) {
+	k := distinctKey()
+	if ok, err := c.SetNX(ctx, k, "tok", 30*time.Second).Result(); err != nil || !ok {
+		b.Error("set", err)
+		return
+	}
+	if err := casDel.Run(ctx, c, []string{k}, "tok").Err(); err != nil {
+		b.Error("del", err)
+	}
+}
+
 // parallel runs body at a total parallelism of p goroutines.
 func parallel(b *testing.B, p int, body func()) {
 	if p == 1 {
@@ -73,16 +86,7 @@ func BenchmarkFloor(b *testing.B) {
 			casDel.Load(ctx, c)
 			b.ReportAllocs()
 			b.ResetTimer()
-			parallel(b, p, func() {
-				k := distinctKey()
-				if ok, err := c.SetNX(ctx, k, "tok", 30*time.Second).Result(); err != nil || !ok {
-					b.Error("set", err)
-					return
-				}
-				if err := casDel.Run(ctx, c, []string{k}, "tok").Err(); err != nil {
-					b.Error("del", err)
-				}
-			})
+			parallel(b, p, func() { floorCycle(b, ctx, c) })
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
 		})
 	}
@@ -257,14 +261,7 @@ func BenchmarkVsFloor(b *testing.B) {
 			b.ResetTimer()
 			parallel(b, p, func() {
 				t0 := time.Now()
-				k := distinctKey()
-				if ok, err := c.SetNX(ctx, k, "tok", 30*time.Second).Result(); err != nil || !ok {
-					b.Error("set", err)
-					return
-				}
-				if err := casDel.Run(ctx, c, []string{k}, "tok").Err(); err != nil {
-					b.Error("del", err)
-				}
+				floorCycle(b, ctx, c)
 				t1 := time.Now()
 				s, err := l.Lock(ctx, distinctKey())
 				if err != nil {

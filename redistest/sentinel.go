@@ -1,7 +1,6 @@
 package redistest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,7 +51,7 @@ type Sentinel struct {
 	// master, which a Restart repeats.
 	Replica *Server
 
-	sentinels []*Server // started by startSentinel: not to be Restarted
+	sentinels []*Server // sentinel-mode processes (config file first on the command line)
 }
 
 // NewSentinel starts a master, its replica and a sentinel, and waits until
@@ -327,47 +325,14 @@ func newSentinelProcess(name string, masterPort int) (*Server, error) {
 		"sentinel failover-timeout %[1]s %[4]d\n",
 		name, masterPort, SentinelDownAfter.Milliseconds(), sentinelFailoverTimeout.Milliseconds())
 	s := &Server{dir: dir}
-	var lastErr error
-	for try := 0; try < 5; try++ { // a free port can be taken between probe and bind
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		s.Port, s.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	err = s.launch(func() ([]string, error) {
 		// Written afresh each try: a failed start may have rewritten it.
 		path, err := writeFile(dir, "sentinel.conf", conf)
-		if err != nil {
-			lastErr = err
-			break
-		}
-		if lastErr = s.startSentinel(path); lastErr == nil {
-			return s, nil
-		}
+		return []string{path, "--sentinel"}, err
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
 	}
-	os.RemoveAll(dir)
-	return nil, lastErr
-}
-
-// startSentinel is Server.start with the config file first on the command
-// line, where redis-server requires it, and --sentinel. The process is then
-// managed by Server's methods (Stop, Pause, Resume, Close), except Restart,
-// which would start a plain server.
-func (s *Server) startSentinel(conf string) error {
-	cmd := exec.Command(Binary, append([]string{conf, "--sentinel"}, s.args()...)...)
-	log := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("redistest: start %s --sentinel: %w", Binary, err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	s.mu.Lock()
-	s.cmd, s.exited, s.log, s.paused = cmd, exited, log, false
-	s.mu.Unlock()
-	if err := s.waitReady(exited); err != nil {
-		s.kill()
-		return err
-	}
-	return nil
+	return s, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -35,6 +36,7 @@ type Server struct {
 	Port int
 
 	dir   string
+	head  []string // arguments that must come first (a config file)
 	extra []string
 
 	mu     sync.Mutex
@@ -56,19 +58,35 @@ func NewServer(extraArgs ...string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{dir: dir, extra: extraArgs}
+	if err := s.launch(nil); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch starts the process on a free port. A free port can be taken
+// between probe and bind, so it tries a few. Before each try, prepare (if
+// set) may write files into the server's directory and returns the
+// arguments that must come first on the command line.
+func (s *Server) launch(prepare func() ([]string, error)) error {
 	var lastErr error
-	for try := 0; try < 5; try++ { // a free port can be taken between probe and bind
+	for try := 0; try < 5; try++ {
 		port, err := freePort()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.Port, s.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if prepare != nil {
+			if s.head, err = prepare(); err != nil {
+				return err
+			}
+		}
 		if lastErr = s.start(); lastErr == nil {
-			return s, nil
+			return nil
 		}
 	}
-	os.RemoveAll(dir)
-	return nil, lastErr
+	return lastErr
 }
 
 // Start is NewServer for a test: it fails tb when the server cannot start
@@ -117,7 +135,7 @@ func (s *Server) args() []string {
 }
 
 func (s *Server) start() error {
-	cmd := exec.Command(Binary, s.args()...)
+	cmd := exec.Command(Binary, append(slices.Clone(s.head), s.args()...)...)
 	log := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgate/lockgate/example/seckill"
+	"github.com/lockgate/lockgate/redistest"
 )
 
 type demoFlags struct {
@@ -83,13 +84,15 @@ end and on Ctrl-C.`)
 
 	redisURL := f.redisURL
 	if redisURL == "" {
-		stop, url, err := startRedis(ctx, dir)
+		// redistest is the project's own harness for throwaway servers: a
+		// free loopback port, no persistence, killed with the demo.
+		srv, err := redistest.NewServer()
 		if err != nil {
 			return err
 		}
-		defer stop()
-		redisURL = url
-		fmt.Fprintln(os.Stderr, "demo: started redis-server at", url)
+		defer srv.Close()
+		redisURL = srv.URL()
+		fmt.Fprintln(os.Stderr, "demo: started redis-server at", redisURL)
 	} else if err := checkLoopbackURL(redisURL); err != nil {
 		return err
 	}
@@ -345,46 +348,6 @@ func checkLoopbackURL(raw string) error {
 		return nil
 	}
 	return fmt.Errorf("-redis %q: the demo only talks to loopback addresses", raw)
-}
-
-// startRedis starts a redis-server on a free loopback port in dir (no
-// persistence) and returns its stop function and URL.
-func startRedis(ctx context.Context, dir string) (func(), string, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, "", errors.New("redis-server not found on PATH: run `make demo` (it installs it as root), or install it (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew install redis), or set REDIS_URL")
-	}
-	var lastErr error
-	for try := 0; try < 3; try++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, "", err
-		}
-		logf, err := os.Create(filepath.Join(dir, "redis.log"))
-		if err != nil {
-			return nil, "", err
-		}
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-			"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no")
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = childAttr()
-		if err := cmd.Start(); err != nil {
-			logf.Close()
-			return nil, "", err
-		}
-		logf.Close()
-		n := &node{cmd: cmd, exited: make(chan struct{}), log: logf.Name()}
-		go func() { cmd.Wait(); close(n.exited) }()
-		url := "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"
-		if lastErr = waitRedis(ctx, n, port); lastErr == nil {
-			return n.stop, url, nil
-		}
-		n.stop()
-		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
-		}
-	}
-	return nil, "", lastErr
 }
 
 func waitRedis(ctx context.Context, n *node, port int) error {
