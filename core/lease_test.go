@@ -1,0 +1,158 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// Extend renews by hand: a fixed 200ms lease extended to 5s outlives its
+// first TTL, its deadline moves, and Extend of a lost lease is ErrNotHeld.
+func TestExtendByHand(t *testing.T) {
+	srv := redistest.Start(t)
+	a, _ := newLocker(t, srv)
+	b, _ := newLocker(t, srv)
+	ctx := ctxT(t)
+	s, err := a.Lock(ctx, "k", core.WithTTL(200*time.Millisecond), core.WithoutWatchdog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.Context().Deadline()
+	if err := s.Extend(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := s.Context().Deadline()
+	if !after.After(before.Add(time.Second)) {
+		t.Fatalf("deadline %v after Extend, was %v: want it moved by seconds", after, before)
+	}
+	if d, err := s.TTL(ctx); err != nil || d <= 200*time.Millisecond {
+		t.Fatalf("TTL after Extend = %v, %v", d, err)
+	}
+	// Past the original 200ms, another owner still cannot have it.
+	if _, err := b.Lock(ctx, "k", core.WithWait(400*time.Millisecond)); !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("other owner after the first TTL: %v", err)
+	}
+	if err := s.Extend(ctx, time.Millisecond); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("Extend below MinTTL = %v", err)
+	}
+	srv.Client(t).Del(ctx, "lockgate:{k}")
+	if err := s.Extend(ctx, time.Second); !errors.Is(err, core.ErrNotHeld) {
+		t.Fatalf("Extend of a deleted lock = %v", err)
+	}
+	within(t, s.Done(), time.Second, "lease ended after a failed Extend")
+	if !errors.Is(context.Cause(s.Context()), core.ErrLockLost) {
+		t.Fatalf("cause %v", context.Cause(s.Context()))
+	}
+}
+
+// A Redis stall shorter than the lease's validity is ridden out: the
+// renewals that hang or fail are retried and the lease is not lost.
+func TestTransientStallDoesNotLoseLease(t *testing.T) {
+	srv := redistest.Start(t)
+	a, c := newLocker(t, srv)
+	ctx := ctxT(t)
+	s, err := a.Lock(ctx, "k", core.WithTTL(3*time.Second)) // renewed every 1s, valid ~2.97s
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := s.Context().Deadline()
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the fault: a stall across a renewal, shorter than the validity
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait (bounded) until a renewal has gone through after the stall: the
+	// deadline moves past where the acquisition put it.
+	for i := 0; ; i++ {
+		if d, _ := s.Context().Deadline(); d.After(first) {
+			break
+		}
+		if i == 150 {
+			t.Fatal("no renewal went through within 3s after the stall")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case <-s.Done():
+		t.Fatalf("lease lost over a short stall: %v", context.Cause(s.Context()))
+	default:
+	}
+	if ttl := c.PTTL(ctx, "lockgate:{k}").Val(); ttl <= 0 {
+		t.Fatalf("lock key TTL %v after the stall", ttl)
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The Pub/Sub subscription lives only while somebody waits.
+func TestUnsubscribeAfterLastWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	a, c := newLocker(t, srv)
+	b, _ := newLocker(t, srv)
+	ctx := ctxT(t)
+	held, err := a.Lock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		s, err := b.Lock(ctx, "k", core.WithWait(10*time.Second))
+		if err == nil {
+			err = s.Unlock(ctx)
+		}
+		got <- err
+	}()
+	waitSubscribers(t, c, "lockgate:{k}", 1)
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		n := c.PubSubNumSub(ctx, "lockgate:{k}").Val()["lockgate:{k}"]
+		if n == 0 {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("still %d subscribers after the last waiter left", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Close is safe twice, leaves the client usable, ends held leases with
+// ErrClosed, and makes later calls fail with ErrClosed.
+func TestClose(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	l := core.New(c)
+	ctx := ctxT(t)
+	s, err := l.Lock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	within(t, s.Done(), time.Second, "held lease ended by Close")
+	if !errors.Is(context.Cause(s.Context()), core.ErrClosed) {
+		t.Fatalf("cause %v, want ErrClosed", context.Cause(s.Context()))
+	}
+	if _, err := l.Lock(ctx, "other"); !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("Lock after Close = %v", err)
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("client closed by Locker.Close: %v", err)
+	}
+}
