@@ -125,7 +125,7 @@ func (l *Locker) lock(ctx context.Context, key string, opts []Option, wait bool)
 		return nil, ErrClosed
 	}
 	start := time.Now()
-	a := &acquisition{l: l, key: key, o: &o, tag: ownerFrom(ctx), start: start}
+	a := &acquisition{l: l, key: key, o: &o, tag: ownerFrom(ctx)}
 	a.keys = l.keysFor(key)
 	if a.tag != nil {
 		a.owner = a.tag.id
@@ -157,7 +157,6 @@ type acquisition struct {
 	o        *options
 	tag      *ownerTag
 	owner    string
-	start    time.Time
 	deadline time.Time // zero: one attempt only
 	attempts int
 	holder   time.Duration // holder's remaining TTL at the last failed attempt
