@@ -60,8 +60,10 @@ func TestTurnsAcrossLockers(t *testing.T) {
 	}
 	t.Logf("acquisitions per Locker: %v", counts)
 	lo, hi := min(counts[0], counts[1]), max(counts[0], counts[1])
-	if lo+hi != total || float64(lo) < 0.8*float64(hi) {
-		t.Fatalf("acquisitions per Locker %v: want within 20%% of each other", counts)
+	// With turns the split measured 100/100 and 99/101; without, 0.6, 0.44
+	// and 0.25 of each other. 0.7 separates the two with room for noise.
+	if lo+hi != total || float64(lo) < 0.7*float64(hi) {
+		t.Fatalf("acquisitions per Locker %v: want the smaller within 30%% of the larger", counts)
 	}
 }
 

@@ -142,8 +142,11 @@ func TestWakeUpOnRelease(t *testing.T) {
 	perAcq := float64(cmds) / waiters
 	t.Logf("rtt p50 %v; release→next acquisition p50 %v (%.1f RTT), max %v; per acquisition: %.1f client commands, %.1f commands processed incl. script calls",
 		rtt, p50, float64(p50)/float64(rtt), gaps[len(gaps)-1], perAcq, float64(total)/waiters)
-	if p50 > 15*rtt {
-		t.Errorf("handoff p50 %v is over 15 round trips (%v)", p50, rtt)
+	// Woken by the release, the next waiter needs about two round trips; a
+	// timer-driven wake (none is configured) would take the holder's TTL, a
+	// minute. 40 leaves room for a loaded machine and -race.
+	if p50 > 40*rtt {
+		t.Errorf("handoff p50 %v is over 40 round trips (%v)", p50, rtt)
 	}
 	if perAcq > 6 {
 		t.Errorf("%.1f commands per acquisition: waiters are polling", perAcq)
