@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,44 +15,25 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// gauge records how many handlers are inside at once.
-type gauge struct {
-	in, max, ran atomic.Int32
-	once         sync.Once
-	overlap      chan struct{} // closed when two are inside at once
-}
+// gauge records how many handlers are inside at once (shared helper).
+type gauge struct{ *locktest.Gauge }
 
-func newGauge() *gauge { return &gauge{overlap: make(chan struct{})} }
-
-func (g *gauge) enter() {
-	g.ran.Add(1)
-	n := g.in.Add(1)
-	for {
-		m := g.max.Load()
-		if n <= m || g.max.CompareAndSwap(m, n) {
-			break
-		}
-	}
-	if n >= 2 {
-		g.once.Do(func() { close(g.overlap) })
-	}
-}
-
-func (g *gauge) exit() { g.in.Add(-1) }
+func newGauge() *gauge { return &gauge{locktest.NewGauge()} }
 
 // handler works for up to work, or until another request is inside at the
 // same time.
 func (g *gauge) handler(work time.Duration) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		g.enter()
-		defer g.exit()
+		g.Enter()
+		defer g.Exit()
 		t := time.NewTimer(work)
 		defer t.Stop()
 		select {
-		case <-g.overlap:
+		case <-g.Overlap():
 		case <-t.C:
 		}
 		return c.SendStatus(fiber.StatusOK)

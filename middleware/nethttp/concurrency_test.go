@@ -86,11 +86,11 @@ func TestOneAtATimeShortWait(t *testing.T) {
 			t.Fatalf("unexpected status %d: %s", r.status, r.body)
 		}
 	}
-	if g.max.Load() != 1 {
-		t.Fatalf("max handlers inside at once = %d, want 1", g.max.Load())
+	if g.Max() != 1 {
+		t.Fatalf("max handlers inside at once = %d, want 1", g.Max())
 	}
-	if ok < 1 || busy < 1 || int(g.ran.Load()) != ok {
-		t.Fatalf("%d ok, %d busy, handler ran %d times", ok, busy, g.ran.Load())
+	if ok < 1 || busy < 1 || int(g.Ran()) != ok {
+		t.Fatalf("%d ok, %d busy, handler ran %d times", ok, busy, g.Ran())
 	}
 	t.Logf("%d ok, %d busy (429)", ok, busy)
 }
@@ -106,8 +106,8 @@ func TestOneAtATimeLongWait(t *testing.T) {
 			t.Fatalf("request: %d %v %s", r.status, r.err, r.body)
 		}
 	}
-	if g.max.Load() != 1 || g.ran.Load() != burst {
-		t.Fatalf("max inside %d (want 1), ran %d (want %d)", g.max.Load(), g.ran.Load(), burst)
+	if g.Max() != 1 || g.Ran() != burst {
+		t.Fatalf("max inside %d (want 1), ran %d (want %d)", g.Max(), g.Ran(), burst)
 	}
 }
 
@@ -123,8 +123,8 @@ func TestControlWithoutLockOverlaps(t *testing.T) {
 			t.Fatalf("request: %d %v", r.status, r.err)
 		}
 	}
-	if g.max.Load() < 2 {
-		t.Fatalf("control: max inside %d, want >= 2", g.max.Load())
+	if g.Max() < 2 {
+		t.Fatalf("control: max inside %d, want >= 2", g.Max())
 	}
 }
 
@@ -139,7 +139,7 @@ func TestDifferentKeysOverlap(t *testing.T) {
 			t.Fatalf("request: %d %v %s", r.status, r.err, r.body)
 		}
 	}
-	if g.max.Load() < 2 {
-		t.Fatalf("different keys: max inside %d, want >= 2", g.max.Load())
+	if g.Max() < 2 {
+		t.Fatalf("different keys: max inside %d, want >= 2", g.Max())
 	}
 }

@@ -10,56 +10,30 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// gauge records how many handlers are inside at once.
-type gauge struct {
-	in, max, ran atomic.Int32
-	mu           sync.Mutex
-	overlap      chan struct{} // closed when two are inside at once
-}
+// gauge records how many handlers are inside at once (shared helper).
+type gauge struct{ *locktest.Gauge }
 
-func newGauge() *gauge { return &gauge{overlap: make(chan struct{})} }
-
-func (g *gauge) enter() {
-	g.ran.Add(1)
-	n := g.in.Add(1)
-	for {
-		m := g.max.Load()
-		if n <= m || g.max.CompareAndSwap(m, n) {
-			break
-		}
-	}
-	if n >= 2 {
-		g.mu.Lock()
-		select {
-		case <-g.overlap:
-		default:
-			close(g.overlap)
-		}
-		g.mu.Unlock()
-	}
-}
-
-func (g *gauge) exit() { g.in.Add(-1) }
+func newGauge() *gauge { return &gauge{locktest.NewGauge()} }
 
 // handler enters the gauge and works for up to work, or until another
 // request is inside at the same time (so a control that overlaps ends fast,
 // and one that never overlaps works for the full time).
 func (g *gauge) handler(work time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.enter()
-		defer g.exit()
+		g.Enter()
+		defer g.Exit()
 		t := time.NewTimer(work)
 		defer t.Stop()
 		select {
-		case <-g.overlap:
+		case <-g.Overlap():
 		case <-t.C:
 		}
 		w.WriteHeader(http.StatusOK)
