@@ -70,6 +70,14 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return 0, false
 }
 
+// RetryAfterSeconds is RetryAfter as an HTTP Retry-After value: the
+// holder's remaining TTL rounded up to whole seconds, at least 1 (also when
+// err carries no TTL, so a client never retries at once).
+func RetryAfterSeconds(err error) int {
+	d, _ := RetryAfter(err)
+	return max(int((d+time.Second-1)/time.Second), 1)
+}
+
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -152,5 +153,23 @@ func TestBadInput(t *testing.T) {
 	}
 	if err := (*core.Lease)(nil).Unlock(ctx); !errors.Is(err, core.ErrNotHeld) {
 		t.Fatalf("nil lease Unlock = %v", err)
+	}
+}
+
+func TestRetryAfterSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{&core.BusyError{RetryAfter: 0}, 1},
+		{&core.BusyError{RetryAfter: time.Millisecond}, 1},
+		{&core.BusyError{RetryAfter: time.Second}, 1},
+		{&core.BusyError{RetryAfter: time.Second + time.Millisecond}, 2},
+		{fmt.Errorf("wrapped: %w", &core.BusyError{RetryAfter: 2500 * time.Millisecond}), 3},
+		{core.ErrUnavailable, 1},
+	} {
+		if got := core.RetryAfterSeconds(tc.err); got != tc.want {
+			t.Errorf("RetryAfterSeconds(%v) = %d, want %d", tc.err, got, tc.want)
+		}
 	}
 }

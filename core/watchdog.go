@@ -75,7 +75,7 @@ func (w *watchdog) add(s *Lease) {
 	heap.Push(&w.h, s)
 	// Wake the scheduler only if this lease's first event comes before the
 	// timer it has set: on the hot path (TTL 30s) nothing is woken.
-	early := next(s) < w.armed
+	early := s.hkey < w.armed
 	w.mu.Unlock()
 	if early {
 		signal(w.kick)

@@ -233,9 +233,9 @@ func (c *Cluster) ServerForSlot(slot int) *Server {
 func (c *Cluster) Options() *redis.ClusterOptions {
 	return &redis.ClusterOptions{
 		Addrs:        append([]string(nil), c.Addrs...),
-		DialTimeout:  time.Second,
-		ReadTimeout:  time.Second,
-		WriteTimeout: time.Second,
+		DialTimeout:  clientTimeout,
+		ReadTimeout:  clientTimeout,
+		WriteTimeout: clientTimeout,
 		MaxRetries:   -1,
 	}
 }

@@ -108,9 +108,9 @@ func (s *Sentinel) Options() *redis.FailoverOptions {
 	return &redis.FailoverOptions{
 		MasterName:    s.MasterName,
 		SentinelAddrs: append([]string(nil), s.SentinelAddrs...),
-		DialTimeout:   time.Second,
-		ReadTimeout:   time.Second,
-		WriteTimeout:  time.Second,
+		DialTimeout:   clientTimeout,
+		ReadTimeout:   clientTimeout,
+		WriteTimeout:  clientTimeout,
 		MaxRetries:    -1,
 	}
 }

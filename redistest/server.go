@@ -28,6 +28,10 @@ var ErrNoRedis = errors.New("redistest: redis-server not found on PATH; install 
 // startTimeout bounds how long a server may take to answer PING.
 const startTimeout = 10 * time.Second
 
+// clientTimeout is the dial, read and write timeout of every client option
+// set this package hands out, so that fault tests fail fast.
+const clientTimeout = time.Second
+
 // Server is one redis-server process on 127.0.0.1.
 type Server struct {
 	// Addr is host:port, e.g. "127.0.0.1:40123".
@@ -182,9 +186,9 @@ func (s *Server) waitReady(exited chan struct{}) error {
 func (s *Server) Options() *redis.Options {
 	return &redis.Options{
 		Addr:         s.Addr,
-		DialTimeout:  time.Second,
-		ReadTimeout:  time.Second,
-		WriteTimeout: time.Second,
+		DialTimeout:  clientTimeout,
+		ReadTimeout:  clientTimeout,
+		WriteTimeout: clientTimeout,
 		MaxRetries:   -1,
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -126,16 +125,6 @@ func (c Config) outcome(ctx context.Context, err error) (int, string) {
 	}
 	c.Logger.Error("seckill: order failed", "err", err)
 	return http.StatusInternalServerError, MsgInternal
-}
-
-// retryAfterSeconds is the Retry-After value for a busy lock: the holder's
-// remaining TTL rounded up, at least 1 second.
-func retryAfterSeconds(d time.Duration) string {
-	s := int(math.Ceil(d.Seconds()))
-	if s < 1 {
-		s = 1
-	}
-	return strconv.Itoa(s)
 }
 
 // orderReply is the body of a successful order.

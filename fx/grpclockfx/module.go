@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	grpclock "github.com/lockgate/lockgate/interceptor/grpc"
+	"github.com/lockgate/lockgate/internal/fxgroup"
 )
 
 // Value group names used by Module.
@@ -30,11 +31,7 @@ var Module = fx.Module("lockgate.grpc",
 // OptionsGroup value group). The order between several Options calls is
 // unspecified; WithRule for one method should be given once.
 func Options(opts ...grpclock.Option) fx.Option {
-	supplies := make([]any, 0, len(opts))
-	for _, o := range opts {
-		supplies = append(supplies, fx.Annotate(o, fx.ResultTags(`group:"`+OptionsGroup+`"`)))
-	}
-	return fx.Supply(supplies...)
+	return fxgroup.Supply(OptionsGroup, opts)
 }
 
 // Params are the inputs of New.

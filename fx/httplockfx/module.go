@@ -7,6 +7,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/fxgroup"
 	httplock "github.com/lockgate/lockgate/middleware/nethttp"
 )
 
@@ -25,11 +26,7 @@ var Module = fx.Module("lockgate.http",
 // httplock.WithWait. The order between several Options calls is
 // unspecified.
 func Options(opts ...httplock.Option) fx.Option {
-	supplies := make([]any, 0, len(opts))
-	for _, o := range opts {
-		supplies = append(supplies, fx.Annotate(o, fx.ResultTags(`group:"`+OptionsGroup+`"`)))
-	}
-	return fx.Supply(supplies...)
+	return fxgroup.Supply(OptionsGroup, opts)
 }
 
 // Params are the inputs of NewFactory.

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/fxgroup"
 )
 
 // OptionsGroup is the fx value group of core.Option values applied by New
@@ -27,11 +28,7 @@ var Module = fx.Module("lockgate",
 // core.WithRetry or core.WithFenceWindow. They are applied after Config, in
 // the order given; the order between several Options calls is unspecified.
 func Options(opts ...core.Option) fx.Option {
-	supplies := make([]any, 0, len(opts))
-	for _, o := range opts {
-		supplies = append(supplies, fx.Annotate(o, fx.ResultTags(`group:"`+OptionsGroup+`"`)))
-	}
-	return fx.Supply(supplies...)
+	return fxgroup.Supply(OptionsGroup, opts)
 }
 
 // Params are the inputs of New.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -78,7 +79,7 @@ func New(config ...Config) fiber.Handler {
 		lease, err := cfg.Locker.Lock(parent, key, lockOpts...)
 		if err != nil {
 			if errors.Is(err, core.ErrNotObtained) {
-				c.Set(fiber.HeaderRetryAfter, retryAfterSeconds(err))
+				c.Set(fiber.HeaderRetryAfter, strconv.Itoa(core.RetryAfterSeconds(err)))
 				return cfg.LimitReached(c)
 			}
 			if cfg.FailOpen {

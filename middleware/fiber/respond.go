@@ -2,13 +2,9 @@ package fiberlock
 
 import (
 	"errors"
-	"math"
-	"strconv"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/keyfunc"
 )
 
@@ -40,11 +36,4 @@ func defaultErrorHandler(c *fiber.Ctx, status int, err error) error {
 		}
 	}
 	return jsonError(c, status, msg)
-}
-
-// retryAfterSeconds rounds the holder's remaining TTL carried by a busy
-// error up to whole seconds, at least 1.
-func retryAfterSeconds(err error) string {
-	d, _ := core.RetryAfter(err)
-	return strconv.Itoa(max(int(math.Ceil(float64(d)/float64(time.Second))), 1))
 }

@@ -3,10 +3,8 @@ package httplock
 import (
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/keyfunc"
@@ -50,15 +48,6 @@ func defaultError(w http.ResponseWriter, _ *http.Request, status int, err error)
 	writeJSONError(w, status, msg)
 }
 
-// RetryAfterSeconds returns the Retry-After value for a busy error: the
-// holder's remaining TTL (core.RetryAfter) rounded up to whole seconds, at
-// least 1.
-func RetryAfterSeconds(err error) int {
-	d, _ := core.RetryAfter(err)
-	s := int(math.Ceil(float64(d) / float64(time.Second)))
-	return max(s, 1)
-}
-
 func setRetryAfter(w http.ResponseWriter, err error) {
-	w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds(err)))
+	w.Header().Set("Retry-After", strconv.Itoa(core.RetryAfterSeconds(err)))
 }

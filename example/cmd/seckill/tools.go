@@ -10,9 +10,15 @@ import (
 	"github.com/lockgate/lockgate/example/seckill"
 )
 
+// The -db flag, as every subcommand takes it.
+const (
+	dbDefault = "seckill.db"
+	dbUsage   = "database: a SQLite file path (created when missing) or a postgres:// URL"
+)
+
 func seed(ctx context.Context, args []string) error {
 	fs := newFlags("seed", "Create voucher -voucher with -stock in stock, deleting its orders (fresh data).")
-	dsn := fs.String("db", "seckill.db", "database: a SQLite file path or a postgres:// URL")
+	dsn := fs.String("db", dbDefault, dbUsage)
 	voucher := fs.Int64("voucher", 1, "voucher id (positive)")
 	stock := fs.Int64("stock", 200, "initial stock (>= 0)")
 	if err := parse(fs, args); err != nil {
@@ -32,7 +38,7 @@ func seed(ctx context.Context, args []string) error {
 
 func report(ctx context.Context, args []string) error {
 	fs := newFlags("report", "Print 'orders=N duplicates=N oversold=N' for -voucher: duplicates are orders beyond\none per user, oversold are orders beyond the voucher's initial stock.")
-	dsn := fs.String("db", "seckill.db", "database: a SQLite file path or a postgres:// URL")
+	dsn := fs.String("db", dbDefault, dbUsage)
 	voucher := fs.Int64("voucher", 1, "voucher id")
 	if err := parse(fs, args); err != nil {
 		return err
