@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/middleware/fiber"
 	"github.com/lockgate/lockgate/redistest"
 )
@@ -35,10 +36,10 @@ func twoApps(t *testing.T, srv *redistest.Server, h fiber.Handler, withLock bool
 	return apps
 }
 
-func fire(t *testing.T, apps []*app, n int, userID func(i int) string) []result {
+func fire(t *testing.T, apps []*app, n int, userID func(i int) string) []locktest.Result {
 	t.Helper()
-	ctx := testCtx(t)
-	out := make([]result, n)
+	ctx := locktest.Context(t)
+	out := make([]locktest.Result, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range n {
@@ -65,19 +66,19 @@ func TestOneAtATimeShortWait(t *testing.T) {
 	var ok, busy int
 	for _, r := range fire(t, apps, burst, same) {
 		switch {
-		case r.err != nil:
-			t.Fatalf("request failed: %v", r.err)
-		case r.status == http.StatusOK:
+		case r.Err != nil:
+			t.Fatalf("request failed: %v", r.Err)
+		case r.Status == http.StatusOK:
 			ok++
-		case r.status == http.StatusTooManyRequests:
+		case r.Status == http.StatusTooManyRequests:
 			busy++
-			s, err := strconv.Atoi(r.retryAfter)
+			s, err := strconv.Atoi(r.RetryAfter)
 			if err != nil || s < 1 || s > int(core.DefaultTTL/time.Second) {
-				t.Fatalf("429 with Retry-After %q", r.retryAfter)
+				t.Fatalf("429 with Retry-After %q", r.RetryAfter)
 			}
-			errorText(t, r.body)
+			locktest.ErrorText(t, r.Body)
 		default:
-			t.Fatalf("unexpected status %d: %s", r.status, r.body)
+			t.Fatalf("unexpected status %d: %s", r.Status, r.Body)
 		}
 	}
 	if g.Max() != 1 {
@@ -95,8 +96,8 @@ func TestOneAtATimeLongWait(t *testing.T) {
 	g := newGauge()
 	apps := twoApps(t, srv, g.handler(5*time.Millisecond), true, fiberlock.Config{Wait: 45 * time.Second})
 	for _, r := range fire(t, apps, burst, same) {
-		if r.err != nil || r.status != http.StatusOK {
-			t.Fatalf("request: %d %v %s", r.status, r.err, r.body)
+		if r.Err != nil || r.Status != http.StatusOK {
+			t.Fatalf("request: %d %v %s", r.Status, r.Err, r.Body)
 		}
 	}
 	if g.Max() != 1 || g.Ran() != burst {
@@ -112,8 +113,8 @@ func TestControlWithoutLockOverlaps(t *testing.T) {
 	g := newGauge()
 	apps := twoApps(t, srv, g.handler(10*time.Second), false, fiberlock.Config{})
 	for _, r := range fire(t, apps, burst, same) {
-		if r.err != nil || r.status != http.StatusOK {
-			t.Fatalf("request: %d %v", r.status, r.err)
+		if r.Err != nil || r.Status != http.StatusOK {
+			t.Fatalf("request: %d %v", r.Status, r.Err)
 		}
 	}
 	if g.Max() < 2 {
@@ -128,8 +129,8 @@ func TestDifferentKeysOverlap(t *testing.T) {
 	g := newGauge()
 	apps := twoApps(t, srv, g.handler(10*time.Second), true, fiberlock.Config{Wait: -1})
 	for _, r := range fire(t, apps, 10, strconv.Itoa) {
-		if r.err != nil || r.status != http.StatusOK {
-			t.Fatalf("request: %d %v %s", r.status, r.err, r.body)
+		if r.Err != nil || r.Status != http.StatusOK {
+			t.Fatalf("request: %d %v %s", r.Status, r.Err, r.Body)
 		}
 	}
 	if g.Max() < 2 {

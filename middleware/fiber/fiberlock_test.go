@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/keyfunc"
 	"github.com/lockgate/lockgate/middleware/fiber"
 	"github.com/lockgate/lockgate/redistest"
@@ -71,7 +72,7 @@ func TestBadInput(t *testing.T) {
 	f.Post("/form", fiberlock.New(fiberlock.Config{Locker: l, Key: "sku:{form.sku}"}), echo)
 	f.Post("/header", fiberlock.New(fiberlock.Config{Locker: l, Key: "u:{header.X-User-ID}"}), echo)
 	a := start(t, f)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 	const jsonCT = "application/json"
 	bad := []struct {
 		name, path, ctype, body string
@@ -91,10 +92,10 @@ func TestBadInput(t *testing.T) {
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
 			r := a.do(ctx, "POST", c.path, c.ctype, c.body)
-			if r.err != nil || r.status != c.status {
-				t.Fatalf("status %d (%v), want %d: %s", r.status, r.err, c.status, r.body)
+			if r.Err != nil || r.Status != c.status {
+				t.Fatalf("status %d (%v), want %d: %s", r.Status, r.Err, c.status, r.Body)
 			}
-			msg := errorText(t, r.body)
+			msg := locktest.ErrorText(t, r.Body)
 			if !strings.Contains(msg, c.part) || !strings.Contains(msg, c.reason) {
 				t.Fatalf("error %q, want it to name %q and %q", msg, c.part, c.reason)
 			}
@@ -108,14 +109,14 @@ func TestBadInput(t *testing.T) {
 	}
 	t.Run("JSON body intact", func(t *testing.T) {
 		body := `{"user": {"id": 42, "name": "Zoë"}, "qty": 1.50}`
-		if r := a.do(ctx, "POST", "/body", jsonCT, body); r.err != nil || r.status != 200 || r.body != body {
-			t.Fatalf("got %d %v %q, want the body echoed", r.status, r.err, r.body)
+		if r := a.do(ctx, "POST", "/body", jsonCT, body); r.Err != nil || r.Status != 200 || r.Body != body {
+			t.Fatalf("got %d %v %q, want the body echoed", r.Status, r.Err, r.Body)
 		}
 	})
 	t.Run("form body intact", func(t *testing.T) {
 		form := url.Values{"sku": {"a:b"}, "n": {"3"}}.Encode()
-		if r := a.do(ctx, "POST", "/form", "application/x-www-form-urlencoded", form); r.err != nil || r.status != 200 || r.body != "a:b|3" {
-			t.Fatalf("got %d %v %q", r.status, r.err, r.body)
+		if r := a.do(ctx, "POST", "/form", "application/x-www-form-urlencoded", form); r.Err != nil || r.Status != 200 || r.Body != "a:b|3" {
+			t.Fatalf("got %d %v %q", r.Status, r.Err, r.Body)
 		}
 	})
 }
@@ -157,8 +158,8 @@ func TestLeaseInHandler(t *testing.T) {
 		return nil
 	})
 	a := start(t, f)
-	if r := a.do(testCtx(t), "POST", "/v/a:b", "", ""); r.err != nil || r.status != 200 {
-		t.Fatalf("status %d %v %s", r.status, r.err, r.body)
+	if r := a.do(locktest.Context(t), "POST", "/v/a:b", "", ""); r.Err != nil || r.Status != 200 {
+		t.Fatalf("status %d %v %s", r.Status, r.Err, r.Body)
 	}
 	s := <-got
 	if s.key != "order:42:a%3Ab" || s.fence <= 0 || !s.same || !s.reentered || s.err != nil || !s.after {
@@ -174,7 +175,7 @@ func TestNextSkips(t *testing.T) {
 	f.Post("/x", fiberlock.New(fiberlock.Config{Locker: l, Key: "x:{query.id}", Next: func(c *fiber.Ctx) bool { return c.Get("X-Skip") != "" }}),
 		func(c *fiber.Ctx) error { return c.SendString(strings.Repeat("L", boolInt(fiberlock.Lease(c) != nil))) })
 	a := start(t, f)
-	req, _ := http.NewRequestWithContext(testCtx(t), "POST", a.URL+"/x", nil) // no id: would be 400
+	req, _ := http.NewRequestWithContext(locktest.Context(t), "POST", a.URL+"/x", nil) // no id: would be 400
 	req.Header.Set("X-Skip", "1")
 	resp, err := a.client.Do(req)
 	if err != nil {
@@ -198,7 +199,7 @@ func boolInt(b bool) int {
 func TestBusy(t *testing.T) {
 	srv := redistest.Start(t)
 	l := newLocker(t, srv)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 	held, err := l.Lock(ctx, "order:1:7", core.WithTTL(2500*time.Millisecond), core.WithoutWatchdog())
 	if err != nil {
 		t.Fatal(err)
@@ -216,10 +217,10 @@ func TestBusy(t *testing.T) {
 		}}), h)
 	a := start(t, f)
 	r := a.do(ctx, "POST", "/a/7?user_id=1", "", "")
-	if r.status != http.StatusTooManyRequests || r.retryAfter != "3" {
-		t.Fatalf("got %d Retry-After %q, want 429 and 3 (2.5s rounded up)", r.status, r.retryAfter)
+	if r.Status != http.StatusTooManyRequests || r.RetryAfter != "3" {
+		t.Fatalf("got %d Retry-After %q, want 429 and 3 (2.5s rounded up)", r.Status, r.RetryAfter)
 	}
-	if msg := errorText(t, r.body); !strings.Contains(msg, "busy") {
+	if msg := locktest.ErrorText(t, r.Body); !strings.Contains(msg, "busy") {
 		t.Fatalf("busy text %q", msg)
 	}
 	req, _ := http.NewRequestWithContext(ctx, "POST", a.URL+"/b/7?user_id=1", nil)
@@ -255,19 +256,19 @@ func TestPanicAndErrorRelease(t *testing.T) {
 			return nil
 		})
 	a := start(t, f)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 	rc := srv.Client(t)
 	for i, want := range []int{http.StatusInternalServerError, http.StatusTeapot, http.StatusOK} {
 		r := a.do(ctx, "POST", "/seckill/7?user_id=1", "", "")
-		if r.err != nil || r.status != want {
-			t.Fatalf("request %d: %d %v %s, want %d", i, r.status, r.err, r.body, want)
+		if r.Err != nil || r.Status != want {
+			t.Fatalf("request %d: %d %v %s, want %d", i, r.Status, r.Err, r.Body, want)
 		}
 		if n, err := rc.Exists(ctx, core.DefaultPrefix+"{order:1:7}").Result(); err != nil || n != 0 {
 			t.Fatalf("request %d: lock key still exists (%d, %v)", i, n, err)
 		}
 	}
-	if r := a.do(ctx, "POST", "/seckill/7?user_id=1", "", ""); r.status != 200 || calls.Load() != 4 {
-		t.Fatalf("after: %d, calls %d", r.status, calls.Load())
+	if r := a.do(ctx, "POST", "/seckill/7?user_id=1", "", ""); r.Status != 200 || calls.Load() != 4 {
+		t.Fatalf("after: %d, calls %d", r.Status, calls.Load())
 	}
 }
 
@@ -283,27 +284,27 @@ func TestRedisDown(t *testing.T) {
 		leaseSeen.Store(fiberlock.Lease(c) != nil)
 		return nil
 	}
-	var logBuf syncBuffer
+	var logBuf locktest.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logBuf, nil))
 	f := newApp()
 	f.Post("/closed/:voucher", fiberlock.New(fiberlock.Config{Locker: l, Key: "order:{path.voucher}", Logger: logger}), h)
 	f.Post("/open/:voucher", fiberlock.New(fiberlock.Config{Locker: l, Key: "order:{path.voucher}", Logger: logger, FailOpen: true}), h)
 	a := start(t, f)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 	srv.Stop()
 	r := a.do(ctx, "POST", "/closed/7", "", "")
-	if r.err != nil || r.status != http.StatusServiceUnavailable {
-		t.Fatalf("fail closed: %d %v, want 503", r.status, r.err)
+	if r.Err != nil || r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("fail closed: %d %v, want 503", r.Status, r.Err)
 	}
-	if msg := errorText(t, r.body); msg != "lock service unavailable" {
+	if msg := locktest.ErrorText(t, r.Body); msg != "lock service unavailable" {
 		t.Fatalf("503 text %q leaks or differs", msg)
 	}
 	if ran.Load() != 0 {
 		t.Fatal("handler ran with Redis down (fail closed)")
 	}
 	r = a.do(ctx, "POST", "/open/7", "", "")
-	if r.err != nil || r.status != http.StatusOK || ran.Load() != 1 || leaseSeen.Load() {
-		t.Fatalf("fail open: %d %v, ran %d, lease seen %v", r.status, r.err, ran.Load(), leaseSeen.Load())
+	if r.Err != nil || r.Status != http.StatusOK || ran.Load() != 1 || leaseSeen.Load() {
+		t.Fatalf("fail open: %d %v, ran %d, lease seen %v", r.Status, r.Err, ran.Load(), leaseSeen.Load())
 	}
 	if !strings.Contains(logBuf.String(), "fail-open") {
 		t.Fatalf("fail-open not logged: %q", logBuf.String())
@@ -332,8 +333,8 @@ func TestLockLost(t *testing.T) {
 			return nil
 		})
 	a := start(t, f)
-	ctx := testCtx(t)
-	done := make(chan result, 1)
+	ctx := locktest.Context(t)
+	done := make(chan locktest.Result, 1)
 	go func() { done <- a.do(ctx, "POST", "/seckill/7", "", "") }()
 	key := <-inside
 	if err := srv.Client(t).Del(ctx, core.DefaultPrefix+"{"+key+"}").Err(); err != nil {
@@ -342,7 +343,7 @@ func TestLockLost(t *testing.T) {
 	if cause := <-causes; !errors.Is(cause, core.ErrLockLost) {
 		t.Fatalf("cause %v, want core.ErrLockLost", cause)
 	}
-	if r := <-done; r.err != nil {
-		t.Fatal(r.err)
+	if r := <-done; r.Err != nil {
+		t.Fatal(r.Err)
 	}
 }

@@ -2,12 +2,8 @@ package fiberlock_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net"
 	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -84,60 +80,6 @@ func start(t testing.TB, f *fiber.App) *app {
 	return &app{URL: "http://" + ln.Addr().String(), client: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
 }
 
-type result struct {
-	status     int
-	retryAfter string
-	body       string
-	err        error
-}
-
-func (a *app) do(ctx context.Context, method, path, ctype, body string) result {
-	req, err := http.NewRequestWithContext(ctx, method, a.URL+path, strings.NewReader(body))
-	if err != nil {
-		return result{err: err}
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return result{err: err}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return result{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: string(b)}
-}
-
-func errorText(t *testing.T, body string) string {
-	t.Helper()
-	var v struct {
-		Error string `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Error == "" {
-		t.Fatalf("body %q is not {\"error\": ...}: %v", body, err)
-	}
-	return v.Error
-}
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+func (a *app) do(ctx context.Context, method, path, ctype, body string) locktest.Result {
+	return locktest.Do(ctx, a.client, method, a.URL+path, ctype, body)
 }

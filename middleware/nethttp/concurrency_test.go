@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/middleware/nethttp"
 	"github.com/lockgate/lockgate/redistest"
 )
@@ -36,10 +37,10 @@ func twoApps(t *testing.T, srv *redistest.Server, h http.Handler, withLock bool,
 
 // fire sends n concurrent requests, alternating between apps; userID(i)
 // gives each request's user.
-func fire(t *testing.T, apps []*httptest.Server, n int, userID func(i int) string) []result {
+func fire(t *testing.T, apps []*httptest.Server, n int, userID func(i int) string) []locktest.Result {
 	t.Helper()
-	ctx := testCtx(t)
-	out := make([]result, n)
+	ctx := locktest.Context(t)
+	out := make([]locktest.Result, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range n {
@@ -48,7 +49,7 @@ func fire(t *testing.T, apps []*httptest.Server, n int, userID func(i int) strin
 			defer wg.Done()
 			<-start
 			app := apps[i%len(apps)]
-			out[i] = do(ctx, app.Client(), "POST", app.URL+"/seckill/7?user_id="+userID(i), "", "")
+			out[i] = locktest.Do(ctx, app.Client(), "POST", app.URL+"/seckill/7?user_id="+userID(i), "", "")
 		}()
 	}
 	close(start)
@@ -69,21 +70,21 @@ func TestOneAtATimeShortWait(t *testing.T) {
 	var ok, busy int
 	for _, r := range res {
 		switch {
-		case r.err != nil:
-			t.Fatalf("request failed: %v", r.err)
-		case r.status == http.StatusOK:
+		case r.Err != nil:
+			t.Fatalf("request failed: %v", r.Err)
+		case r.Status == http.StatusOK:
 			ok++
-		case r.status == http.StatusTooManyRequests:
+		case r.Status == http.StatusTooManyRequests:
 			busy++
-			s, err := strconv.Atoi(r.retryAfter)
+			s, err := strconv.Atoi(r.RetryAfter)
 			if err != nil || s < 1 || s > int(core.DefaultTTL/time.Second) {
-				t.Fatalf("429 with Retry-After %q", r.retryAfter)
+				t.Fatalf("429 with Retry-After %q", r.RetryAfter)
 			}
-			if msg := errorText(t, r.body); msg == "" {
+			if msg := locktest.ErrorText(t, r.Body); msg == "" {
 				t.Fatal("empty error")
 			}
 		default:
-			t.Fatalf("unexpected status %d: %s", r.status, r.body)
+			t.Fatalf("unexpected status %d: %s", r.Status, r.Body)
 		}
 	}
 	if g.Max() != 1 {
@@ -102,8 +103,8 @@ func TestOneAtATimeLongWait(t *testing.T) {
 	g := newGauge()
 	apps := twoApps(t, srv, g.handler(5*time.Millisecond), true, httplock.WithWait(45*time.Second))
 	for _, r := range fire(t, apps, burst, same) {
-		if r.err != nil || r.status != http.StatusOK {
-			t.Fatalf("request: %d %v %s", r.status, r.err, r.body)
+		if r.Err != nil || r.Status != http.StatusOK {
+			t.Fatalf("request: %d %v %s", r.Status, r.Err, r.Body)
 		}
 	}
 	if g.Max() != 1 || g.Ran() != burst {
@@ -119,8 +120,8 @@ func TestControlWithoutLockOverlaps(t *testing.T) {
 	g := newGauge()
 	apps := twoApps(t, srv, g.handler(10*time.Second), false)
 	for _, r := range fire(t, apps, burst, same) {
-		if r.err != nil || r.status != http.StatusOK {
-			t.Fatalf("request: %d %v", r.status, r.err)
+		if r.Err != nil || r.Status != http.StatusOK {
+			t.Fatalf("request: %d %v", r.Status, r.Err)
 		}
 	}
 	if g.Max() < 2 {
@@ -135,8 +136,8 @@ func TestDifferentKeysOverlap(t *testing.T) {
 	g := newGauge()
 	apps := twoApps(t, srv, g.handler(10*time.Second), true, httplock.WithWait(0))
 	for _, r := range fire(t, apps, 10, strconv.Itoa) {
-		if r.err != nil || r.status != http.StatusOK {
-			t.Fatalf("request: %d %v %s", r.status, r.err, r.body)
+		if r.Err != nil || r.Status != http.StatusOK {
+			t.Fatalf("request: %d %v %s", r.Status, r.Err, r.Body)
 		}
 	}
 	if g.Max() < 2 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/keyfunc"
 	"github.com/lockgate/lockgate/middleware/nethttp"
 	"github.com/lockgate/lockgate/redistest"
@@ -62,7 +63,7 @@ func TestBadInput(t *testing.T) {
 	mux.Handle("POST /form", httplock.Must(httplock.New(l, "sku:{form.sku}"))(echo))
 	mux.Handle("POST /header", httplock.Must(httplock.New(l, "u:{header.X-User-ID}"))(echo))
 	ts, _ := serve(t, mux)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 	const jsonCT = "application/json"
 	bad := []struct {
 		name, path, ctype, body string
@@ -83,11 +84,11 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
-			r := do(ctx, ts.Client(), "POST", ts.URL+c.path, c.ctype, c.body)
-			if r.err != nil || r.status != c.status {
-				t.Fatalf("status %d (%v), want %d: %s", r.status, r.err, c.status, r.body)
+			r := locktest.Do(ctx, ts.Client(), "POST", ts.URL+c.path, c.ctype, c.body)
+			if r.Err != nil || r.Status != c.status {
+				t.Fatalf("status %d (%v), want %d: %s", r.Status, r.Err, c.status, r.Body)
 			}
-			msg := errorText(t, r.body)
+			msg := locktest.ErrorText(t, r.Body)
 			if !strings.Contains(msg, c.part) || !strings.Contains(msg, c.reason) {
 				t.Fatalf("error %q, want it to name %q and %q", msg, c.part, c.reason)
 			}
@@ -102,16 +103,16 @@ func TestBadInput(t *testing.T) {
 
 	t.Run("JSON body intact", func(t *testing.T) {
 		body := `{"user": {"id": 42, "name": "Zoë"}, "qty": 1.50}`
-		r := do(ctx, ts.Client(), "POST", ts.URL+"/body", jsonCT, body)
-		if r.err != nil || r.status != 200 || r.body != body {
-			t.Fatalf("got %d %v %q, want the body echoed", r.status, r.err, r.body)
+		r := locktest.Do(ctx, ts.Client(), "POST", ts.URL+"/body", jsonCT, body)
+		if r.Err != nil || r.Status != 200 || r.Body != body {
+			t.Fatalf("got %d %v %q, want the body echoed", r.Status, r.Err, r.Body)
 		}
 	})
 	t.Run("form body intact", func(t *testing.T) {
 		form := url.Values{"sku": {"a:b"}, "n": {"3"}}.Encode()
-		r := do(ctx, ts.Client(), "POST", ts.URL+"/form", "application/x-www-form-urlencoded", form)
-		if r.err != nil || r.status != 200 || r.body != "a:b|3" {
-			t.Fatalf("got %d %v %q", r.status, r.err, r.body)
+		r := locktest.Do(ctx, ts.Client(), "POST", ts.URL+"/form", "application/x-www-form-urlencoded", form)
+		if r.Err != nil || r.Status != 200 || r.Body != "a:b|3" {
+			t.Fatalf("got %d %v %q", r.Status, r.Err, r.Body)
 		}
 	})
 }
@@ -149,9 +150,9 @@ func TestLeaseInHandler(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("POST /v/{voucher}", auth(httplock.Must(httplock.New(l, "order:{ctx.user}:{voucher}"))(h)))
 	ts, _ := serve(t, mux)
-	r := do(testCtx(t), ts.Client(), "POST", ts.URL+"/v/a:b", "", "")
-	if r.err != nil || r.status != 200 {
-		t.Fatalf("status %d %v", r.status, r.err)
+	r := locktest.Do(locktest.Context(t), ts.Client(), "POST", ts.URL+"/v/a:b", "", "")
+	if r.Err != nil || r.Status != 200 {
+		t.Fatalf("status %d %v", r.Status, r.Err)
 	}
 	s := <-got
 	if s.key != "order:42:a%3Ab" || s.fence <= 0 || !s.same || !s.reentered || s.err != nil {
@@ -172,8 +173,8 @@ func TestPathValueOption(t *testing.T) {
 		return ""
 	}
 	ts, _ := serve(t, httplock.Must(httplock.New(l, "v:{path.voucher}", httplock.WithPathValue(chiLike)))(h))
-	if r := do(testCtx(t), ts.Client(), "GET", ts.URL+"/v/abc", "", ""); r.err != nil || r.status != 200 {
-		t.Fatalf("status %d %v", r.status, r.err)
+	if r := locktest.Do(locktest.Context(t), ts.Client(), "GET", ts.URL+"/v/abc", "", ""); r.Err != nil || r.Status != 200 {
+		t.Fatalf("status %d %v", r.Status, r.Err)
 	}
 	if k := <-keys; k != "v:abc" {
 		t.Fatalf("key %q", k)
@@ -185,7 +186,7 @@ func TestPathValueOption(t *testing.T) {
 func TestBusy(t *testing.T) {
 	srv := redistest.Start(t)
 	l := newLocker(t, srv)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 	held, err := l.Lock(ctx, "order:1:7", core.WithTTL(2500*time.Millisecond), core.WithoutWatchdog())
 	if err != nil {
 		t.Fatal(err)
@@ -203,11 +204,11 @@ func TestBusy(t *testing.T) {
 		httplock.WithWait(20*time.Millisecond), httplock.WithBusyHandler(custom)))(h))
 	ts, _ := serve(t, mux)
 
-	r := do(ctx, ts.Client(), "POST", ts.URL+"/a/7?user_id=1", "", "")
-	if r.status != http.StatusTooManyRequests || r.retryAfter != "3" {
-		t.Fatalf("got %d Retry-After %q, want 429 and 3 (2.5s rounded up)", r.status, r.retryAfter)
+	r := locktest.Do(ctx, ts.Client(), "POST", ts.URL+"/a/7?user_id=1", "", "")
+	if r.Status != http.StatusTooManyRequests || r.RetryAfter != "3" {
+		t.Fatalf("got %d Retry-After %q, want 429 and 3 (2.5s rounded up)", r.Status, r.RetryAfter)
 	}
-	if msg := errorText(t, r.body); !strings.Contains(msg, "busy") {
+	if msg := locktest.ErrorText(t, r.Body); !strings.Contains(msg, "busy") {
 		t.Fatalf("busy text %q", msg)
 	}
 	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/b/7?user_id=1", nil)
@@ -239,9 +240,9 @@ func TestPanicReleases(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("POST /seckill/{voucher}", httplock.Must(httplock.New(l, "order:{query.user_id}:{path.voucher}", httplock.WithWait(0)))(h))
 	ts, errLog := serve(t, mux)
-	ctx := testCtx(t)
-	if r := do(ctx, ts.Client(), "POST", ts.URL+"/seckill/7?user_id=1", "", ""); r.err == nil {
-		t.Fatalf("panicking request answered %d, want the connection dropped", r.status)
+	ctx := locktest.Context(t)
+	if r := locktest.Do(ctx, ts.Client(), "POST", ts.URL+"/seckill/7?user_id=1", "", ""); r.Err == nil {
+		t.Fatalf("panicking request answered %d, want the connection dropped", r.Status)
 	}
 	if !strings.Contains(errLog.String(), "boom in handler") {
 		t.Fatalf("server log %q does not show the panic", errLog.String())
@@ -249,8 +250,8 @@ func TestPanicReleases(t *testing.T) {
 	if n, err := srv.Client(t).Exists(ctx, core.DefaultPrefix+"{order:1:7}").Result(); err != nil || n != 0 {
 		t.Fatalf("lock key still exists after the panic (%d, %v)", n, err)
 	}
-	if r := do(ctx, ts.Client(), "POST", ts.URL+"/seckill/7?user_id=1", "", ""); r.err != nil || r.status != 200 {
-		t.Fatalf("next request: %d %v %s, want 200 at once", r.status, r.err, r.body)
+	if r := locktest.Do(ctx, ts.Client(), "POST", ts.URL+"/seckill/7?user_id=1", "", ""); r.Err != nil || r.Status != 200 {
+		t.Fatalf("next request: %d %v %s, want 200 at once", r.Status, r.Err, r.Body)
 	}
 }
 
@@ -265,28 +266,28 @@ func TestRedisDown(t *testing.T) {
 		ran.Add(1)
 		leaseSeen.Store(httplock.FromContext(r.Context()) != nil)
 	})
-	var logBuf syncBuffer
+	var logBuf locktest.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logBuf, nil))
 	mux := http.NewServeMux()
 	mux.Handle("POST /closed/{voucher}", httplock.Must(httplock.New(l, "order:{path.voucher}", httplock.WithLogger(logger)))(h))
 	mux.Handle("POST /open/{voucher}", httplock.Must(httplock.New(l, "order:{path.voucher}", httplock.WithFailOpen(), httplock.WithLogger(logger)))(h))
 	ts, _ := serve(t, mux)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 	srv.Stop()
 
-	r := do(ctx, ts.Client(), "POST", ts.URL+"/closed/7", "", "")
-	if r.err != nil || r.status != http.StatusServiceUnavailable {
-		t.Fatalf("fail closed: %d %v, want 503", r.status, r.err)
+	r := locktest.Do(ctx, ts.Client(), "POST", ts.URL+"/closed/7", "", "")
+	if r.Err != nil || r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("fail closed: %d %v, want 503", r.Status, r.Err)
 	}
-	if msg := errorText(t, r.body); msg != "lock service unavailable" {
+	if msg := locktest.ErrorText(t, r.Body); msg != "lock service unavailable" {
 		t.Fatalf("503 text %q leaks or differs", msg)
 	}
 	if ran.Load() != 0 {
 		t.Fatal("handler ran with Redis down (fail closed)")
 	}
-	r = do(ctx, ts.Client(), "POST", ts.URL+"/open/7", "", "")
-	if r.err != nil || r.status != http.StatusOK || ran.Load() != 1 || leaseSeen.Load() {
-		t.Fatalf("fail open: %d %v, ran %d, lease seen %v", r.status, r.err, ran.Load(), leaseSeen.Load())
+	r = locktest.Do(ctx, ts.Client(), "POST", ts.URL+"/open/7", "", "")
+	if r.Err != nil || r.Status != http.StatusOK || ran.Load() != 1 || leaseSeen.Load() {
+		t.Fatalf("fail open: %d %v, ran %d, lease seen %v", r.Status, r.Err, ran.Load(), leaseSeen.Load())
 	}
 	if !strings.Contains(logBuf.String(), "fail-open") {
 		t.Fatalf("fail-open not logged: %q", logBuf.String())
@@ -313,9 +314,9 @@ func TestLockLost(t *testing.T) {
 	mux.Handle("POST /seckill/{voucher}", httplock.Must(httplock.New(l, "order:{path.voucher}",
 		httplock.WithTTL(300*time.Millisecond), httplock.WithLogger(slog.New(slog.DiscardHandler))))(h))
 	ts, _ := serve(t, mux)
-	ctx := testCtx(t)
-	done := make(chan result, 1)
-	go func() { done <- do(ctx, ts.Client(), "POST", ts.URL+"/seckill/7", "", "") }()
+	ctx := locktest.Context(t)
+	done := make(chan locktest.Result, 1)
+	go func() { done <- locktest.Do(ctx, ts.Client(), "POST", ts.URL+"/seckill/7", "", "") }()
 	key := <-inside
 	if err := srv.Client(t).Del(ctx, core.DefaultPrefix+"{"+key+"}").Err(); err != nil {
 		t.Fatal(err)
@@ -323,7 +324,7 @@ func TestLockLost(t *testing.T) {
 	if cause := <-causes; !errors.Is(cause, core.ErrLockLost) {
 		t.Fatalf("cause %v, want core.ErrLockLost", cause)
 	}
-	if r := <-done; r.err != nil {
-		t.Fatal(r.err)
+	if r := <-done; r.Err != nil {
+		t.Fatal(r.Err)
 	}
 }

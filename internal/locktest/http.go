@@ -1,0 +1,76 @@
+package locktest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Result is one HTTP exchange as the adapters' tests look at it.
+type Result struct {
+	Status     int
+	RetryAfter string // the Retry-After header
+	Body       string
+	Err        error // the request failed (no response)
+}
+
+// Do sends one request with client and reads the whole answer.
+func Do(ctx context.Context, client *http.Client, method, url, ctype, body string) Result {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return Result{Err: err}
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return Result{Err: err}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return Result{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"), Body: string(b)}
+}
+
+// ErrorText decodes an adapter's {"error": "..."} answer, failing the test
+// if body is not one.
+func ErrorText(t testing.TB, body string) string {
+	t.Helper()
+	var v struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Error == "" {
+		t.Fatalf("body %q is not {\"error\": ...}: %v", body, err)
+	}
+	return v.Error
+}
+
+// Context bounds a test's requests (60s), cancelled at cleanup.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// SyncBuffer is a log destination safe for concurrent writes.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
