@@ -93,7 +93,7 @@ func StartCluster(tb testing.TB, masters int) *Cluster {
 func newClusterNode() (*Server, int, error) {
 	var lastErr error
 	for try := 0; try < 3; try++ {
-		bus, err := freePort()
+		bus, err := FreePort()
 		if err != nil {
 			return nil, 0, err
 		}

@@ -76,7 +76,7 @@ func NewServer(extraArgs ...string) (*Server, error) {
 func (s *Server) launch(prepare func() ([]string, error)) error {
 	var lastErr error
 	for try := 0; try < 5; try++ {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return err
 		}
@@ -115,7 +115,10 @@ func StartN(tb testing.TB, n int, extraArgs ...string) []*Server {
 	return out
 }
 
-func freePort() (int, error) {
+// FreePort returns a TCP port free on 127.0.0.1 at the time of the call,
+// for the other servers a test starts beside Redis. (Another process can
+// take it before it is bound: retry on a bind error.)
+func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -242,11 +241,11 @@ const startBudget = 20 * time.Second
 func startNode(ctx context.Context, self, dir string, i int, extra []string) (*node, error) {
 	var lastErr error
 	for try := 0; try < 3; try++ {
-		httpPort, err := freePort()
+		httpPort, err := redistest.FreePort()
 		if err != nil {
 			return nil, err
 		}
-		grpcPort, err := freePort()
+		grpcPort, err := redistest.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -327,15 +326,6 @@ func tail(s string, n int) string {
 		return "…" + s[len(s)-n:]
 	}
 	return s
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func checkLoopbackURL(raw string) error {
