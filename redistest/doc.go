@@ -8,6 +8,13 @@
 // faults on the real processes: Stop, Restart, Pause (SIGSTOP) and Resume
 // (SIGCONT).
 //
+// A Proxy (StartProxy) sits between a client and a server and injects
+// network faults: HoldReply lets Redis execute one chosen command but
+// delivers its reply late, so that a go-redis client times out and retries
+// it (the command runs twice); SetLatency delays every reply; Cut closes
+// the connections, Stall hangs them, SetRefuse plays a dead host; Count
+// tells how many commands of a name reached Redis.
+//
 // redis-server must be on PATH (Debian: apt-get install redis-server); when
 // it is not, Start fails the test with a message saying so.
 package redistest
