@@ -36,13 +36,30 @@ func MD(name string) Part { return Part{Source: SourceMD, Name: name} }
 // BareOrder).
 func Any(name string) Part { return Part{Source: SourceAuto, Name: name} }
 
+// Int returns the placeholder p typed as TypeInt, the builder form of
+// {query.user_id:int}: Query("user_id").Int(). Its value is parsed as a
+// decimal int64 and written canonically, so "007" and "7" give one key.
+// On literal text (Const) it is an ErrBadTemplate error from Join.
+func (p Part) Int() Part { p.Type = TypeInt; return p }
+
+// Uint returns the placeholder p typed as TypeUint ({path.id:uint}):
+// Path("id").Uint().
+func (p Part) Uint() Part { p.Type = TypeUint; return p }
+
+// UUID returns the placeholder p typed as TypeUUID ({header.X-Tenant:uuid}):
+// Header("X-Tenant").UUID().
+func (p Part) UUID() Part { p.Type = TypeUUID; return p }
+
 // DefaultSeparator is the text Join puts between parts.
 const DefaultSeparator = ":"
 
 // Join builds the template of parts separated by DefaultSeparator ":":
 // Join(Const("order"), Query("user_id"), Path("voucher")) is the compiled
-// form of "order:{query.user_id}:{path.voucher}". Errors as for Compile
-// (a *Error with ErrBadTemplate); no parts is an error too.
+// form of "order:{query.user_id}:{path.voucher}", and
+// Join(Const("order"), Query("user_id").Int()) that of
+// "order:{query.user_id:int}". Errors as for Compile (a *Error with
+// ErrBadTemplate); no parts is an error too, and so is a type on literal
+// text.
 func Join(parts ...Part) (*Template, error) {
 	return JoinWith(DefaultSeparator, parts)
 }
@@ -67,23 +84,14 @@ func JoinWith(sep string, parts []Part, opts ...Option) (*Template, error) {
 			text.WriteString(sep)
 		}
 		merged = appendPart(merged, p)
-		switch p.Source {
-		case SourceLiteral, SourceAuto:
-			if p.Source == SourceAuto {
-				text.WriteString("{" + p.Name + "}")
-			} else {
-				text.WriteString(p.Name)
-			}
-		default:
-			text.WriteString("{" + p.String() + "}")
-		}
+		text.WriteString(p.placeholder())
 	}
 	return build(text.String(), merged, opts)
 }
 
 // appendPart appends p, merging adjacent literal text.
 func appendPart(parts []Part, p Part) []Part {
-	if n := len(parts); n > 0 && p.Source == SourceLiteral && parts[n-1].Source == SourceLiteral && p.Name != "" {
+	if n := len(parts); n > 0 && p.Source == SourceLiteral && parts[n-1].Source == SourceLiteral && p.Name != "" && p.Type == TypeNone && parts[n-1].Type == TypeNone {
 		parts[n-1].Name += p.Name
 		return parts
 	}

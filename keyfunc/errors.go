@@ -14,14 +14,16 @@ var (
 	ErrTooLong = errors.New("value too long")
 
 	// ErrInvalidValue reports a value with a control character or invalid
-	// UTF-8, a JSON body that is not valid JSON, or a field that is an object
-	// or an array rather than a scalar.
+	// UTF-8, the value of a typed placeholder that does not parse
+	// ({query.user_id:int} given "1.0"), a JSON body that is not valid JSON,
+	// or a field that is an object or an array rather than a scalar.
 	ErrInvalidValue = errors.New("invalid value")
 
 	// ErrBadTemplate reports a malformed template or builder: unbalanced
-	// braces, an empty name, an unknown or disallowed source, adjacent
-	// placeholders, or a forbidden character in literal text. It is returned
-	// by Compile, Join and (*Template).For, never at request time.
+	// braces, an empty name, an unknown or disallowed source, an unknown or
+	// empty type, adjacent placeholders, or a forbidden character in
+	// literal text or a name. It is returned by Compile, Join and
+	// (*Template).For, never at request time.
 	ErrBadTemplate = errors.New("bad key template")
 
 	// ErrBodyTooLarge reports a request body over the bound given to
@@ -36,7 +38,12 @@ var (
 // another sentinel) to read the reason.
 //
 // Its text names the part and the reason and never includes the value
-// itself, so adapters may send it to the client in a 400 answer.
+// itself, so adapters may send it to the client in a 400 answer. Errors of
+// a request (every reason but ErrBadTemplate) read
+// "query.user_id: missing or empty value" or
+// "query.user_id: invalid value: not an integer", without the package
+// name; setup errors (ErrBadTemplate), meant for developers, start with
+// "keyfunc: ".
 type Error struct {
 	// Part is the placeholder as written without braces ("query.user_id",
 	// "body.user.id", or a bare "voucher"); for ErrBadTemplate, the template
@@ -51,9 +58,16 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	s := "keyfunc: " + e.Part + ": " + e.Err.Error()
+	reason := "error"
+	if e.Err != nil {
+		reason = e.Err.Error()
+	}
+	s := e.Part + ": " + reason
 	if e.Detail != "" {
 		s += ": " + e.Detail
+	}
+	if errors.Is(e.Err, ErrBadTemplate) {
+		s = "keyfunc: " + s
 	}
 	return s
 }

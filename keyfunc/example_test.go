@@ -32,6 +32,28 @@ func Example() {
 	// 400: query.user_id
 }
 
+// A typed placeholder builds the key from the value the handler parses:
+// every spelling of one user id gives one key, and a value that does not
+// parse is a 400 naming the field.
+func Example_typed() {
+	tmpl := keyfunc.MustCompile("order:{query.user_id:int}", keyfunc.HTTP())
+	for _, id := range []string{"007", "7", "+7", "7.0"} {
+		key, err := tmpl.Key(func(src keyfunc.Source, name string) (string, bool, error) {
+			return id, src == keyfunc.SourceQuery && name == "user_id", nil
+		})
+		if err != nil {
+			fmt.Println("400:", err)
+			continue
+		}
+		fmt.Println(key)
+	}
+	// Output:
+	// order:7
+	// order:7
+	// order:7
+	// 400: query.user_id: invalid value: not an integer
+}
+
 func ExampleJoin() {
 	tmpl := keyfunc.MustJoin(keyfunc.Const("order"), keyfunc.Ctx("user"), keyfunc.Body("voucher.id"))
 	fmt.Println(tmpl)

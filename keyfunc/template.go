@@ -28,23 +28,39 @@ type Part struct {
 	// Source is SourceLiteral for literal text, SourceAuto for a bare
 	// {name}, else the placeholder's source.
 	Source Source
-	// Name is the placeholder name without its source prefix ("user_id",
-	// "user.id"); for literal text, the text.
+	// Name is the placeholder name without its source prefix and type
+	// ("user_id", "user.id"); for literal text, the text.
 	Name string
+	// Type is the placeholder's type ({query.user_id:int} is TypeInt); it
+	// is TypeNone for an untyped placeholder and for literal text.
+	Type ValueType
 }
 
 // IsLiteral reports whether p is literal text.
 func (p Part) IsLiteral() bool { return p.Source == SourceLiteral }
 
-// String returns the placeholder as written without braces
-// ("query.user_id", or "voucher" for a bare name), or the literal text. It is
-// the Part named by *Error.
+// String returns the placeholder as written without braces and without
+// its type ("query.user_id" for {query.user_id:int}, or "voucher" for a
+// bare name), or the literal text. It is the Part named by *Error.
 func (p Part) String() string {
 	switch p.Source {
 	case SourceLiteral, SourceAuto:
 		return p.Name
 	}
 	return p.Source.String() + "." + p.Name
+}
+
+// placeholder returns p as written in a template: "{query.user_id:int}",
+// "{voucher}"; for literal text, the text.
+func (p Part) placeholder() string {
+	if p.Source == SourceLiteral {
+		return p.Name
+	}
+	s := "{" + p.String()
+	if p.Type != TypeNone {
+		s += ":" + p.Type.String()
+	}
+	return s + "}"
 }
 
 // Option configures Compile, Join and For.
@@ -117,15 +133,19 @@ type Template struct {
 // Compile parses a template such as "order:{query.user_id}:{path.voucher}".
 // Literal text is copied into the key; {source.name} and bare {name}
 // placeholders are replaced by the request's values, encoded so that
-// different values never give the same key (see Key). Literal text may not
-// contain '%', control characters or braces; two placeholders must be
-// separated by literal text.
+// different values never give the same key (see Key). A placeholder may end
+// in a type, {query.user_id:int}, {path.id:uint}, {header.X-Tenant:uuid},
+// {user_id:int}: its value is parsed and canonicalised (see ValueType).
+// Literal text may not contain '%', control characters or braces; names may
+// not contain ':' (it starts the type), braces, '%', spaces or control
+// characters; two placeholders must be separated by literal text.
 //
 // Errors: a *Error with reason ErrBadTemplate for unbalanced braces, an
-// empty name, an unknown source prefix ({usr.id}), a source not allowed by
-// the options, a bare name when the bare order is empty, or adjacent
-// placeholders. Defaults: all sources allowed, bare order HTTPBareOrder,
-// MaxValueLen DefaultMaxValueLen.
+// empty name, an unknown source prefix ({usr.id}), an unknown or empty type
+// ({query.x:float}, {query.x:}), a source not allowed by the options, a
+// bare name when the bare order is empty, or adjacent placeholders.
+// Defaults: all sources allowed, bare order HTTPBareOrder, MaxValueLen
+// DefaultMaxValueLen.
 func Compile(text string, opts ...Option) (*Template, error) {
 	parts, err := parse(text)
 	if err != nil {
@@ -177,19 +197,35 @@ func parse(text string) ([]Part, error) {
 	return parts, nil
 }
 
+// parsePlaceholder parses the text between braces: [source.]name[:type].
+// The type follows the last ':'; checkName rejects any ':' left in the
+// name.
 func parsePlaceholder(text, inner string) (Part, error) {
 	if inner == "" {
 		return Part{}, badTemplate(text, "empty placeholder {}")
 	}
-	prefix, name, dotted := strings.Cut(inner, ".")
+	ref, typ := inner, TypeNone
+	if i := strings.LastIndexByte(inner, ':'); i >= 0 {
+		ref = inner[:i]
+		tname := inner[i+1:]
+		if tname == "" {
+			return Part{}, badTemplate(text, "empty type in {"+inner+"}")
+		}
+		t, ok := parseType(tname)
+		if !ok {
+			return Part{}, badTemplate(text, "unknown type \""+tname+"\" in {"+inner+"} (types: int, uint, uuid)")
+		}
+		typ = t
+	}
+	prefix, name, dotted := strings.Cut(ref, ".")
 	if !dotted {
-		return Part{Source: SourceAuto, Name: inner}, nil
+		return Part{Source: SourceAuto, Name: ref, Type: typ}, nil
 	}
 	src, ok := parseSource(prefix)
 	if !ok {
 		return Part{}, badTemplate(text, "unknown source \""+prefix+"\" in {"+inner+"}")
 	}
-	return Part{Source: src, Name: name}, nil
+	return Part{Source: src, Name: name, Type: typ}, nil
 }
 
 // build validates parts under opts and compiles them.
@@ -215,6 +251,9 @@ func build(text string, parts []Part, opts []Option) (*Template, error) {
 			if p.Name == "" {
 				return nil, badTemplate(text, "empty literal")
 			}
+			if p.Type != TypeNone {
+				return nil, badTemplate(text, "literal text \""+p.Name+"\" cannot have a type")
+			}
 			if err := checkLiteral(text, p.Name); err != nil {
 				return nil, err
 			}
@@ -230,6 +269,9 @@ func build(text string, parts []Part, opts []Option) (*Template, error) {
 		if err := checkName(text, p); err != nil {
 			return nil, err
 		}
+		if p.Type > TypeUUID {
+			return nil, badTemplate(text, "unknown type "+p.Type.String()+" in {"+p.String()+"}")
+		}
 		if p.Source == SourceAuto {
 			if len(cfg.bare) == 0 {
 				return nil, badTemplate(text, "bare name {"+p.Name+"} needs a source prefix here")
@@ -239,7 +281,7 @@ func build(text string, parts []Part, opts []Option) (*Template, error) {
 			}
 		} else {
 			if p.Source > SourceMD {
-				return nil, badTemplate(text, "unknown source in {"+p.String()+"}")
+				return nil, badTemplate(text, "unknown source in "+p.placeholder())
 			}
 			if !slices.Contains(cfg.allowed, p.Source) {
 				return nil, badTemplate(text, "source \""+p.Source.String()+"\" is not supported here")
@@ -247,7 +289,7 @@ func build(text string, parts []Part, opts []Option) (*Template, error) {
 			t.uses[p.Source] = true
 		}
 		if prevPlaceholder {
-			return nil, badTemplate(text, "placeholders must be separated by literal text before {"+p.String()+"}")
+			return nil, badTemplate(text, "placeholders must be separated by literal text before "+p.placeholder())
 		}
 		prevPlaceholder = true
 	}
@@ -272,28 +314,32 @@ func checkLiteral(text, lit string) error {
 }
 
 // checkName accepts names of printable characters other than braces,
-// spaces and '%', and, for nested sources, dotted paths without empty
-// segments.
+// spaces, '%' and ':' (which starts the type, so a name holding it could
+// not be written in a template), and, for nested sources, dotted paths
+// without empty segments.
 func checkName(text string, p Part) error {
 	if p.Name == "" {
-		return badTemplate(text, "empty name in {"+p.String()+"}")
+		return badTemplate(text, "empty name in "+p.placeholder())
 	}
 	for i := 0; i < len(p.Name); i++ {
 		c := p.Name[i]
 		if c <= ' ' || c == 0x7f || c == '{' || c == '}' || c == '%' {
 			return badTemplate(text, "bad character in placeholder name")
 		}
+		if c == ':' {
+			return badTemplate(text, "':' in placeholder name (it starts a type, as in {query.id:int})")
+		}
 	}
 	if !validText(p.Name) {
 		return badTemplate(text, "invalid UTF-8 in placeholder name")
 	}
 	if p.Source == SourceAuto && strings.Contains(p.Name, ".") {
-		return badTemplate(text, "unknown source in {"+p.Name+"}")
+		return badTemplate(text, "unknown source in "+p.placeholder())
 	}
 	if p.Source.Nested() {
 		for _, seg := range SplitPath(p.Name) {
 			if seg == "" {
-				return badTemplate(text, "empty path segment in {"+p.String()+"}")
+				return badTemplate(text, "empty path segment in "+p.placeholder())
 			}
 		}
 	}
@@ -308,7 +354,8 @@ func (t *Template) For(opts ...Option) (*Template, error) {
 	return build(t.text, t.parts, all)
 }
 
-// String returns the template text; compiling it again gives an equivalent
+// String returns the template text, types included
+// ("order:{query.user_id:int}"); compiling it again gives an equivalent
 // template.
 func (t *Template) String() string { return t.text }
 
@@ -332,10 +379,19 @@ func (t *Template) Uses(src Source) bool {
 // escape, the key splits back into its values in exactly one way: two
 // different sets of values never give the same key.
 //
+// The value of a typed placeholder ({query.user_id:int}) is first parsed
+// and replaced by its canonical spelling ("007" and "+7" become "7"; see
+// ValueType), and the checks and encoding apply to that: a non-canonical
+// spelling maps to the same key. For a bare typed name, the first non-empty
+// value of the bare order is parsed; one that does not parse is an error,
+// not a reason to try the next source.
+//
 // Errors (as *Error naming the placeholder): ErrMissing for an absent or
-// empty value; ErrTooLong for a value over MaxValueLen bytes or a key over
-// MaxKeyLen bytes; ErrInvalidValue for control characters or invalid UTF-8;
-// an error from lookup, wrapped unless it is already a *Error.
+// empty value (typed or not); ErrInvalidValue for a typed value that does
+// not parse ("not an integer", "not a UUID", ...), control characters or
+// invalid UTF-8; ErrTooLong for a value over MaxValueLen bytes or a key
+// over MaxKeyLen bytes; an error from lookup, wrapped unless it is already a
+// *Error.
 func (t *Template) Key(lookup Lookup) (string, error) {
 	var b strings.Builder
 	b.Grow(t.fixed + 16*len(t.parts))
@@ -347,6 +403,13 @@ func (t *Template) Key(lookup Lookup) (string, error) {
 		v, err := t.value(p, lookup)
 		if err != nil {
 			return "", err
+		}
+		if p.Type != TypeNone {
+			canon, bad := p.Type.canonical(v)
+			if bad != "" {
+				return "", &Error{Part: p.String(), Err: ErrInvalidValue, Detail: bad}
+			}
+			v = canon
 		}
 		if len(v) > t.cfg.maxValueLen {
 			return "", &Error{Part: p.String(), Err: ErrTooLong, Detail: "over " + itoa(t.cfg.maxValueLen) + " bytes"}
