@@ -4,36 +4,47 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // backend is the narrow seam between the Locker (waiting, leases, watchdog)
-// and where the lock lives. The single-master implementation below runs one
-// script per call; a quorum of independent masters (Redlock) implements the
-// same four operations.
+// and where the lock lives: today one Redis deployment (a master, a
+// Sentinel failover client or a Cluster). Every operation is safe to run
+// twice — go-redis re-sends a command whose reply came late — and has the
+// effect of once with the same reply.
 type backend interface {
-	// acquire tries once (ttl and fenceWindow are milliseconds, as strings
-	// boxed once per option set). reserve is the caller's Locker id when it
-	// will wait for a busy lock (it then claims the next turn), "" for a
-	// single attempt. It returns the fence (> 0) and whether the owner
-	// re-entered, or fence 0 and the holder's remaining TTL when busy.
-	acquire(ctx context.Context, k *lockKeys, owner string, ttl, fenceWindow, reserve any) (fence int64, reentered bool, holderTTL time.Duration, err error)
-	// release undoes one hold; left is the holds remaining, -1 when the
-	// owner held nothing. A waiting Locker's turn is kept for turnGrace.
-	release(ctx context.Context, k *lockKeys, owner string, fenceWindow any) (left int64, err error)
-	// renew extends each lease in batch (one round trip for all) and sets
+	// acquire tries once for owner (ttl is in ms as a string, boxed once per
+	// option set). reserve is the caller's Locker id when it will wait for
+	// a busy lock (it then claims the next turn), "" for a single attempt.
+	// It returns the fence (> 0) when owner holds the lock, or fence 0 and
+	// the holder's remaining TTL when busy. errEnded: owner's hold already
+	// ended (a late copy of a call already undone).
+	acquire(ctx context.Context, k *lockKeys, owner string, ttl, reserve any) (fence int64, holderTTL time.Duration, err error)
+	// release gives up owner's hold: held reports whether owner held the
+	// lock (a copy of a release that already happened reports true again).
+	// It also marks owner's hold as ended, so that a late copy of its
+	// acquire cannot take the lock again.
+	release(ctx context.Context, k *lockKeys, owner string) (held bool, err error)
+	// groups splits a renewal batch into parts that can be sent and
+	// answered independently (one per Redis node); each part is a list of
+	// indexes into batch.
+	groups(ctx context.Context, batch []renewal) [][]int
+	// renew extends batch[i] for every i in part (one round trip) and sets
 	// batch[i].held / batch[i].err.
-	renew(ctx context.Context, batch []renewal)
+	renew(ctx context.Context, batch []renewal, part []int)
 	// pttl returns the lock's remaining TTL if owner holds it, else ErrNotHeld.
 	pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error)
 }
 
+// errEnded is acquire's answer to a late copy of a call whose hold was
+// already given up.
+var errEnded = errors.New("this acquisition already ended")
+
 type renewal struct {
 	keys     *lockKeys
-	ownerArg any // the owner id, boxed once per lease
+	ownerArg any // the owner id, boxed once per hold
 	ttl      time.Duration
 	ttlArg   any // ttl in ms as a string, boxed once per batch
 	held     bool
@@ -44,29 +55,25 @@ type renewal struct {
 // failover client or a Cluster).
 type single struct {
 	c redis.UniversalClient
+	// the scripts' Locker-wide arguments, boxed once
+	windowArg any // fence window, ms
+	markerArg any // how long a done marker lives, ms
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-func (s single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, fenceWindow, reserve any) (int64, bool, time.Duration, error) {
-	v, err := acquireScript.Run(ctx, s.c, k.both[:], owner, ttl, fenceWindow, reserve).Result()
-	if err != nil {
-		return 0, false, 0, err
+func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, reserve any) (int64, time.Duration, error) {
+	keys := [3]string{k.hash(), k.fence(), k.marker(owner)}
+	v, err := acquireScript.Run(ctx, s.c, keys[:], owner, ttl, s.windowArg, reserve).Int64()
+	switch {
+	case err == redis.Nil:
+		return 0, 0, errEnded
+	case err != nil:
+		return 0, 0, err
+	case v > 0:
+		return v, 0, nil
 	}
-	switch r := v.(type) {
-	case int64:
-		if r > 0 {
-			return r, false, 0, nil
-		}
-		return 0, false, time.Duration(-r) * time.Millisecond, nil
-	case []any:
-		if len(r) == 1 {
-			if f, ok := r[0].(int64); ok {
-				return f, true, 0, nil
-			}
-		}
-	}
-	return 0, false, 0, errors.New("unexpected acquire reply")
+	return 0, time.Duration(-v) * time.Millisecond, nil
 }
 
 // turnGrace is how long a released lock stays reserved for the waiting
@@ -75,11 +82,13 @@ const turnGrace = 100 * time.Millisecond
 
 var turnGraceArg any = strconv.FormatInt(turnGrace.Microseconds(), 10)
 
-func (s single) release(ctx context.Context, k *lockKeys, owner string, fenceWindow any) (int64, error) {
-	return releaseScript.Run(ctx, s.c, k.both[:], owner, turnGraceArg, fenceWindow).Int64()
+func (s *single) release(ctx context.Context, k *lockKeys, owner string) (bool, error) {
+	keys := [3]string{k.hash(), k.fence(), k.marker(owner)}
+	n, err := releaseScript.Run(ctx, s.c, keys[:], owner, turnGraceArg, s.windowArg, s.markerArg).Int64()
+	return n == 0, err
 }
 
-func (s single) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
+func (s *single) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
 	n, err := pttlScript.Run(ctx, s.c, k.both[:1], owner).Int64()
 	if err != nil {
 		return 0, err
@@ -93,35 +102,62 @@ func (s single) pttl(ctx context.Context, k *lockKeys, owner string) (time.Durat
 	return time.Duration(n) * time.Millisecond, nil
 }
 
-// renew sends the batch in one round trip. On a plain client (a master or
-// a Sentinel failover client) it is one script call for up to renewChunk
-// leases; on a sharded client (Cluster, Ring) the keys of one script must
-// share a slot, so leases are grouped by hash tag and the groups pipelined.
-func (s single) renew(ctx context.Context, batch []renewal) {
-	var groups [][]int // indexes into batch, one script call each
-	if _, plain := s.c.(*redis.Client); plain {
+// groups: a plain client (a master or a Sentinel failover client) is one
+// node, so the batch is one part; on a Cluster leases are grouped by the
+// node that serves their slot, so that a hung node delays only its own
+// leases' renewals.
+func (s *single) groups(ctx context.Context, batch []renewal) [][]int {
+	cc, ok := s.c.(*redis.ClusterClient)
+	if !ok {
 		all := make([]int, len(batch))
 		for i := range all {
 			all[i] = i
 		}
-		groups = append(groups, all)
+		return [][]int{all}
+	}
+	var parts [][]int
+	byNode := map[string]int{}
+	for i := range batch {
+		node := ""
+		if n, err := cc.MasterForKey(ctx, batch[i].keys.hash()); err == nil {
+			node = n.Options().Addr
+		}
+		p, ok := byNode[node]
+		if !ok {
+			p = len(parts)
+			byNode[node] = p
+			parts = append(parts, nil)
+		}
+		parts[p] = append(parts[p], i)
+	}
+	return parts
+}
+
+// renew sends one part in one round trip. On a plain client it is one
+// script call for all its leases; on a sharded client (Cluster, Ring) the
+// keys of one script must share a slot, so leases are grouped by hash tag
+// and the groups pipelined.
+func (s *single) renew(ctx context.Context, batch []renewal, part []int) {
+	var calls [][]int // indexes into batch, one script call each
+	if _, plain := s.c.(*redis.Client); plain {
+		calls = [][]int{part}
 	} else {
 		byTag := map[string]int{}
-		for i := range batch {
+		for _, i := range part {
 			tag := hashTag(batch[i].keys.hash())
 			g, ok := byTag[tag]
 			if !ok {
-				g = len(groups)
+				g = len(calls)
 				byTag[tag] = g
-				groups = append(groups, nil)
+				calls = append(calls, nil)
 			}
-			groups[g] = append(groups[g], i)
+			calls[g] = append(calls[g], i)
 		}
 	}
 	run := func(useSha bool) []*redis.Cmd {
-		cmds := make([]*redis.Cmd, len(groups))
+		cmds := make([]*redis.Cmd, len(calls))
 		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for gi, g := range groups {
+			for gi, g := range calls {
 				keys := make([]string, len(g))
 				args := make([]any, 0, 2*len(g))
 				for j, i := range g {
@@ -147,22 +183,12 @@ func (s single) renew(ctx context.Context, batch []renewal) {
 	}
 	for gi, c := range cmds {
 		held, err := c.Int64Slice()
-		if err == nil && len(held) != len(groups[gi]) {
+		if err == nil && len(held) != len(calls[gi]) {
 			err = errors.New("unexpected renew reply")
 		}
-		for j, i := range groups[gi] {
+		for j, i := range calls[gi] {
 			batch[i].err = err
 			batch[i].held = err == nil && held[j] == 1
 		}
 	}
-}
-
-// hashTag returns the part of a key that Redis Cluster hashes.
-func hashTag(key string) string {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			return key[i+1 : i+1+j]
-		}
-	}
-	return key
 }

@@ -108,8 +108,7 @@ func BenchmarkFloor(b *testing.B) {
 func BenchmarkLockUnlock(b *testing.B) {
 	for _, p := range []int{1, 64} {
 		b.Run("p="+strconv.Itoa(p), func(b *testing.B) {
-			l := core.New(benchClient(b))
-			defer l.Close()
+			l := lockerOn(b, benchClient(b))
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -133,8 +132,7 @@ func benchContended(b *testing.B, cs time.Duration) {
 	stats := benchClient(b)
 	ls := make([]*core.Locker, lockers)
 	for i := range ls {
-		ls[i] = core.New(benchClient(b), core.WithWait(2*time.Second))
-		defer ls[i].Close()
+		ls[i] = lockerOn(b, benchClient(b), core.WithWait(2*time.Second))
 	}
 	ctx := context.Background()
 	key := "contended:" + strconv.FormatInt(benchSeq.Add(1), 10)
@@ -256,8 +254,7 @@ func BenchmarkVsFloor(b *testing.B) {
 	for _, p := range []int{1} {
 		b.Run("p="+strconv.Itoa(p), func(b *testing.B) {
 			c := benchClient(b)
-			l := core.New(c)
-			defer l.Close()
+			l := lockerOn(b, c)
 			ctx := context.Background()
 			casDel.Load(ctx, c)
 			var floorNs, lockNs atomic.Int64

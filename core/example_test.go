@@ -23,46 +23,55 @@ func Example() {
 
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer rdb.Close()
-	locker := core.New(rdb, core.WithTTL(10*time.Second), core.WithWait(2*time.Second))
-	defer locker.Close()
-
-	ctx := context.Background()
-	lease, err := locker.Lock(ctx, "order:42:7")
-	switch {
-	case errors.Is(err, core.ErrNotObtained):
-		retry, _ := core.RetryAfter(err)
-		fmt.Println("busy, retry after", retry) // HTTP 429
-		return
-	case errors.Is(err, core.ErrUnavailable):
-		fmt.Println("lock service down") // HTTP 503
-		return
-	case err != nil:
-		fmt.Println(err)
-		return
-	}
-	defer lease.Unlock(context.WithoutCancel(ctx))
-
-	// The lease's context is cancelled if the lock is lost; pass it (and the
-	// fence) to the work the lock protects.
-	fmt.Println("locked", lease.Key(), "fence > 0:", lease.Fence() > 0)
-
-	// Nested code that locks the same key with the lease's context
-	// re-enters instead of waiting for itself.
-	inner, err := locker.Lock(lease.Context(), "order:42:7")
+	locker, err := core.New(rdb, core.WithTTL(10*time.Second), core.WithWait(2*time.Second))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("re-entered:", inner.Reentrant(), "same fence:", inner.Fence() == lease.Fence())
-	inner.Unlock(ctx)
+	defer locker.Shutdown(context.Background()) // releases what is still held
 
-	// Another owner cannot have it meanwhile.
-	_, err = locker.TryLock(ctx, "order:42:7")
-	fmt.Println("other owner:", errors.Is(err, core.ErrNotObtained))
+	err = placeOrder(context.Background(), locker, 42, 7)
+	fmt.Println("ordered:", err == nil)
 	// Output:
 	// locked order:42:7 fence > 0: true
 	// re-entered: true same fence: true
-	// other owner: true
+	// other owner busy: true
+	// ordered: true
+}
+
+// placeOrder checks "has this user ordered?", takes stock and inserts the
+// order, all under the lock of (user, voucher).
+func placeOrder(ctx context.Context, locker *core.Locker, user, voucher int64) error {
+	lease, err := locker.Lock(ctx, fmt.Sprintf("order:%d:%d", user, voucher))
+	if err != nil {
+		// Never run the work without the lock. The caller tells outcomes
+		// apart with errors.Is: core.ErrNotObtained (busy: HTTP 429, and
+		// core.RetryAfter(err) says when to come back), core.ErrUnavailable
+		// (Redis down or hung: 503), core.ErrInvalid (bad key: 400), or the
+		// context's own error.
+		return err
+	}
+	defer lease.Unlock(ctx) // detached from ctx's cancellation; safe to retry
+
+	// The lease's context is cancelled if the lock is lost: pass it, and
+	// the fence, to the work the lock protects.
+	fmt.Println("locked", lease.Key(), "fence > 0:", lease.Fence() > 0)
+
+	// Nested code that locks the same key with the lease's context
+	// re-enters instead of waiting for itself.
+	inner, err := locker.Lock(lease.Context(), lease.Key())
+	if err != nil {
+		return err
+	}
+	fmt.Println("re-entered:", inner.Reentrant(), "same fence:", inner.Fence() == lease.Fence())
+	if err := inner.Unlock(ctx); err != nil {
+		return err
+	}
+
+	// Another owner cannot have it meanwhile.
+	_, err = locker.TryLock(ctx, lease.Key())
+	fmt.Println("other owner busy:", errors.Is(err, core.ErrNotObtained))
+	return nil
 }
 
 // A holder that must not act after losing its lock watches the lease's
@@ -76,7 +85,11 @@ func ExampleLease_Context() {
 	defer srv.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer rdb.Close()
-	locker := core.New(rdb)
+	locker, err := core.New(rdb)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 
 	ctx := context.Background()

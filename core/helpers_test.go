@@ -14,9 +14,18 @@ import (
 func newLocker(t testing.TB, srv *redistest.Server, opts ...core.Option) (*core.Locker, *redis.Client) {
 	t.Helper()
 	c := srv.Client(t)
-	l := core.New(c, opts...)
+	return lockerOn(t, c, opts...), c
+}
+
+// lockerOn returns a Locker on c, closed at cleanup.
+func lockerOn(t testing.TB, c redis.UniversalClient, opts ...core.Option) *core.Locker {
+	t.Helper()
+	l, err := core.New(c, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { l.Close() })
-	return l, c
+	return l
 }
 
 // within fails the test if ch does not close within d.

@@ -2,37 +2,82 @@ package core
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 )
 
-// Lease is a held lock. Its methods are safe for concurrent use and on a nil
-// *Lease (which holds nothing: Unlock returns ErrNotHeld).
-type Lease struct {
-	l         *Locker
-	key       string
-	keys      *lockKeys
-	owner     *ownerTag
-	ownerArg  any // owner.id boxed once, for renewal batches
-	windowArg any // the fence window, for the release script
-	fence     int64
-	reentrant bool
-	watchdog  bool
-	acquired  time.Time
+// hold is one acquisition in Redis: one owner, one fence. The lease that
+// took it and every lease that re-entered it share it; re-entry is counted
+// here, in the process, and only the last Unlock releases the lock in Redis.
+type hold struct {
+	l        *Locker
+	key      string
+	keys     lockKeys
+	owner    string
+	ownerArg any // owner boxed once, for renewal batches
+	fence    int64
+	acquired time.Time
+	watchdog bool
+	release  time.Duration // release timeout
+	first    *Lease        // its context is the parent of every re-entry's
 
-	ctx    *leaseCtx
-	cancel context.CancelCauseFunc
-
+	count      atomic.Int32 // leases holding it; 0 once the last one unlocked
+	end        atomic.Int32 // why it ended (endLive while held)
 	ttl        atomic.Int64 // current lease time (ns), changed by Extend
 	validUntil atomic.Int64 // validity end, ns on the Locker's monotonic clock
-	done       atomic.Bool  // released, lost or the Locker closed
-	released   atomic.Bool  // Unlock was called
 
 	// watchdog bookkeeping, guarded by the watchdog's mutex
 	renewAt int64 // next renewal due, monotonic ns
 	pending bool  // a renewal is in flight
 	hidx    int   // index in the watchdog heap, -1 when not scheduled
-	hkey    int64 // heap key: next(s) when last placed
+	hkey    int64 // heap key: next(h) when last placed
+}
+
+// Why a hold ended.
+const (
+	endLive     int32 = iota // held (or its release failed and may be retried)
+	endReleased              // released in Redis by its owner
+	endNotHeld               // the release found it gone or another owner's
+	endLost                  // lost (ErrLockLost)
+	endClosed                // the Locker was closed or shut down
+)
+
+var errLostNotHeld = fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
+
+// Lease is a held lock. Its methods are safe for concurrent use and on a nil
+// *Lease (which holds nothing: Unlock returns ErrNotHeld, Done is closed).
+type Lease struct {
+	h         *hold
+	parent    *Lease // the innermost lease of the context given to Lock
+	reentrant bool
+	ctx       *leaseCtx
+	cancel    context.CancelCauseFunc
+	unlocked  atomic.Bool // Unlock was called
+	gaveBack  atomic.Bool // and returned nil
+}
+
+// newLease makes a lease on h whose context derives from parent ctx.
+func newLease(h *hold, ctx context.Context, reentrant bool) *Lease {
+	s := &Lease{h: h, parent: leaseFrom(ctx), reentrant: reentrant}
+	inner, cancel := context.WithCancelCause(ctx)
+	s.ctx, s.cancel = &leaseCtx{Context: inner, lease: s}, cancel
+	return s
+}
+
+// reenter adds a lease to h for a Lock with ctx, or returns nil when h has
+// ended or its last lease has already unlocked.
+func (h *hold) reenter(ctx context.Context) *Lease {
+	for {
+		n := h.count.Load()
+		if n <= 0 || h.end.Load() != endLive {
+			return nil
+		}
+		if h.count.CompareAndSwap(n, n+1) {
+			return newLease(h, ctx, true)
+		}
+	}
 }
 
 // Key returns the lock name as given to Lock.
@@ -40,58 +85,68 @@ func (s *Lease) Key() string {
 	if s == nil {
 		return ""
 	}
-	return s.key
+	return s.h.key
 }
 
-// Fence returns the lease's fencing token: strictly greater than the fence of
-// every earlier holder of this key (see the README for the exact conditions),
-// and the same for every re-entry by one owner. Pass it with every write the
-// lock protects, so the store can reject a write carrying a lower fence than
-// it has already seen.
+// Fence returns the lease's fencing token: strictly greater than the fence
+// of every earlier holder of this key (see "Fencing" in the package doc for
+// the exact conditions), and the same for every re-entry of one hold. Pass
+// it with every write the lock protects, so the store can reject a write
+// carrying a lower fence than it has already seen.
 func (s *Lease) Fence() int64 {
 	if s == nil {
 		return 0
 	}
-	return s.fence
+	return s.h.fence
 }
 
-// Reentrant reports whether this lease re-entered a lock its owner already
-// held.
+// Reentrant reports whether this lease re-entered a lock that a lease of
+// its context's chain already held.
 func (s *Lease) Reentrant() bool { return s != nil && s.reentrant }
 
+// endedCtx is the context of a nil lease: already cancelled.
+var endedCtx = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotHeld)
+	return ctx
+}()
+
 // Context returns the lease's lifetime context: derived from the ctx given
-// to Lock, carrying the lease's owner (a Lock with it, or a context derived
-// from it, re-enters), and cancelled when the lease is released (cause
-// context.Canceled), lost (cause ErrLockLost, read it with context.Cause), or
-// its Locker is closed (cause ErrClosed). Its Deadline reports the lease's
-// current validity: the moment, on the local clock, after which another
-// owner could obtain the lock; renewals move it forward.
+// to Lock (it keeps that context's values and deadline), carrying the lease
+// (a Lock of the same key with it, or with a context derived from it,
+// re-enters), and cancelled when the lease is unlocked (cause
+// context.Canceled), lost (cause ErrLockLost, read it with context.Cause),
+// or its Locker is closed (cause ErrClosed). A lost lease's context is
+// cancelled at the end of its validity (Valid), before Redis can hand the
+// lock to anyone else. The context of a nil lease is already cancelled.
 func (s *Lease) Context() context.Context {
 	if s == nil {
-		return context.Background()
+		return endedCtx
 	}
 	return s.ctx
 }
 
-// Done is a shortcut for Context().Done().
+// Done is a shortcut for Context().Done(); closed for a nil lease.
 func (s *Lease) Done() <-chan struct{} { return s.Context().Done() }
 
-// Valid returns the end of the lease's validity on the local clock.
+// Valid returns the end of the lease's validity on the local clock: the
+// moment after which another owner could obtain the lock if no renewal
+// gets through. Renewals move it forward. Zero for a nil lease.
 func (s *Lease) Valid() time.Time {
 	if s == nil {
 		return time.Time{}
 	}
-	return s.l.monoTime(s.validUntil.Load())
+	return s.h.l.monoTime(s.h.validUntil.Load())
 }
 
-// TTL asks Redis for the lock's remaining time to live. It returns ErrNotHeld
-// when this owner no longer holds the lock, an ErrUnavailable error when
-// Redis cannot answer.
+// TTL asks Redis for the lock's remaining time to live. It returns
+// ErrNotHeld when this owner no longer holds the lock, an ErrUnavailable
+// error when Redis cannot answer.
 func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
-	if s == nil || s.done.Load() {
+	if s == nil || s.h.end.Load() != endLive {
 		return 0, ErrNotHeld
 	}
-	d, err := s.l.be.pttl(ctx, s.keys, s.owner.id)
+	d, err := s.h.l.be.pttl(ctx, &s.h.keys, s.h.owner)
 	if err != nil && err != ErrNotHeld {
 		return 0, unavailable("ttl", err)
 	}
@@ -107,78 +162,150 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl < MinTTL {
 		return invalidf("ttl %v is below the minimum %v", ttl, MinTTL)
 	}
-	if s == nil || s.done.Load() {
+	if s == nil || s.h.end.Load() != endLive {
 		return ErrNotHeld
 	}
-	sent := s.l.mono()
-	b := []renewal{{keys: s.keys, ownerArg: s.ownerArg, ttl: ttl, ttlArg: ms(ttl)}}
-	s.l.be.renew(ctx, b)
-	if b[0].err != nil {
-		return unavailable("extend", b[0].err)
+	h := s.h
+	sent := h.l.mono()
+	b := []renewal{{keys: &h.keys, ownerArg: h.ownerArg, ttl: ttl, ttlArg: ms(ttl)}}
+	h.l.be.renew(ctx, b, []int{0})
+	err := b[0].err
+	switch {
+	case err != nil:
+		err = unavailable("extend", err)
+	case !b[0].held:
+		err = ErrNotHeld
+		h.l.wd.lose(h, ErrNotHeld)
+	default:
+		h.ttl.Store(int64(ttl))
+		h.l.wd.renewed(h, sent, ttl)
 	}
-	if !b[0].held {
-		s.l.wd.lose(s, ErrNotHeld)
-		return ErrNotHeld
-	}
-	s.ttl.Store(int64(ttl))
-	s.l.wd.renewed(s, sent, ttl)
-	return nil
+	h.l.observe(ctx, Event{Kind: EventExtended, Key: h.key, Fence: h.fence, Err: err})
+	return err
 }
 
-// Unlock releases one hold of the lease; the last hold of its owner deletes
-// the lock and wakes waiters. The lease's context is cancelled (cause
-// context.Canceled). Unlock of a lease whose lock expired, was taken by
-// another owner, or was already unlocked returns ErrNotHeld and deletes
-// nothing of anyone else. A Redis failure returns an ErrUnavailable error
-// (the lock then expires after its TTL). Pass a context that is not already
-// cancelled: middleware use context.WithoutCancel(handlerCtx).
+// Unlock gives back this lease. A re-entry only drops its hold; the last
+// lease of a hold releases the lock in Redis and wakes waiters. The
+// lease's context is cancelled (cause context.Canceled).
+//
+// The release is detached from ctx's cancellation and deadline (ctx only
+// lends its values), so the context of a request that is already over is
+// fine, and it is bounded by the release timeout (WithReleaseTimeout,
+// default 1s) whatever the client's timeouts. It is safe to retry: a
+// release that failed (ErrUnavailable; the lock then expires after its TTL
+// unless released) is sent again by calling Unlock again.
+//
+// Errors: ErrNotHeld when the lease was already unlocked, or the lock
+// expired, was taken by another owner or was lost (a lease known lost is
+// not released again; the error then also matches ErrLockLost), also for
+// a second Unlock of a lease after one that returned nil; an
+// ErrUnavailable error when Redis did not answer in time; ErrClosed after
+// the Locker was closed (the lock expires after its TTL).
 func (s *Lease) Unlock(ctx context.Context) error {
 	if s == nil {
 		return ErrNotHeld
 	}
-	if !s.released.CompareAndSwap(false, true) {
+	h := s.h
+	if !s.unlocked.CompareAndSwap(false, true) {
+		// Called again: a release that failed is retried (or found done).
+		if !s.gaveBack.Load() && h.count.Load() == 0 {
+			switch h.end.Load() {
+			case endLive:
+				return s.done(h.releaseInRedis(ctx))
+			case endReleased:
+				return s.done(nil) // the failed release went through after all
+			}
+		}
 		return ErrNotHeld
 	}
-	// A lost lease still tries: the loss may have been declared while Redis
-	// was unreachable, and the hold may still be ours.
-	s.done.Store(true)
-	s.l.wd.remove(s)
 	s.cancel(context.Canceled)
-	return s.release(ctx)
+	if h.count.Add(-1) > 0 {
+		h.l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Reentrant: s.reentrant, Fence: h.fence})
+		return s.done(nil)
+	}
+	return s.done(h.releaseInRedis(ctx))
 }
 
-func (s *Lease) release(ctx context.Context) error {
-	left, err := s.l.be.release(ctx, s.keys, s.owner.id, s.windowArg)
-	switch {
-	case err != nil:
-		err = unavailable("release", err)
-	case left < 0:
-		err = ErrNotHeld
+// done records that Unlock gave this lease back (err nil) and returns err.
+func (s *Lease) done(err error) error {
+	if err == nil {
+		s.gaveBack.Store(true)
 	}
-	s.l.observe(ctx, Event{Kind: EventReleased, Key: s.key, Held: time.Since(s.acquired), Fence: s.fence, Err: err})
 	return err
 }
 
+// releaseInRedis sends the release of the whole hold once.
+func (h *hold) releaseInRedis(ctx context.Context) error {
+	switch h.end.Load() {
+	case endLost:
+		return errLostNotHeld
+	case endClosed:
+		return ErrClosed
+	case endReleased, endNotHeld:
+		return ErrNotHeld
+	}
+	l := h.l
+	l.wd.remove(h)
+	held, err := l.releaseBounded(ctx, h)
+	switch {
+	case err != nil:
+		// The hold stays live (not renewed): Unlock again retries.
+	case held:
+		h.end.CompareAndSwap(endLive, endReleased)
+		l.hints.observe(time.Since(h.acquired))
+	default:
+		h.end.CompareAndSwap(endLive, endNotHeld)
+		err = ErrNotHeld
+	}
+	l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Held: time.Since(h.acquired), Fence: h.fence, Err: err})
+	return err
+}
+
+// releaseBounded runs the release script within the hold's release
+// timeout, detached from ctx's cancellation. A release not answered in time
+// goes on in the background; its late answer still ends the hold.
+func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
+	type result struct {
+		held bool
+		err  error
+	}
+	r, err := bounded(l, context.WithoutCancel(ctx), time.Now().Add(h.release), func(cctx context.Context) result {
+		held, err := l.be.release(cctx, &h.keys, h.owner)
+		return result{held, err}
+	}, func(r result) {
+		if r.err == nil && r.held {
+			h.end.CompareAndSwap(endLive, endReleased)
+		} else if r.err == nil {
+			h.end.CompareAndSwap(endLive, endNotHeld)
+		}
+	})
+	switch {
+	case err == errLate:
+		return false, unavailable("release", fmt.Errorf("no answer within %v", h.release))
+	case err != nil:
+		return false, err
+	case r.err != nil:
+		return false, unavailable("release", r.err)
+	}
+	return r.held, nil
+}
+
 // leaseCtx is the lease's lifetime context: a cancelable context whose
-// Deadline is the lease's validity and whose owner value is the lease.
+// owner value is the lease.
 type leaseCtx struct {
 	context.Context
 	lease *Lease
 }
 
-func (c *leaseCtx) Deadline() (time.Time, bool) {
-	v := c.lease.Valid()
-	if d, ok := c.Context.Deadline(); ok && d.Before(v) {
-		return d, true
-	}
-	return v, true
-}
-
 func (c *leaseCtx) Value(key any) any {
 	if key == (ownerKey{}) {
-		return c.lease.owner
+		return c.lease
 	}
 	return c.Context.Value(key)
 }
 
-func (c *leaseCtx) String() string { return "lockgate.Lease(" + c.lease.key + ").Context" }
+func (c *leaseCtx) String() string { return "lockgate.Lease(" + c.lease.h.key + ").Context" }
+
+// errNoAnswer is the reason of an ErrUnavailable error for a call Redis
+// did not answer within the caller's budget.
+var errNoAnswer = errors.New("no answer within the wait budget")

@@ -11,7 +11,7 @@ import (
 )
 
 // Extend renews by hand: a fixed 200ms lease extended to 5s outlives its
-// first TTL, its deadline moves, and Extend of a lost lease is ErrNotHeld.
+// first TTL, its validity moves, and Extend of a lost lease is ErrNotHeld.
 func TestExtendByHand(t *testing.T) {
 	srv := redistest.Start(t)
 	a, _ := newLocker(t, srv)
@@ -21,13 +21,13 @@ func TestExtendByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, _ := s.Context().Deadline()
+	before := s.Valid()
 	if err := s.Extend(ctx, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := s.Context().Deadline()
+	after := s.Valid()
 	if !after.After(before.Add(time.Second)) {
-		t.Fatalf("deadline %v after Extend, was %v: want it moved by seconds", after, before)
+		t.Fatalf("validity %v after Extend, was %v: want it moved by seconds", after, before)
 	}
 	if d, err := s.TTL(ctx); err != nil || d <= 200*time.Millisecond {
 		t.Fatalf("TTL after Extend = %v, %v", d, err)
@@ -59,7 +59,7 @@ func TestTransientStallDoesNotLoseLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, _ := s.Context().Deadline()
+	first := s.Valid()
 	if err := srv.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +68,9 @@ func TestTransientStallDoesNotLoseLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait (bounded) until a renewal has gone through after the stall: the
-	// deadline moves past where the acquisition put it.
+	// validity moves past where the acquisition put it.
 	for i := 0; ; i++ {
-		if d, _ := s.Context().Deadline(); d.After(first) {
+		if s.Valid().After(first) {
 			break
 		}
 		if i == 150 {
@@ -133,7 +133,7 @@ func TestUnsubscribeAfterLastWaiter(t *testing.T) {
 func TestClose(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	l := core.New(c)
+	l := core.Must(core.New(c))
 	ctx := ctxT(t)
 	s, err := l.Lock(ctx, "k")
 	if err != nil {

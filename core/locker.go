@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,40 +15,62 @@ import (
 
 // Locker hands out distributed locks kept in Redis. It is safe for
 // concurrent use; make one per Redis deployment and share it. Once it holds
-// a lease it runs three background goroutines (the watchdog), and once a
-// caller waits, one Pub/Sub connection; Close stops them.
+// a lease it runs three background goroutines (the watchdog), once a caller
+// waits one Pub/Sub connection, and a goroutine per Redis call whose caller
+// has a budget; Close and Shutdown stop them all.
 type Locker struct {
 	client redis.UniversalClient
 	be     backend
-	opts   options
+	opts   lockerOptions
 	epoch  time.Time // origin of the monotonic clock used for validity
 	idArg  any       // this Locker's random id, claimed as the next turn by its waiters
 	wd     *watchdog
 	room   *waitRoom
+	hints  holdTimes
+	server serverCheck
 
-	closed    atomic.Bool
-	done      chan struct{}
-	closeOnce sync.Once
+	closed   atomic.Bool
+	done     chan struct{}
+	stopOnce sync.Once
+
+	bgMu     sync.Mutex
+	bgClosed bool
+	bg       sync.WaitGroup
 }
 
 // New returns a Locker on client: a *redis.Client, a Sentinel failover
 // client (redis.NewFailoverClient) or a *redis.ClusterClient. opts set the
 // defaults of every lock (WithTTL 30s, WithWait 2s, WithRetry
-// ExponentialBackoff(50ms, 1s), watchdog on) and the Locker-only settings
-// (WithPrefix "lockgate:", WithObserver, WithDriftFactor 0.01,
-// WithFenceWindow 10m). An invalid option is not reported here but by every
-// Lock and TryLock, as an ErrInvalid error. The client is never closed by
-// the Locker.
-func New(client redis.UniversalClient, opts ...Option) *Locker {
-	o := defaultOptions()
-	for _, opt := range opts {
-		opt(&o)
+// ExponentialBackoff(50ms, 1s), watchdog on, WithReleaseTimeout 1s) and the
+// Locker's own settings (WithPrefix "lockgate:", WithObserver, WithLogger,
+// WithDriftFactor 0.01, WithFenceWindow 10m). New sends nothing to Redis;
+// the first lock checks the server once (Redis 7.0 or later is required:
+// ErrUnsupported otherwise; an eviction policy other than noeviction is
+// logged as a warning). The client is never closed by the Locker.
+//
+// Errors: an ErrInvalid error for a nil client or an invalid option,
+// naming it.
+func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
+	if isNil(client) {
+		return nil, invalidf("nil redis client")
 	}
-	o.lockerOnly = ""
-	o.box()
+	o := defaultLockerOptions()
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, invalidf("nil option")
+		}
+		opt.applyLocker(&o)
+	}
+	if o.err == nil {
+		o.err = o.call.err
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	o.call.box()
 	l := &Locker{
 		client: client,
-		be:     single{c: client},
+		be:     &single{c: client, windowArg: ms(o.fenceWindow), markerArg: ms(markerTTL(client))},
 		opts:   o,
 		epoch:  time.Now(),
 		idArg:  rand.Text(),
@@ -54,248 +78,243 @@ func New(client redis.UniversalClient, opts ...Option) *Locker {
 		done:   make(chan struct{}),
 	}
 	l.wd = newWatchdog(l)
+	return l, nil
+}
+
+// Must returns l, or panics with err: for package-level Lockers and tests,
+// core.Must(core.New(rdb)).
+func Must(l *Locker, err error) *Locker {
+	if err != nil {
+		panic(err)
+	}
 	return l
 }
 
+func isNil(c redis.UniversalClient) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
 // Close stops the Locker's background work and is safe to call more than
-// once. Leases still held are not released in Redis (they expire after their
-// TTL); their contexts are cancelled with cause ErrClosed, and waiting Lock
-// calls return ErrClosed. It never closes the client given to New.
+// once. Leases still held are not released in Redis (they expire after
+// their TTL; Shutdown releases them); their contexts are cancelled with
+// cause ErrClosed. Waiting Lock calls, and any Lock overlapping Close,
+// return ErrClosed and leave nothing held. Close waits for the Redis calls
+// still in flight, which the client's own timeouts bound. It never closes
+// the client given to New.
 func (l *Locker) Close() error {
-	l.closeOnce.Do(func() {
-		l.closed.Store(true)
-		close(l.done)
-		l.room.close()
-		l.wd.close()
-	})
+	for _, h := range l.stop() {
+		h.endWith(endClosed, ErrClosed)
+	}
+	l.stopBackground()
 	return nil
 }
 
+// Shutdown is a graceful Close: it stops new locks (ErrClosed), cancels the
+// contexts of the leases still held (cause ErrClosed), releases their locks
+// in Redis within ctx, then closes. Use it when a process stops (the fx
+// module does), so that a rolling deploy does not leave every in-flight
+// lock held for its TTL. Errors: ctx's error if it ended before every
+// release was answered, or the failed releases, joined (ErrUnavailable).
+// After Close it does nothing.
+func (l *Locker) Shutdown(ctx context.Context) error {
+	held := l.stop()
+	var ended []*hold
+	for _, h := range held {
+		if h.endWith(endClosed, ErrClosed) {
+			ended = append(ended, h)
+		}
+	}
+	errs := make([]error, len(ended))
+	var wg sync.WaitGroup
+	for i, h := range ended {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			type result struct {
+				held bool
+				err  error
+			}
+			r, err := bounded(l, ctx, time.Time{}, func(cctx context.Context) result {
+				held, err := l.be.release(cctx, &h.keys, h.owner)
+				return result{held, err}
+			}, nil)
+			switch {
+			case err == errLate:
+				errs[i] = unavailable("release", ctxErr(ctx))
+			case err != nil:
+				errs[i] = err
+			case r.err != nil:
+				errs[i] = unavailable("release", r.err)
+			}
+			if errs[i] == nil && r.held {
+				l.hints.observe(time.Since(h.acquired))
+			}
+			l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Held: time.Since(h.acquired), Fence: h.fence, Err: errs[i]})
+		}()
+	}
+	wg.Wait()
+	l.stopBackground()
+	return errors.Join(errs...)
+}
+
+// stop marks the Locker closed, ends waiting calls and the Pub/Sub loop,
+// stops the watchdog and returns the holds it kept (only the first call
+// returns any).
+func (l *Locker) stop() []*hold {
+	var held []*hold
+	l.stopOnce.Do(func() {
+		l.closed.Store(true)
+		close(l.done)
+		l.room.close()
+		held = l.wd.close()
+	})
+	return held
+}
+
+// goBackground runs fn on a goroutine that Close waits for; false (fn not
+// run) once the Locker is closing.
+func (l *Locker) goBackground(fn func()) bool {
+	l.bgMu.Lock()
+	if l.bgClosed {
+		l.bgMu.Unlock()
+		return false
+	}
+	l.bg.Add(1)
+	l.bgMu.Unlock()
+	go func() {
+		defer l.bg.Done()
+		fn()
+	}()
+	return true
+}
+
+func (l *Locker) stopBackground() {
+	l.bgMu.Lock()
+	l.bgClosed = true
+	l.bgMu.Unlock()
+	l.bg.Wait()
+}
+
+// undo releases owner's possible hold on k after an attempt whose outcome
+// the caller did not learn (no answer in time, an error, a grant too late
+// to use): exactly that hold, and a late copy of the attempt can no longer
+// take the lock (the release leaves owner's done marker). It runs in the
+// background, or inline once the Locker is closing.
+func (l *Locker) undo(k *lockKeys, owner string, timeout time.Duration) {
+	run := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if _, err := l.be.release(ctx, k, owner); err != nil {
+			l.logger().Warn("lockgate: undoing an abandoned acquisition failed; the lock, if it was taken, expires after its TTL",
+				slog.Any("error", err))
+		}
+	}
+	if !l.goBackground(run) {
+		run()
+	}
+}
+
 // Lock obtains the lock named key, waiting while another owner holds it for
-// at most the wait budget (WithWait, default 2s) or until ctx ends, whichever
-// is first. Waiting does not poll: the waiter is woken by the holder's
-// release (Pub/Sub), with the retry strategy and the holder's remaining TTL
-// as a fallback. Waiters of one Locker for one key queue in FIFO order.
+// at most the wait budget (WithWait, default 2s) or until ctx ends,
+// whichever is first, and returning by then plus at most 50ms for a reply
+// already on its way — whatever the client's timeouts and retries (a call
+// still in flight then is undone if it took the lock). Waiting does not
+// poll: the waiter is woken by the holder's release (Pub/Sub), with the
+// retry strategy and the holder's remaining TTL as a fallback. Waiters of
+// one Locker for one key queue in FIFO order.
 //
-// If ctx carries an owner (it is, or derives from, a Lease's Context) that
-// already holds key, Lock re-enters at once: same fence, one more hold to
-// undo with Unlock. Otherwise the lock is taken for ctx's owner, or for a
-// fresh one when ctx carries none.
+// If a lease in ctx's chain (ctx is, or derives from, a Lease's Context)
+// holds key, Lock re-enters it at once without a round trip: same fence,
+// same lifetime (the call's TTL and watchdog options do not apply), one
+// more hold to undo with Unlock. Any other key is a fresh acquisition, also
+// from goroutines that share a lease's context.
 //
-// Errors: a *BusyError (errors.Is ErrNotObtained; RetryAfter gives the
-// holder's remaining TTL) when still busy at the end of the wait budget;
-// ErrNotObtained joined with ctx.Err() when ctx ends first; an
-// ErrUnavailable error when Redis cannot be reached or fails; ErrInvalid for
-// bad arguments (nothing is sent); ErrClosed after Close.
-func (l *Locker) Lock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
+// Errors: a *BusyError (errors.Is ErrNotObtained) when a busy answer was
+// received and the wait budget ended, joined with the context's error when
+// ctx ended first; an ErrUnavailable error when Redis cannot be reached,
+// fails, or did not answer in time (joined with the context's error when
+// ctx ended); the context's error alone (with its cause, e.g. ErrLockLost)
+// when ctx had ended before any answer — a context already ended sends
+// nothing; ErrInvalid for bad arguments (nothing is sent); ErrUnsupported
+// for a Redis older than 7.0; ErrClosed after Close.
+func (l *Locker) Lock(ctx context.Context, key string, opts ...LockOption) (*Lease, error) {
 	return l.lock(ctx, key, opts, true)
 }
 
 // TryLock makes exactly one attempt to obtain (or re-enter) the lock and
-// returns a *BusyError at once if another owner holds it. Other errors as
-// for Lock.
-func (l *Locker) TryLock(ctx context.Context, key string, opts ...Option) (*Lease, error) {
+// returns a *BusyError at once if another owner holds it. It is bounded by
+// ctx's deadline, if any. Other errors as for Lock.
+func (l *Locker) TryLock(ctx context.Context, key string, opts ...LockOption) (*Lease, error) {
 	return l.lock(ctx, key, opts, false)
 }
 
-func (l *Locker) callOptions(opts []Option) (options, error) {
-	o := l.opts
+func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait bool) (*Lease, error) {
+	start := time.Now()
+	o := l.opts.call
 	for _, opt := range opts {
-		opt(&o)
+		if opt == nil {
+			o.fail(invalidf("nil option"))
+			continue
+		}
+		opt.applyLock(&o)
 	}
-	if o.err != nil {
-		return o, o.err
-	}
-	if o.lockerOnly != "" {
-		return o, invalidf("%s applies to New only", o.lockerOnly)
-	}
-	o.box()
-	return o, nil
-}
-
-func (l *Locker) lock(ctx context.Context, key string, opts []Option, wait bool) (*Lease, error) {
-	o, err := l.callOptions(opts)
+	err := o.err
 	if err == nil {
 		err = validateKey(key)
 	}
+	if err == nil && l.closed.Load() {
+		err = ErrClosed
+	}
+	if err == nil && ctx.Err() != nil {
+		err = ctxErr(ctx)
+	}
 	if err != nil {
+		l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Err: err})
 		return nil, err
 	}
-	if l.closed.Load() {
-		return nil, ErrClosed
+	o.box()
+
+	a := &acquisition{l: l, key: key, o: &o}
+	if s := reentry(ctx, key); s != nil {
+		if s.h.l == l {
+			if r := s.h.reenter(ctx); r != nil {
+				l.observe(ctx, Event{Kind: EventAcquired, Key: key, Wait: time.Since(start), Reentrant: true, Fence: r.h.fence})
+				return r, nil
+			}
+			// The hold ended meanwhile: a fresh acquisition.
+		} else {
+			// Held through another Locker: ask Redis whether it is the
+			// same lock (then re-enter that hold), with its owner.
+			a.cross = s.h
+		}
 	}
-	start := time.Now()
-	a := &acquisition{l: l, key: key, o: &o, tag: ownerFrom(ctx)}
 	a.keys = l.keysFor(key)
-	if a.tag != nil {
-		a.owner = a.tag.id
+	if a.cross != nil {
+		a.owner = a.cross.owner
 	} else {
 		a.owner = newOwnerID()
 	}
 	if wait && o.wait > 0 {
+		a.waits = true
 		a.deadline = start.Add(o.wait)
-		if d, ok := ctx.Deadline(); ok && d.Before(a.deadline) {
-			a.deadline = d
-		}
+	}
+	if d, ok := ctx.Deadline(); ok && (a.deadline.IsZero() || d.Before(a.deadline)) {
+		a.deadline = d
 	}
 	s, err := a.run(ctx)
 	ev := Event{Kind: EventAcquired, Key: key, Wait: time.Since(start), Attempts: a.attempts}
 	if err != nil {
 		ev.Kind, ev.Err = EventNotObtained, err
 	} else {
-		ev.Reentrant, ev.Fence = s.reentrant, s.fence
+		ev.Reentrant, ev.Fence = s.reentrant, s.h.fence
 	}
 	l.observe(ctx, ev)
 	return s, err
 }
-
-// acquisition is one Lock or TryLock call.
-type acquisition struct {
-	l        *Locker
-	key      string
-	keys     lockKeys // addressed by the lease: no copy
-	o        *options
-	tag      *ownerTag
-	owner    string
-	deadline time.Time // zero: one attempt only
-	attempts int
-	holder   time.Duration // holder's remaining TTL at the last failed attempt
-}
-
-func (a *acquisition) busy() error {
-	return &BusyError{Key: a.key, RetryAfter: a.holder}
-}
-
-func (a *acquisition) run(ctx context.Context) (*Lease, error) {
-	l := a.l
-	// Go straight to Redis unless callers of this Locker already queue for
-	// the key (then queue behind them, FIFO). A context with an owner always
-	// tries first: it may be re-entering, and must not queue behind waiters
-	// that wait for it.
-	if a.deadline.IsZero() || a.tag != nil || l.room.idle(a.keys.hash()) {
-		s, err := a.attempt(ctx)
-		if s != nil || err != nil {
-			return s, err
-		}
-		if a.deadline.IsZero() || !time.Now().Before(a.deadline) {
-			return nil, a.busy()
-		}
-	}
-	w := l.room.join(a.keys.hash())
-	if w == nil {
-		return nil, ErrClosed
-	}
-	obtained := false
-	defer func() { l.room.leave(w, obtained) }()
-
-	retry := a.o.retry()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		remaining := time.Until(a.deadline)
-		if remaining <= 0 {
-			return nil, a.busy()
-		}
-		head := l.room.isHead(w)
-		sleep := remaining
-		if head {
-			if b := retry.NextBackoff(); b > 0 {
-				sleep = min(sleep, b)
-			}
-			if a.holder > 0 {
-				sleep = min(sleep, a.holder+time.Millisecond)
-			}
-		}
-		timer.Reset(sleep)
-		select {
-		case <-ctx.Done():
-			return nil, errors.Join(a.busy(), ctx.Err())
-		case <-l.done:
-			return nil, ErrClosed
-		case <-w.wake:
-		case <-w.promoted:
-			continue // now the head: re-arm the timer with the backoff
-		case <-timer.C:
-			if !head {
-				continue
-			}
-		}
-		if !l.room.isHead(w) {
-			continue
-		}
-		s, err := a.attempt(ctx)
-		if s != nil {
-			obtained = true
-		}
-		if s != nil || err != nil {
-			return s, err
-		}
-	}
-}
-
-// attempt sends the acquire script once. It returns a lease, or nil and nil
-// when the lock is busy (a.holder updated), or an error.
-func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
-	l, o := a.l, a.o
-	a.attempts++
-	sent := l.mono()
-	reserve := noReserve
-	if !a.deadline.IsZero() {
-		reserve = l.idArg
-	}
-	fence, reentered, holder, err := l.be.acquire(ctx, &a.keys, a.owner, o.ttlArg, o.windowArg, reserve)
-	if err != nil {
-		if ctx.Err() != nil {
-			a.abandon(ctx)
-			return nil, errors.Join(a.busy(), ctx.Err())
-		}
-		return nil, unavailable("acquire", err)
-	}
-	if fence == 0 {
-		a.holder = holder
-		return nil, nil
-	}
-	validUntil := sent + int64(o.ttl-l.drift(o.ttl))
-	if l.mono() >= validUntil {
-		// The reply came too late to leave any validity: give it back.
-		a.abandon(ctx)
-		return nil, unavailable("acquire", errors.New("reply arrived after the lease's validity"))
-	}
-	s := &Lease{
-		l:         l,
-		key:       a.key,
-		keys:      &a.keys,
-		windowArg: o.windowArg,
-		fence:     fence,
-		reentrant: reentered,
-		watchdog:  o.watchdog,
-		acquired:  time.Now(),
-		renewAt:   sent + int64(o.ttl/3),
-		hidx:      -1,
-	}
-	s.owner = &ownerTag{id: a.owner, lease: s}
-	s.ownerArg = a.owner
-	s.ttl.Store(int64(o.ttl))
-	s.validUntil.Store(validUntil)
-	inner, cancel := context.WithCancelCause(ctx)
-	s.ctx, s.cancel = &leaseCtx{Context: inner, lease: s}, cancel
-	l.wd.add(s)
-	return s, nil
-}
-
-// abandon releases a lock that an attempt may have obtained without the
-// caller learning it (ctx ended mid-call, or the reply came too late). Only
-// a fresh owner is released: a context owner may hold it from before.
-func (a *acquisition) abandon(ctx context.Context) {
-	if a.tag != nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(a.o.ttl, time.Second))
-	defer cancel()
-	_, _ = a.l.be.release(ctx, &a.keys, a.owner, a.o.windowArg)
-}
-
-var noReserve any = ""
 
 func (l *Locker) mono() int64 { return int64(time.Since(l.epoch)) }
 
@@ -309,4 +328,11 @@ func (l *Locker) observe(ctx context.Context, e Event) {
 	if l.opts.observer != nil {
 		l.opts.observer.Observe(ctx, e)
 	}
+}
+
+func (l *Locker) logger() *slog.Logger {
+	if l.opts.logger != nil {
+		return l.opts.logger
+	}
+	return slog.Default()
 }

@@ -14,12 +14,18 @@ const (
 	// EventNotObtained: a Lock or TryLock gave up (busy, cancelled or Redis
 	// unavailable; see Err).
 	EventNotObtained
-	// EventReleased: Unlock finished (Err is nil, ErrNotHeld or a Redis error).
+	// EventReleased: Unlock finished (Err is nil, ErrNotHeld or a Redis
+	// error). An Unlock of a re-entry (Reentrant) releases nothing in Redis.
 	EventReleased
 	// EventRenewed: one watchdog renewal of one lease (Err set on failure).
 	EventRenewed
 	// EventLost: a lease was lost; its context is cancelled with ErrLockLost.
 	EventLost
+	// EventExtended: Lease.Extend finished (Err set on failure).
+	EventExtended
+	// EventWarning: the Redis server is configured in a way that endangers
+	// locks (an eviction policy other than noeviction); Err says how.
+	EventWarning
 )
 
 func (k EventKind) String() string {
@@ -34,6 +40,10 @@ func (k EventKind) String() string {
 		return "renewed"
 	case EventLost:
 		return "lost"
+	case EventExtended:
+		return "extended"
+	case EventWarning:
+		return "warning"
 	}
 	return "unknown"
 }
@@ -47,10 +57,11 @@ type Event struct {
 	Wait time.Duration
 	// Held is how long the lease was held (released, lost).
 	Held time.Duration
-	// Attempts counts the acquire scripts sent by one Lock call.
+	// Attempts counts the acquire scripts sent by one Lock call (0 for a
+	// re-entry, which needs no round trip).
 	Attempts int
-	// Reentrant is true when the acquisition re-entered a lock held by the
-	// same owner.
+	// Reentrant is true when the acquisition re-entered (or the release
+	// gave back) a hold of a lease in the context's chain.
 	Reentrant bool
 	// Fence is the lease's fencing token (acquired, released, lost).
 	Fence int64
@@ -61,7 +72,7 @@ type Event struct {
 // Observer is told of lock events. Observe is called synchronously on the
 // goroutine doing the work (renewals and losses: the watchdog's), so it must
 // be fast and must not call back into the Locker. It may be called from many
-// goroutines at once. The lockgate/otel package adapts it to OpenTelemetry.
+// goroutines at once.
 type Observer interface {
 	Observe(ctx context.Context, e Event)
 }

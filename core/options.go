@@ -1,6 +1,7 @@
 package core
 
 import (
+	"log/slog"
 	"time"
 )
 
@@ -17,119 +18,177 @@ const (
 
 // Defaults of a Locker built without options.
 const (
-	DefaultTTL         = 30 * time.Second
-	DefaultWait        = 2 * time.Second
-	DefaultPrefix      = "lockgate:"
-	DefaultFenceWindow = 10 * time.Minute
-	DefaultDriftFactor = 0.01
-	DefaultDriftFloor  = 2 * time.Millisecond
+	DefaultTTL            = 30 * time.Second
+	DefaultWait           = 2 * time.Second
+	DefaultReleaseTimeout = time.Second
+	DefaultPrefix         = "lockgate:"
+	DefaultFenceWindow    = 10 * time.Minute
+	DefaultDriftFactor    = 0.01
+	DefaultDriftFloor     = 2 * time.Millisecond
 )
 
-// Option configures a Locker (passed to New: the defaults of all its locks)
-// or a single Lock/TryLock call. Options marked "Locker only" are rejected
-// with ErrInvalid when passed to Lock or TryLock.
-type Option func(*options)
+// NoWait, given as a wait budget, makes a single attempt: Lock then behaves
+// like TryLock. It is the one spelling every adapter's configuration
+// accepts (where a zero wait means "the Locker's default").
+const NoWait time.Duration = -1
 
-type options struct {
-	ttl         time.Duration
-	wait        time.Duration
-	retry       RetryFactory
-	watchdog    bool
-	prefix      string
-	observer    Observer
-	driftFactor float64
-	fenceWindow time.Duration
-
-	// ttl and fenceWindow in ms as boxed strings, the scripts' arguments,
-	// made once per option set (box).
-	ttlArg, windowArg     any
-	ttlBoxed, windowBoxed time.Duration
-
-	lockerOnly string // name of the first Locker-only option applied
-	err        error  // first invalid value seen
+// Option configures a Locker in New. Every LockOption is also an Option:
+// given to New it sets the default of every Lock and TryLock. Options that
+// only make sense for a Locker (WithPrefix, WithObserver, ...) are Options
+// but not LockOptions, so passing one to Lock does not compile.
+type Option interface {
+	applyLocker(*lockerOptions)
 }
 
-func defaultOptions() options {
-	return options{
-		ttl:         DefaultTTL,
-		wait:        DefaultWait,
-		retry:       ExponentialBackoff(50*time.Millisecond, time.Second),
-		watchdog:    true,
+// LockOption configures one Lock or TryLock call (or, given to New, the
+// default of all of them).
+type LockOption interface {
+	Option
+	applyLock(*callOptions)
+}
+
+// callOptions are the settings of one Lock or TryLock call.
+type callOptions struct {
+	ttl            time.Duration
+	wait           time.Duration // 0: one attempt
+	retry          RetryFactory
+	watchdog       bool
+	releaseTimeout time.Duration
+
+	// ttl in ms as a string, the scripts' argument, boxed once per option
+	// set (box).
+	ttlArg   any
+	ttlBoxed time.Duration
+
+	err error // first invalid value seen
+}
+
+// lockerOptions are the settings of a Locker: the defaults of its calls and
+// its own.
+type lockerOptions struct {
+	call        callOptions
+	prefix      string
+	observer    Observer
+	logger      *slog.Logger
+	driftFactor float64
+	fenceWindow time.Duration
+	err         error
+}
+
+func defaultLockerOptions() lockerOptions {
+	return lockerOptions{
+		call: callOptions{
+			ttl:            DefaultTTL,
+			wait:           DefaultWait,
+			retry:          ExponentialBackoff(50*time.Millisecond, time.Second),
+			watchdog:       true,
+			releaseTimeout: DefaultReleaseTimeout,
+		},
 		prefix:      DefaultPrefix,
 		driftFactor: DefaultDriftFactor,
 		fenceWindow: DefaultFenceWindow,
 	}
 }
 
-func (o *options) fail(err error) {
+func (o *callOptions) fail(err error) {
 	if o.err == nil {
 		o.err = err
 	}
 }
 
-func (o *options) locker(name string) {
-	if o.lockerOnly == "" {
-		o.lockerOnly = name
+func (o *lockerOptions) fail(err error) {
+	if o.err == nil {
+		o.err = err
 	}
 }
+
+// callOption is a LockOption: applied to a call, or to a Locker's defaults.
+type callOption func(*callOptions)
+
+func (f callOption) applyLock(o *callOptions)     { f(o) }
+func (f callOption) applyLocker(o *lockerOptions) { f(&o.call) }
+
+// lockerOption is an Option only.
+type lockerOption func(*lockerOptions)
+
+func (f lockerOption) applyLocker(o *lockerOptions) { f(o) }
 
 // WithTTL sets the lease time: how long the lock lives in Redis without a
 // renewal. While a lease is held the watchdog renews it every TTL/3.
 // Default 30s. A TTL below MinTTL is an ErrInvalid error.
-func WithTTL(d time.Duration) Option {
-	return func(o *options) {
+func WithTTL(d time.Duration) LockOption {
+	return callOption(func(o *callOptions) {
 		if d < MinTTL {
 			o.fail(invalidf("ttl %v is below the minimum %v", d, MinTTL))
 			return
 		}
 		o.ttl = d
-	}
+	})
 }
 
 // WithWait sets the wait budget of Lock: how long it waits for a busy lock
 // before returning ErrNotObtained. The context's deadline, when earlier,
-// wins. 0 makes Lock a single attempt like TryLock. Default 2s. A negative
-// wait is an ErrInvalid error.
-func WithWait(d time.Duration) Option {
-	return func(o *options) {
-		if d < 0 {
-			o.fail(invalidf("wait %v is negative", d))
-			return
+// wins. NoWait (or 0) makes Lock a single attempt like TryLock. Default 2s.
+// Another negative wait is an ErrInvalid error.
+func WithWait(d time.Duration) LockOption {
+	return callOption(func(o *callOptions) {
+		switch {
+		case d == NoWait:
+			o.wait = 0
+		case d < 0:
+			o.fail(invalidf("wait %v is negative (use core.NoWait for a single attempt)", d))
+		default:
+			o.wait = d
 		}
-		o.wait = d
-	}
+	})
 }
 
 // WithRetry sets how a waiting Lock retries between release notifications.
 // Default ExponentialBackoff(50ms, 1s). A nil factory means NoRetry.
-func WithRetry(f RetryFactory) Option {
-	return func(o *options) {
+func WithRetry(f RetryFactory) LockOption {
+	return callOption(func(o *callOptions) {
 		if f == nil {
 			f = NoRetry()
 		}
 		o.retry = f
-	}
+	})
 }
 
 // WithoutWatchdog makes the lease fixed: it is not renewed and simply
 // expires after its TTL; its context is cancelled with ErrLockLost when the
 // validity ends. Default: renewed by the watchdog.
-func WithoutWatchdog() Option {
-	return func(o *options) { o.watchdog = false }
+func WithoutWatchdog() LockOption {
+	return callOption(func(o *callOptions) { o.watchdog = false })
 }
 
 // WithWatchdog undoes WithoutWatchdog for one call when the Locker's
 // default is a fixed lease. Default: renewed by the watchdog.
-func WithWatchdog() Option {
-	return func(o *options) { o.watchdog = true }
+func WithWatchdog() LockOption {
+	return callOption(func(o *callOptions) { o.watchdog = true })
+}
+
+// WithReleaseTimeout bounds how long Unlock waits for the release to be
+// answered by Redis, whatever the client's timeouts and whatever the context
+// passed to Unlock (the release is detached from its cancellation, so a
+// request that is already over still releases its lock). A release not
+// answered in time goes on in the background and Unlock returns an
+// ErrUnavailable error; calling Unlock again retries it. Default 1s; it
+// must be positive.
+func WithReleaseTimeout(d time.Duration) LockOption {
+	return callOption(func(o *callOptions) {
+		if d <= 0 {
+			o.fail(invalidf("release timeout %v is not positive", d))
+			return
+		}
+		o.releaseTimeout = d
+	})
 }
 
 // WithPrefix sets the prefix of every Redis key and channel this Locker
 // uses. It must not contain '{' or '}' (the lock name is the Cluster hash
-// tag) and is at most MaxPrefixLen bytes. Default "lockgate:". Locker only.
+// tag) and is at most MaxPrefixLen bytes. Default "lockgate:".
 func WithPrefix(p string) Option {
-	return func(o *options) {
-		o.locker("WithPrefix")
+	return lockerOption(func(o *lockerOptions) {
 		if len(p) > MaxPrefixLen {
 			o.fail(invalidf("prefix is %d bytes, over the limit of %d", len(p), MaxPrefixLen))
 			return
@@ -141,53 +200,72 @@ func WithPrefix(p string) Option {
 			}
 		}
 		o.prefix = p
-	}
+	})
 }
 
-// WithObserver sets the hook told of every acquisition, release, renewal
-// and loss (for metrics and logs). Default none. Locker only.
+// WithObserver sets the hook told of every acquisition, release, renewal,
+// extension and loss (for metrics and logs). Default none.
 func WithObserver(obs Observer) Option {
-	return func(o *options) {
-		o.locker("WithObserver")
-		o.observer = obs
-	}
+	return lockerOption(func(o *lockerOptions) { o.observer = obs })
+}
+
+// WithLogger sets where the Locker reports what it cannot return to a
+// caller: a server configuration that endangers locks (an eviction policy
+// other than noeviction), background releases that failed. Default
+// slog.Default() at the time of the report.
+func WithLogger(l *slog.Logger) Option {
+	return lockerOption(func(o *lockerOptions) { o.logger = l })
 }
 
 // WithDriftFactor sets the clock-drift allowance subtracted from a lease's
 // validity: validity = sent + TTL − (TTL·f + 2ms), as in the Redlock
 // algorithm. Default 0.01. Values outside [0, 0.5] are ErrInvalid.
-// Locker only.
 func WithDriftFactor(f float64) Option {
-	return func(o *options) {
-		o.locker("WithDriftFactor")
+	return lockerOption(func(o *lockerOptions) {
 		if f < 0 || f > 0.5 {
 			o.fail(invalidf("drift factor %v outside [0, 0.5]", f))
 			return
 		}
 		o.driftFactor = f
-	}
+	})
 }
 
 // WithFenceWindow sets how long the last fence of a lock name is kept in
-// Redis after the acquisition that issued it (see the README's "Fencing").
-// Default 10m; at least 1s. Locker only.
+// Redis after the acquisition that issued it (see "Fencing" in the package
+// doc). Default 10m; at least 1s.
 func WithFenceWindow(d time.Duration) Option {
-	return func(o *options) {
-		o.locker("WithFenceWindow")
+	return lockerOption(func(o *lockerOptions) {
 		if d < time.Second {
 			o.fail(invalidf("fence window %v is below 1s", d))
 			return
 		}
 		o.fenceWindow = d
-	}
+	})
 }
 
-// box refreshes the scripts' boxed arguments if ttl or fenceWindow changed.
-func (o *options) box() {
+// Combine checks opts and returns one LockOption that applies them in
+// order. Adapters call it when a route is set up, so that a bad per-route
+// option is a setup error rather than a failure of every request. Errors:
+// the first invalid option, as an ErrInvalid error.
+func Combine(opts ...LockOption) (LockOption, error) {
+	var probe callOptions
+	for _, opt := range opts {
+		opt.applyLock(&probe)
+	}
+	if probe.err != nil {
+		return nil, probe.err
+	}
+	list := append([]LockOption(nil), opts...)
+	return callOption(func(o *callOptions) {
+		for _, opt := range list {
+			opt.applyLock(o)
+		}
+	}), nil
+}
+
+// box refreshes the TTL's boxed argument if the TTL changed.
+func (o *callOptions) box() {
 	if o.ttlArg == nil || o.ttlBoxed != o.ttl {
 		o.ttlArg, o.ttlBoxed = ms(o.ttl), o.ttl
-	}
-	if o.windowArg == nil || o.windowBoxed != o.fenceWindow {
-		o.windowArg, o.windowBoxed = ms(o.fenceWindow), o.fenceWindow
 	}
 }

@@ -115,38 +115,39 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 }
 
 // Bad input is an ErrInvalid error naming the argument; nothing is sent.
+// A bad Locker option is an error from New, not from every Lock.
 func TestBadInput(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	hook := &countingHook{}
 	c.AddHook(hook)
-	l := core.New(c)
-	defer l.Close()
+	l := lockerOn(t, c)
 	ctx := ctxT(t)
 	cases := []struct {
 		name, key, want string
-		opts            []core.Option
+		opts            []core.LockOption
 	}{
 		{"empty key", "", "key is empty", nil},
 		{"long key", strings.Repeat("x", core.MaxKeyLen+1), "over the limit", nil},
-		{"short ttl", "k", "ttl", []core.Option{core.WithTTL(time.Millisecond)}},
-		{"negative wait", "k", "wait", []core.Option{core.WithWait(-time.Second)}},
-		{"locker-only option", "k", "WithPrefix", []core.Option{core.WithPrefix("x:")}},
+		{"short ttl", "k", "ttl", []core.LockOption{core.WithTTL(time.Millisecond)}},
+		{"negative wait", "k", "wait", []core.LockOption{core.WithWait(-time.Second)}},
+		{"zero release timeout", "k", "release timeout", []core.LockOption{core.WithReleaseTimeout(0)}},
+		{"nil option", "k", "nil option", []core.LockOption{nil}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, lock := range []func(context.Context, string, ...core.Option) (*core.Lease, error){l.Lock, l.TryLock} {
+			for _, lock := range []func(context.Context, string, ...core.LockOption) (*core.Lease, error){l.Lock, l.TryLock} {
 				s, err := lock(ctx, tc.key, tc.opts...)
 				if s != nil || !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("err = %v, want ErrInvalid mentioning %q", err, tc.want)
 				}
 			}
+			if len(tc.opts) > 0 && tc.opts[0] != nil {
+				if _, err := core.Combine(tc.opts...); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Combine = %v, want ErrInvalid mentioning %q", err, tc.want)
+				}
+			}
 		})
-	}
-	bad := core.New(c, core.WithPrefix("a{b"))
-	defer bad.Close()
-	if _, err := bad.Lock(ctx, "k"); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "prefix") {
-		t.Fatalf("Locker with a brace in its prefix: %v", err)
 	}
 	if n := hook.n.Load(); n != 0 {
 		t.Fatalf("%d commands sent for bad input, want 0", n)
@@ -154,6 +155,47 @@ func TestBadInput(t *testing.T) {
 	if err := (*core.Lease)(nil).Unlock(ctx); !errors.Is(err, core.ErrNotHeld) {
 		t.Fatalf("nil lease Unlock = %v", err)
 	}
+	select {
+	case <-(*core.Lease)(nil).Done():
+	default:
+		t.Fatal("Done of a nil lease is not closed")
+	}
+}
+
+// New reports a nil client and every bad Locker option itself.
+func TestNewRejects(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	var nilClient *redis.Client
+	for _, tc := range []struct {
+		name   string
+		client redis.UniversalClient
+		opts   []core.Option
+		want   string
+	}{
+		{"nil client", nil, nil, "nil redis client"},
+		{"typed nil client", nilClient, nil, "nil redis client"},
+		{"brace in prefix", c, []core.Option{core.WithPrefix("a{b")}, "prefix"},
+		{"long prefix", c, []core.Option{core.WithPrefix(strings.Repeat("p", core.MaxPrefixLen+1))}, "prefix"},
+		{"drift factor", c, []core.Option{core.WithDriftFactor(0.9)}, "drift factor"},
+		{"fence window", c, []core.Option{core.WithFenceWindow(time.Millisecond)}, "fence window"},
+		{"default ttl", c, []core.Option{core.WithTTL(time.Millisecond)}, "ttl"},
+		{"default wait", c, []core.Option{core.WithWait(-2)}, "wait"},
+		{"nil option", c, []core.Option{nil}, "nil option"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := core.New(tc.client, tc.opts...)
+			if l != nil || !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New = %v, %v; want ErrInvalid mentioning %q", l, err, tc.want)
+			}
+		})
+	}
+	// Control: the same client with good options is accepted.
+	l, err := core.New(c, core.WithPrefix("ok:"), core.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
 }
 
 func TestRetryAfterSeconds(t *testing.T) {

@@ -7,18 +7,14 @@ import (
 	"sync/atomic"
 )
 
+// ownerKey is the context key under which a lease's context carries the
+// lease (*Lease), and NewOwner a nil *Lease that hides the leases above it.
 type ownerKey struct{}
-
-// ownerTag is what a context carries: the owner id, and the lease whose
-// context it is (nil for a context made by NewOwner).
-type ownerTag struct {
-	id    string
-	lease *Lease
-}
 
 // Owner ids are a 128-bit random prefix drawn once per process, followed by
 // a counter: unique, unguessable (the prefix never leaves the process and
-// Redis), and cheap — no system call per Lock.
+// Redis), and cheap — no system call per Lock. Every acquisition in Redis
+// gets a fresh one; owners are never taken from request data.
 var (
 	ownerPrefix = rand.Text() + ":"
 	ownerSeq    atomic.Uint64
@@ -29,25 +25,34 @@ func newOwnerID() string {
 	return ownerPrefix + strconv.FormatUint(ownerSeq.Add(1), 36)
 }
 
-func ownerFrom(ctx context.Context) *ownerTag {
-	t, _ := ctx.Value(ownerKey{}).(*ownerTag)
-	return t
+// leaseFrom returns the innermost lease carried by ctx, or nil.
+func leaseFrom(ctx context.Context) *Lease {
+	s, _ := ctx.Value(ownerKey{}).(*Lease)
+	return s
 }
 
-// NewOwner returns a copy of ctx that carries a fresh owner. A Lock called
-// with it (or a context derived from it) never re-enters a lock held by a
-// lease higher up ctx's chain: use it for work that must wait for, not join,
-// the enclosing critical section. Owners are random and never taken from
-// request data.
-func NewOwner(ctx context.Context) context.Context {
-	return context.WithValue(ctx, ownerKey{}, &ownerTag{id: newOwnerID()})
-}
-
-// FromContext returns the innermost lease whose Context is ctx or an
-// ancestor of ctx, or nil. Middleware use it to hand the lease to handlers.
-func FromContext(ctx context.Context) *Lease {
-	if t := ownerFrom(ctx); t != nil {
-		return t.lease
+// reentry returns the innermost lease in ctx's chain that holds key, or
+// nil: only a lock that a lease of the chain holds is re-entered, any other
+// key is a fresh acquisition (goroutines that share a lease's context share
+// that lease, and only for its own key).
+func reentry(ctx context.Context, key string) *Lease {
+	for s := leaseFrom(ctx); s != nil; s = s.parent {
+		if s.h.key == key {
+			return s
+		}
 	}
 	return nil
 }
+
+// NewOwner returns a copy of ctx under which no lease of ctx's chain is
+// re-entered: a Lock of a key held higher up the chain waits for it like any
+// other owner. Use it for work that must wait for, not join, the enclosing
+// critical section. FromContext of the result is nil.
+func NewOwner(ctx context.Context) context.Context {
+	return context.WithValue(ctx, ownerKey{}, (*Lease)(nil))
+}
+
+// FromContext returns the innermost lease whose Context is ctx or an
+// ancestor of ctx, or nil (also under NewOwner). Middleware use it to hand
+// the lease to handlers.
+func FromContext(ctx context.Context) *Lease { return leaseFrom(ctx) }

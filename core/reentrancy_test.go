@@ -2,17 +2,26 @@ package core_test
 
 import (
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// Test 2: re-entry to depth 3 through Lease.Context().
+// Re-entry to depth 3 through Lease.Context(): the lock stays held (others
+// busy) until the last Unlock, re-entry through the same Locker costs no
+// round trip, and re-entry through another Locker on the same Redis is
+// recognised by Redis (the hold's owner) and shares the hold.
 func TestReentrancyDepth3(t *testing.T) {
 	srv := redistest.Start(t)
-	a, c := newLocker(t, srv)
-	b, _ := newLocker(t, srv)
+	ca := srv.Client(t)
+	hook := &countingHook{}
+	ca.AddHook(hook)
+	a := lockerOn(t, ca)
+	b, c := newLocker(t, srv)
 	ctx := ctxT(t)
 	const key = "order:7:9"
 	hash := "lockgate:{" + key + "}"
@@ -32,11 +41,15 @@ func TestReentrancyDepth3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sent := hook.n.Load()
 	mid, err := a.Lock(outer.Context(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inner, err := b.Lock(mid.Context(), key) // another Locker, same owner: still re-entry
+	if n := hook.n.Load() - sent; n != 0 {
+		t.Fatalf("re-entry through the same Locker sent %d commands, want 0", n)
+	}
+	inner, err := b.Lock(mid.Context(), key) // another Locker, same Redis: still re-entry
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,28 +61,21 @@ func TestReentrancyDepth3(t *testing.T) {
 	if core.FromContext(inner.Context()) != inner || core.FromContext(mid.Context()) != mid {
 		t.Fatal("FromContext does not return the innermost lease")
 	}
-	holds := func(want string) {
-		t.Helper()
-		m := c.HGetAll(ctx, hash).Val()
-		if len(m) != 2 || m["fence"] == "" {
-			t.Fatalf("lock hash %v: want a fence and one owner", m)
-		}
-		for k, v := range m {
-			if k != "fence" && v != want {
-				t.Fatalf("hold count %s, want %s", v, want)
-			}
-		}
+	if m := c.HGetAll(ctx, hash).Val(); len(m) != 2 || m["fence"] == "" || m["owner"] == "" {
+		t.Fatalf("lock hash %v: want an owner and a fence", m)
 	}
-	holds("3")
 	othersBlocked("depth 3")
 
 	for i, s := range []*core.Lease{inner, mid} {
 		if err := s.Unlock(ctx); err != nil {
 			t.Fatalf("unlock %d: %v", i, err)
 		}
-		holds([]string{"2", "1"}[i])
 		othersBlocked("after an inner unlock")
 	}
+	if err := inner.Unlock(ctx); !errors.Is(err, core.ErrNotHeld) {
+		t.Fatalf("second Unlock of a re-entry = %v, want ErrNotHeld", err)
+	}
+	othersBlocked("after a repeated inner unlock")
 	if err := outer.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -102,5 +108,63 @@ func TestNewOwnerDoesNotReenter(t *testing.T) {
 	}
 	if core.FromContext(core.NewOwner(s.Context())) != nil {
 		t.Fatal("FromContext under NewOwner should be nil")
+	}
+}
+
+// Goroutines that share a lease's context (an errgroup fan-out under a
+// locked handler) and lock another key are two owners: never inside
+// together (before: the owner in the context was reused for any key, and
+// they were inside together 39 times in 40). Control: for the lease's own
+// key they share the lease by design, and are inside together.
+func TestReentryIsKeyedByLock(t *testing.T) {
+	srv := redistest.Start(t)
+	l, _ := newLocker(t, srv)
+	ctx := ctxT(t)
+	outer, err := l.Lock(ctx, "order:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outer.Unlock(ctx)
+
+	fanOut := func(key string) (together int) {
+		for round := 0; round < 20; round++ {
+			var inside, most atomic.Int32
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for g := 0; g < 2; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					s, err := l.Lock(outer.Context(), key, core.WithWait(5*time.Second))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					n := inside.Add(1)
+					for {
+						m := most.Load()
+						if n <= m || most.CompareAndSwap(m, n) {
+							break
+						}
+					}
+					time.Sleep(5 * time.Millisecond) // the critical section
+					inside.Add(-1)
+					s.Unlock(ctx)
+				}()
+			}
+			close(start)
+			wg.Wait()
+			if most.Load() > 1 {
+				together++
+			}
+		}
+		return together
+	}
+	if n := fanOut("stock:7"); n != 0 {
+		t.Fatalf("two goroutines sharing a lease's context were inside stock:7 together in %d of 20 rounds", n)
+	}
+	if n := fanOut("order:1"); n == 0 {
+		t.Fatal("control: goroutines re-entering the lease's own key were never inside together")
 	}
 }

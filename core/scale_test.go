@@ -37,7 +37,7 @@ func TestTenThousandLeases(t *testing.T) {
 	opts.PoolSize = 32
 	c := redis.NewClient(opts)
 	defer c.Close()
-	l := core.New(c, core.WithTTL(time.Second), core.WithObserver(obs))
+	l := core.Must(core.New(c, core.WithTTL(time.Second), core.WithObserver(obs)))
 	defer l.Close()
 	ctx := ctxT(t)
 

@@ -40,5 +40,5 @@ func TestLockUnlockBasics(t *testing.T) {
 // fx graph (never closed) leaks nothing; goleak in TestMain checks it.
 func TestNewStartsNothing(t *testing.T) {
 	srv := redistest.Start(t)
-	_ = core.New(srv.Client(t)) // deliberately never closed
+	_ = core.Must(core.New(srv.Client(t))) // deliberately never closed
 }

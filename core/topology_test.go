@@ -34,13 +34,6 @@ func TestOnSentinel(t *testing.T) {
 	t.Run("WaiterWokenByRelease", func(t *testing.T) { testWaiterWokenByRelease(t, a, b, "topo:wake") })
 }
 
-// lockerOn returns a Locker on c, closed at cleanup.
-func lockerOn(t *testing.T, c redis.UniversalClient, opts ...core.Option) *core.Locker {
-	l := core.New(c, opts...)
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
 // testBasics: Lock/Unlock, re-entry through the lease's context, and a
 // TryLock from a second Locker (on its own client) finding the lock busy.
 func testBasics(t *testing.T, a, b redis.UniversalClient) {

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -30,6 +31,10 @@ type waitRoom struct {
 
 type keyQueue struct {
 	waiters []*waiter // FIFO; waiters[0] is the head
+	// the holder's remaining TTL as last seen by a head, and when: the
+	// waiters behind the head report it too
+	holderTTL time.Duration
+	holderAt  time.Time
 }
 
 type waiter struct {
@@ -80,6 +85,26 @@ func (r *waitRoom) join(ch string) *waiter {
 	}
 	q.waiters = append(q.waiters, w)
 	return w
+}
+
+// setHolder records the holder's remaining TTL seen by w's attempt at at.
+func (r *waitRoom) setHolder(w *waiter, ttl time.Duration, at time.Time) {
+	r.mu.Lock()
+	if q := r.queues[w.ch]; q != nil && at.After(q.holderAt) {
+		q.holderTTL, q.holderAt = ttl, at
+	}
+	r.mu.Unlock()
+}
+
+// holder returns the holder's remaining TTL last seen for w's queue, and
+// when it was seen (zero: never).
+func (r *waitRoom) holder(w *waiter) (time.Duration, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if q := r.queues[w.ch]; q != nil {
+		return q.holderTTL, q.holderAt
+	}
+	return 0, time.Time{}
 }
 
 // isHead reports whether w is at the head of its queue.

@@ -11,19 +11,22 @@ import (
 // renewChunk bounds the renewals sent in one pipeline.
 const renewChunk = 1000
 
-// watchdog keeps every lease of one Locker: it renews the ones with a
-// watchdog every TTL/3 and declares a lease lost when its validity ends
-// without a successful renewal. Three goroutines serve all leases, however
+// watchdog keeps every hold of one Locker: it renews the ones with a
+// watchdog every TTL/3 and declares a hold lost when its validity ends
+// without a successful renewal. Three goroutines serve all holds, however
 // many: the scheduler (one timer, a heap ordered by the next event) and two
-// senders (one round trip per batch of due renewals). The scheduler never waits
-// on Redis, so a hung server cannot delay a loss past the validity.
+// senders (one round trip per batch of due renewals; on a Cluster one per
+// node, each on a goroutine of its own, so that a hung node delays only its
+// own holds). The scheduler never waits on Redis, so a hung server cannot
+// delay a loss past the validity.
 type watchdog struct {
 	l       *Locker
 	mu      sync.Mutex
-	h       leaseHeap
-	queue   []*Lease // due renewals for the sender
-	armed   int64    // when the scheduler's timer fires (monotonic ns)
+	h       holdHeap
+	queue   []*hold // due renewals for the sender
+	armed   int64   // when the scheduler's timer fires (monotonic ns)
 	started bool
+	closed  bool
 
 	kick chan struct{} // wakes the scheduler
 	send chan struct{} // wakes the sender
@@ -38,11 +41,11 @@ func newWatchdog(l *Locker) *watchdog {
 	return w
 }
 
-// start launches the goroutines with the first lease (w.mu held), so that a
+// start launches the goroutines with the first hold (w.mu held), so that a
 // Locker that never locks — or an fx graph that fails to build after
 // creating one — owns no goroutine.
 func (w *watchdog) start() {
-	if w.started || w.ctx.Err() != nil {
+	if w.started || w.closed {
 		return
 	}
 	w.started = true
@@ -59,91 +62,107 @@ func signal(c chan struct{}) {
 	}
 }
 
-// next is the lease's next event on the monotonic clock.
-func next(s *Lease) int64 {
-	v := s.validUntil.Load()
-	if s.watchdog && !s.pending && s.renewAt < v {
-		return s.renewAt
+// next is the hold's next event on the monotonic clock.
+func next(h *hold) int64 {
+	v := h.validUntil.Load()
+	if h.watchdog && !h.pending && h.renewAt < v {
+		return h.renewAt
 	}
 	return v
 }
 
-func (w *watchdog) add(s *Lease) {
+// add starts watching h; false once the watchdog is closed (the caller
+// then undoes the acquisition: a Lock that races Close leaves nothing).
+func (w *watchdog) add(h *hold) bool {
 	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return false
+	}
 	w.start()
-	s.hkey = next(s)
-	heap.Push(&w.h, s)
-	// Wake the scheduler only if this lease's first event comes before the
+	h.hkey = next(h)
+	heap.Push(&w.h, h)
+	// Wake the scheduler only if this hold's first event comes before the
 	// timer it has set: on the hot path (TTL 30s) nothing is woken.
-	early := s.hkey < w.armed
+	early := h.hkey < w.armed
 	w.mu.Unlock()
 	if early {
 		signal(w.kick)
 	}
+	return true
 }
 
-func (w *watchdog) remove(s *Lease) {
+func (w *watchdog) remove(h *hold) {
 	w.mu.Lock()
-	if s.hidx >= 0 {
-		heap.Remove(&w.h, s.hidx)
+	if h.hidx >= 0 {
+		heap.Remove(&w.h, h.hidx)
 	}
 	w.mu.Unlock()
 }
 
 // renewed records a successful renewal sent at sent (monotonic ns).
-func (w *watchdog) renewed(s *Lease, sent int64, ttl time.Duration) {
+func (w *watchdog) renewed(h *hold, sent int64, ttl time.Duration) {
 	w.mu.Lock()
-	w.setRenewed(s, sent, ttl)
+	w.setRenewed(h, sent, ttl)
 	w.mu.Unlock()
 	signal(w.kick)
 }
 
-func (w *watchdog) setRenewed(s *Lease, sent int64, ttl time.Duration) {
-	s.validUntil.Store(sent + int64(ttl-w.l.drift(ttl)))
-	s.renewAt = sent + int64(ttl/3)
-	w.fix(s)
+func (w *watchdog) setRenewed(h *hold, sent int64, ttl time.Duration) {
+	h.validUntil.Store(sent + int64(ttl-w.l.drift(ttl)))
+	h.renewAt = sent + int64(ttl/3)
+	w.fix(h)
 }
 
-// fix restores the heap order after s's state changed (w.mu held).
-func (w *watchdog) fix(s *Lease) {
-	if s.hidx >= 0 {
-		s.hkey = next(s)
-		heap.Fix(&w.h, s.hidx)
+// fix restores the heap order after h's state changed (w.mu held).
+func (w *watchdog) fix(h *hold) {
+	if h.hidx >= 0 {
+		h.hkey = next(h)
+		heap.Fix(&w.h, h.hidx)
 	}
 }
 
-// lose ends a lease that is no longer held: its context is cancelled with
-// ErrLockLost. It does nothing to a lease already ended.
-func (w *watchdog) lose(s *Lease, why error) {
-	if !s.done.CompareAndSwap(false, true) {
+// lose ends a hold that is no longer held: its leases' contexts are
+// cancelled with ErrLockLost. It does nothing to a hold already ended.
+func (w *watchdog) lose(h *hold, why error) {
+	if !h.endWith(endLost, ErrLockLost) {
 		return
 	}
-	w.remove(s)
-	s.cancel(ErrLockLost)
-	w.l.observe(context.Background(), Event{Kind: EventLost, Key: s.key, Held: time.Since(s.acquired), Fence: s.fence, Err: why})
+	w.remove(h)
+	w.l.observe(context.Background(), Event{Kind: EventLost, Key: h.key, Held: time.Since(h.acquired), Fence: h.fence, Err: why})
+}
+
+// endWith ends h for why, cancelling its leases' contexts with cause;
+// false if h had already ended.
+func (h *hold) endWith(why int32, cause error) bool {
+	if !h.end.CompareAndSwap(endLive, why) {
+		return false
+	}
+	h.first.cancel(cause)
+	return true
 }
 
 func (w *watchdog) schedule() {
 	defer w.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var lost []*Lease
+	var lost []*hold
 	for {
 		w.mu.Lock()
 		now := w.l.mono()
 		dispatched := false
 		for len(w.h) > 0 {
-			s := w.h[0]
-			if s.validUntil.Load() <= now {
+			h := w.h[0]
+			if h.validUntil.Load() <= now {
 				heap.Pop(&w.h)
-				lost = append(lost, s)
+				lost = append(lost, h)
 				continue
 			}
-			ttl := time.Duration(s.ttl.Load())
-			if s.watchdog && !s.pending && s.renewAt-int64(min(ttl/10, 10*time.Millisecond)) <= now {
-				s.pending = true
-				w.queue = append(w.queue, s)
-				w.fix(s)
+			ttl := time.Duration(h.ttl.Load())
+			if h.watchdog && !h.pending && h.renewAt-int64(min(ttl/10, 10*time.Millisecond)) <= now {
+				h.pending = true
+				w.queue = append(w.queue, h)
+				w.fix(h)
 				dispatched = true
 				continue
 			}
@@ -156,8 +175,8 @@ func (w *watchdog) schedule() {
 		w.armed = now + int64(wait)
 		w.mu.Unlock()
 
-		for _, s := range lost {
-			w.lose(s, ErrLockLost)
+		for _, h := range lost {
+			w.lose(h, ErrLockLost)
 		}
 		clear(lost)
 		lost = lost[:0]
@@ -203,94 +222,110 @@ func (w *watchdog) sender() {
 	}
 }
 
-func (w *watchdog) renewBatch(batch []*Lease) {
+// renewBatch renews a batch of due holds: in one round trip on a single
+// node; on a Cluster one round trip per node, each on its own goroutine.
+func (w *watchdog) renewBatch(batch []*hold) {
 	rs := make([]renewal, len(batch))
-	var longest time.Duration
 	var ttlArg any
 	var ttlOf time.Duration
-	for i, s := range batch {
-		ttl := time.Duration(s.ttl.Load())
-		longest = max(longest, ttl)
+	for i, h := range batch {
+		ttl := time.Duration(h.ttl.Load())
 		if ttlArg == nil || ttl != ttlOf { // one boxed argument per distinct TTL
 			ttlArg, ttlOf = ms(ttl), ttl
 		}
-		rs[i] = renewal{keys: s.keys, ownerArg: s.ownerArg, ttl: ttl, ttlArg: ttlArg}
+		rs[i] = renewal{keys: &h.keys, ownerArg: h.ownerArg, ttl: ttl, ttlArg: ttlArg}
 	}
-	ctx, cancel := context.WithTimeout(w.ctx, longest)
+	parts := w.l.be.groups(w.ctx, rs)
+	for _, part := range parts[1:] {
+		if !w.l.goBackground(func() { w.renewPart(batch, rs, part) }) {
+			w.renewPart(batch, rs, part)
+		}
+	}
+	w.renewPart(batch, rs, parts[0])
+}
+
+// renewPart sends the renewals of one node, bounded by the smallest
+// remaining validity among them (past it, they are lost anyway), and
+// handles the answers.
+func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 	sent := w.l.mono()
-	w.l.be.renew(ctx, rs)
+	left := int64(math.MaxInt64)
+	for _, i := range part {
+		left = min(left, batch[i].validUntil.Load()-sent)
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, time.Duration(max(left, 0)))
+	w.l.be.renew(ctx, rs, part)
 	cancel()
 
-	var lost []*Lease
+	var lost []*hold
 	w.mu.Lock()
 	now := w.l.mono()
-	for i, s := range batch {
-		s.pending = false
-		if s.done.Load() || s.hidx < 0 {
+	for _, i := range part {
+		h := batch[i]
+		h.pending = false
+		if h.end.Load() != endLive || h.hidx < 0 {
 			continue // released or lost meanwhile
 		}
 		switch {
 		case rs[i].err != nil:
 			// transient: retry soon; the scheduler declares the loss if
 			// the validity runs out first.
-			s.renewAt = now + int64(min(max(rs[i].ttl/10, 10*time.Millisecond), time.Second))
-			w.fix(s)
+			h.renewAt = now + int64(min(max(rs[i].ttl/10, 10*time.Millisecond), time.Second))
+			w.fix(h)
 		case !rs[i].held:
-			lost = append(lost, s)
+			lost = append(lost, h)
 		default:
-			w.setRenewed(s, sent, rs[i].ttl)
+			w.setRenewed(h, sent, rs[i].ttl)
 		}
 	}
 	w.mu.Unlock()
 	if w.l.opts.observer != nil {
-		for i, s := range batch {
+		for _, i := range part {
 			if rs[i].err != nil || rs[i].held {
-				w.l.observe(context.Background(), Event{Kind: EventRenewed, Key: s.key, Fence: s.fence, Err: rs[i].err})
+				w.l.observe(context.Background(), Event{Kind: EventRenewed, Key: batch[i].key, Fence: batch[i].fence, Err: rs[i].err})
 			}
 		}
 	}
-	for _, s := range lost {
-		w.lose(s, ErrNotHeld)
+	for _, h := range lost {
+		w.lose(h, ErrNotHeld)
 	}
 	signal(w.kick)
 }
 
-// close stops both goroutines and ends every lease still held with
-// ErrClosed. It does not release the locks in Redis: they expire.
-func (w *watchdog) close() {
+// close stops the scheduler and both senders and returns every hold still
+// watched; adds fail from now on. It releases nothing in Redis.
+func (w *watchdog) close() []*hold {
 	w.mu.Lock()
-	w.stop() // under w.mu: no start after this
+	w.closed = true
+	w.stop()
 	w.mu.Unlock()
 	w.wg.Wait()
 	w.mu.Lock()
-	held := append([]*Lease(nil), w.h...)
-	for _, s := range held {
-		s.hidx = -1
+	held := append([]*hold(nil), w.h...)
+	for _, h := range held {
+		h.hidx = -1
 	}
 	w.h = nil
+	w.queue = nil
 	w.mu.Unlock()
-	for _, s := range held {
-		if s.done.CompareAndSwap(false, true) {
-			s.cancel(ErrClosed)
-		}
-	}
+	return held
 }
 
-type leaseHeap []*Lease
+type holdHeap []*hold
 
-func (h leaseHeap) Len() int           { return len(h) }
-func (h leaseHeap) Less(i, j int) bool { return h[i].hkey < h[j].hkey }
-func (h leaseHeap) Swap(i, j int) {
+func (h holdHeap) Len() int           { return len(h) }
+func (h holdHeap) Less(i, j int) bool { return h[i].hkey < h[j].hkey }
+func (h holdHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].hidx = i
 	h[j].hidx = j
 }
-func (h *leaseHeap) Push(x any) {
-	s := x.(*Lease)
+func (h *holdHeap) Push(x any) {
+	s := x.(*hold)
 	s.hidx = len(*h)
 	*h = append(*h, s)
 }
-func (h *leaseHeap) Pop() any {
+func (h *holdHeap) Pop() any {
 	old := *h
 	n := len(old)
 	s := old[n-1]

@@ -1,0 +1,67 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// replyGrace is how long a call whose budget ended (or whose context was
+// cancelled) still waits for a reply already on its way, so that a healthy
+// Redis answering a moment late is reported as what it answered, not as
+// unavailable.
+const replyGrace = 50 * time.Millisecond
+
+// errLate: the caller's budget ended (plus replyGrace) before Redis answered.
+var errLate = errors.New("no answer in time")
+
+// bounded runs call (which talks to Redis with the context it is given)
+// so that the caller waits at most until deadline (zero: no deadline) or
+// the end of ctx, plus replyGrace, whatever the client's timeouts and
+// retries. If the wait ends first it returns errLate and the result, when
+// it comes, goes to orphan (which undoes what the call may have done). The
+// context given to call keeps ctx's values but not its cancellation, and
+// ends at deadline+replyGrace, so that go-redis stops retrying then. Errors:
+// errLate, or ErrClosed when the Locker is closed.
+func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call func(context.Context) T, orphan func(T)) (T, error) {
+	var zero T
+	if deadline.IsZero() && ctx.Done() == nil {
+		return call(ctx), nil // nothing but the client's timeouts can bound it
+	}
+	base := context.WithoutCancel(ctx)
+	var cctx context.Context
+	var cancel context.CancelFunc
+	if deadline.IsZero() {
+		cctx, cancel = context.WithCancel(base)
+	} else {
+		cctx, cancel = context.WithDeadline(base, deadline.Add(replyGrace))
+	}
+	defer cancel()
+	f := startFlight(l, func() T { return call(cctx) }, orphan)
+	if f == nil {
+		return zero, ErrClosed
+	}
+	stop, done := cctx.Done(), ctx.Done()
+	var grace <-chan time.Time
+	for {
+		select {
+		case <-f.done:
+			return f.res, nil
+		case <-stop:
+		case <-grace:
+		case <-done:
+			done = nil
+			if deadline.IsZero() || time.Until(deadline) > 0 {
+				// Cancelled before the deadline: replyGrace more at most.
+				t := time.NewTimer(replyGrace)
+				defer t.Stop()
+				grace = t.C
+			}
+			continue
+		}
+		if res, ok := f.giveUp(); ok {
+			return res, nil
+		}
+		return zero, errLate
+	}
+}

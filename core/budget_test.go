@@ -1,0 +1,206 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// budgetSlack is what the tests allow beyond a call's budget: the 50ms the
+// Locker waits for a reply on its way, plus scheduling on a loaded machine
+// under -race.
+const budgetSlack = 500 * time.Millisecond
+
+// defaultsClient is a client to srv with go-redis's default timeouts and
+// retries (read timeout 5s, 3 retries): what the README's quick start uses.
+func defaultsClient(t *testing.T, srv *redistest.Server) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// pause stops srv (SIGSTOP) until the test ends or resume is called.
+func pause(t *testing.T, srv *redistest.Server) (resume func()) {
+	t.Helper()
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	resume = func() { once.Do(func() { srv.Resume() }) }
+	t.Cleanup(resume)
+	return resume
+}
+
+// A hung Redis is unavailable, never busy, and Lock returns within its
+// budget whatever the client's timeouts (before: ErrNotObtained after 10s
+// with a 200ms budget). The attempt left in flight is undone once Redis
+// answers. Control: the same budget on a healthy Redis with the lock held
+// gives ErrNotObtained.
+func TestHungRedisWithinBudget(t *testing.T) {
+	srv := redistest.Start(t)
+	c := defaultsClient(t, srv)
+	l := lockerOn(t, c)
+	holder, direct := newLocker(t, srv)
+	ctx := ctxT(t)
+	warm(t, l)
+
+	t.Run("control: busy", func(t *testing.T) {
+		s, err := holder.Lock(ctx, "busy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Unlock(ctx)
+		_, err = l.Lock(ctx, "busy", core.WithWait(200*time.Millisecond))
+		if !errors.Is(err, core.ErrNotObtained) || errors.Is(err, core.ErrUnavailable) {
+			t.Fatalf("held lock = %v, want ErrNotObtained", err)
+		}
+	})
+
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		opt  core.LockOption
+		also error
+	}{
+		{"wait budget", func() (context.Context, context.CancelFunc) { return context.WithCancel(ctx) }, core.WithWait(200 * time.Millisecond), nil},
+		{"request deadline", func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 200*time.Millisecond) }, core.WithWait(time.Minute), context.DeadlineExceeded},
+		{"TryLock deadline", func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 200*time.Millisecond) }, core.WithWait(core.NoWait), context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := readCommands(t, direct)
+			resume := pause(t, srv)
+			cctx, cancel := tc.ctx()
+			defer cancel()
+			start := time.Now()
+			_, err := l.Lock(cctx, "hung:"+tc.name, tc.opt)
+			took := time.Since(start)
+			t.Logf("Lock on a SIGSTOPped Redis, go-redis defaults, 200ms budget: %v after %v", err, took)
+			if !errors.Is(err, core.ErrUnavailable) || errors.Is(err, core.ErrNotObtained) {
+				t.Fatalf("hung Redis = %v, want ErrUnavailable and not ErrNotObtained", err)
+			}
+			if tc.also != nil && !errors.Is(err, tc.also) {
+				t.Fatalf("err %v does not match %v", err, tc.also)
+			}
+			if took > 200*time.Millisecond+budgetSlack {
+				t.Fatalf("Lock took %v with a 200ms budget", took)
+			}
+			resume()
+			// The attempt reached Redis's socket and ran on resume; the
+			// Locker undoes it when go-redis returns. Nothing stays held.
+			waitGone(t, direct, "lockgate:{hung:"+tc.name+"}")
+			// Probe: the attempt and its undo both ran in Redis.
+			after := readCommands(t, direct)
+			if n := after.client["evalsha"] + after.client["eval"] - before.client["evalsha"] - before.client["eval"]; n < 2 {
+				t.Fatalf("%d scripts ran after the pause, want the attempt and its undo", n)
+			}
+		})
+	}
+}
+
+// A context already ended sends nothing, and its error is the context's
+// (with the cause), not "busy".
+func TestEndedContextSendsNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	hook := &countingHook{}
+	c.AddHook(hook)
+	l := lockerOn(t, c)
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, lock := range []func(context.Context, string, ...core.LockOption) (*core.Lease, error){l.Lock, l.TryLock} {
+		_, err := lock(cctx, "k")
+		if !errors.Is(err, context.Canceled) || errors.Is(err, core.ErrNotObtained) || errors.Is(err, core.ErrUnavailable) {
+			t.Fatalf("Lock with a cancelled context = %v, want context.Canceled only", err)
+		}
+	}
+	if n := hook.n.Load(); n != 0 {
+		t.Fatalf("%d commands sent for an ended context", n)
+	}
+}
+
+// A Lock with the context of a lost lease reports the loss as the cause.
+func TestLockWithLostLeaseContext(t *testing.T) {
+	srv := redistest.Start(t)
+	l, direct := newLocker(t, srv)
+	ctx := ctxT(t)
+	s, err := l.Lock(ctx, "k", core.WithTTL(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct.Del(ctx, "lockgate:{k}") // behind the holder's back: the next renewal finds it gone
+	within(t, s.Done(), 2*time.Second, "lease lost")
+	_, err = l.Lock(s.Context(), "other")
+	if !errors.Is(err, core.ErrLockLost) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock with a lost lease's context = %v, want context.Canceled with cause ErrLockLost", err)
+	}
+}
+
+// Waiters queued behind the head of a Locker report the holder's remaining
+// time (before: 0, so Retry-After 1 and RetryInfo 0s while the lock was
+// held for 28s more), and the retry hint is when the lock is likely free:
+// the mean hold time this Locker has seen, not the holder's TTL.
+func TestBusyErrorsTellTheHolder(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, _ := newLocker(t, srv)
+	l, _ := newLocker(t, srv)
+	ctx := ctxT(t)
+
+	// Teach l that its locks are held for ~10ms.
+	for i := 0; i < 5; i++ {
+		s, err := l.Lock(ctx, "short")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond) // the hold being measured
+		s.Unlock(ctx)
+	}
+
+	held, err := holder.Lock(ctx, "k", core.WithTTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock(ctx)
+	const waiters = 4
+	errs := make(chan error, waiters)
+	for i := 0; i < waiters; i++ {
+		go func() {
+			_, err := l.Lock(ctx, "k", core.WithWait(400*time.Millisecond))
+			errs <- err
+		}()
+	}
+	for i := 0; i < waiters; i++ {
+		err := <-errs
+		var be *core.BusyError
+		if !errors.As(err, &be) {
+			t.Fatalf("waiter %d: %v, want a *BusyError", i, err)
+		}
+		if be.HolderTTL < 20*time.Second || be.HolderTTL > 30*time.Second {
+			t.Fatalf("waiter %d: HolderTTL %v, want the holder's ~30s", i, be.HolderTTL)
+		}
+		if be.RetryAfter <= 0 || be.RetryAfter > time.Second {
+			t.Fatalf("waiter %d: RetryAfter %v, want the ~10ms hold time seen, not the TTL", i, be.RetryAfter)
+		}
+		if n := core.RetryAfterSeconds(err); n != 1 {
+			t.Fatalf("waiter %d: Retry-After %d, want 1", i, n)
+		}
+	}
+}
+
+// waitGone waits (bounded, 10s) until key no longer exists.
+func waitGone(t *testing.T, c *redis.Client, key string) {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		n, err := c.Exists(context.Background(), key).Result()
+		if err == nil && n == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s is still held: the abandoned attempt was not undone", key)
+}

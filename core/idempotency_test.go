@@ -1,0 +1,237 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// The fault of these tests: a reply later than the client's read timeout.
+// go-redis (with its default MaxRetries, 3) then sends the same command
+// again on a new connection, so every script may run twice; each test
+// counts the EVALSHA commands that reached Redis to prove it did.
+const (
+	lateReadTimeout = 300 * time.Millisecond
+	lateReply       = 700 * time.Millisecond
+)
+
+// lateClient returns a proxy in front of srv and a client through it with
+// go-redis's default retries and the read timeout given.
+func lateClient(t *testing.T, srv *redistest.Server, readTimeout time.Duration) (*redistest.Proxy, *redis.Client) {
+	t.Helper()
+	p := redistest.StartProxy(t, srv.Addr)
+	c := redis.NewClient(&redis.Options{Addr: p.Addr, ReadTimeout: readTimeout, WriteTimeout: readTimeout})
+	t.Cleanup(func() { c.Close() })
+	return p, c
+}
+
+// evalsha matches the lock scripts on key's lock hash.
+func evalsha(key string) redistest.Matcher {
+	return redistest.MatchCommand("evalsha", "lockgate:{"+key+"}")
+}
+
+// A fresh Lock whose reply is late runs twice in Redis and has the effect of
+// once: the same fence, not re-entrant, and the caller's one Unlock frees
+// the lock for the next owner at once (before: a hold count of 2, and the
+// lock held by nobody for its TTL).
+func TestLateReplyFreshLock(t *testing.T) {
+	srv := redistest.Start(t)
+	p, c := lateClient(t, srv, lateReadTimeout)
+	l := lockerOn(t, c)
+	other, direct := newLocker(t, srv)
+	ctx := ctxT(t)
+	warm(t, l) // the server check and script load, so the hold hits the acquire
+
+	before := p.Count("evalsha")
+	h := p.HoldReply(evalsha("k"), lateReply)
+	s, err := l.Lock(ctx, "k", core.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, h.Matched(), time.Second, "the held acquire")
+	if n := p.Count("evalsha") - before; n < 2 {
+		t.Fatalf("%d acquire scripts reached Redis, want 2 or more (go-redis re-sends the late one): the fault did not happen", n)
+	}
+	if s.Reentrant() {
+		t.Fatal("a fresh Lock whose script ran twice reports Reentrant")
+	}
+	if f, _ := direct.HGet(ctx, "lockgate:{k}", "fence").Int64(); f != s.Fence() {
+		t.Fatalf("fence in Redis %d, lease %d", f, s.Fence())
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := direct.Exists(ctx, "lockgate:{k}").Val(); n != 0 {
+		t.Fatal("the lock is still held after the only Unlock")
+	}
+	s2, err := other.TryLock(ctx, "k")
+	if err != nil {
+		t.Fatalf("next owner after the Unlock: %v", err)
+	}
+	s2.Unlock(ctx)
+}
+
+// A final Unlock whose reply is late runs twice and answers the same: nil,
+// not ErrNotHeld — also when another owner took the lock between the two
+// runs (it was woken by the first run's release).
+func TestLateReplyUnlock(t *testing.T) {
+	srv := redistest.Start(t)
+	p, c := lateClient(t, srv, lateReadTimeout)
+	l := lockerOn(t, c)
+	other, direct := newLocker(t, srv)
+	ctx := ctxT(t)
+	warm(t, l)
+
+	s, err := l.Lock(ctx, "k", core.WithReleaseTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A waiter of another Locker takes the lock as soon as the first run
+	// of the release frees it.
+	got := make(chan *core.Lease, 1)
+	go func() {
+		s2, err := other.Lock(ctx, "k", core.WithWait(5*time.Second))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- s2
+	}()
+	waitSubscribers(t, direct, "lockgate:{k}", 1)
+	before := p.Count("evalsha")
+	h := p.HoldReply(evalsha("k"), lateReply)
+	err = s.Unlock(ctx)
+	within(t, h.Matched(), time.Second, "the held release")
+	if n := p.Count("evalsha") - before; n < 2 {
+		t.Fatalf("%d release scripts reached Redis, want 2 or more: the fault did not happen", n)
+	}
+	if err != nil {
+		t.Fatalf("Unlock whose release ran twice = %v, want nil", err)
+	}
+	s2 := <-got
+	if s2 == nil {
+		t.Fatal("the waiter did not get the lock")
+	}
+	if s2.Fence() <= s.Fence() {
+		t.Fatalf("next fence %d not above %d", s2.Fence(), s.Fence())
+	}
+	// The second run of the release did not touch the new owner's lock.
+	if owner := direct.HGet(ctx, "lockgate:{k}", "owner").Val(); owner == "" {
+		t.Fatal("the new owner's lock was deleted by the repeated release")
+	}
+	if err := s2.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An inner (re-entered) Unlock sends nothing to Redis, so a late reply
+// cannot release the outer hold: another owner stays out while the outer
+// lease lives. (Before, the inner release ran twice and freed the outer.)
+// The probe: the same hold does catch the outer's final release.
+func TestLateReplyInnerUnlock(t *testing.T) {
+	srv := redistest.Start(t)
+	p, c := lateClient(t, srv, lateReadTimeout)
+	l := lockerOn(t, c)
+	other, _ := newLocker(t, srv)
+	ctx := ctxT(t)
+	warm(t, l)
+
+	outer, err := l.Lock(ctx, "k", core.WithReleaseTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := l.Lock(outer.Context(), "k")
+	if err != nil || !inner.Reentrant() {
+		t.Fatalf("re-entry: %v, %v", inner, err)
+	}
+	h := p.HoldReply(evalsha("k"), lateReply)
+	before := p.Count("evalsha")
+	if err := inner.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Count("evalsha") - before; n != 0 {
+		t.Fatalf("inner Unlock sent %d scripts", n)
+	}
+	if _, err := other.TryLock(ctx, "k"); !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("another owner while the outer lease lives: %v", err)
+	}
+	select {
+	case <-outer.Done():
+		t.Fatalf("outer lease ended: %v", context.Cause(outer.Context()))
+	default:
+	}
+	if err := outer.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	within(t, h.Matched(), time.Second, "the outer release caught by the hold (probe)")
+}
+
+// A nested Lock of another key, made with a lease's context, whose reply
+// does not come within its budget returns ErrUnavailable in time and leaves
+// nothing held: the hold it added in Redis is undone (before, an owner
+// carried in the context was never undone).
+func TestAbandonedNestedLock(t *testing.T) {
+	srv := redistest.Start(t)
+	p, c := lateClient(t, srv, time.Second) // the client gives up on the held reply after 1s, long after the Lock
+	l := lockerOn(t, c)
+	other, direct := newLocker(t, srv)
+	ctx := ctxT(t)
+	warm(t, l)
+
+	outer, err := l.Lock(ctx, "order:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outer.Unlock(ctx)
+	h := p.HoldReply(evalsha("stock:7"), 2*time.Second)
+	start := time.Now()
+	_, err = l.Lock(outer.Context(), "stock:7", core.WithWait(200*time.Millisecond))
+	took := time.Since(start)
+	t.Logf("nested Lock with a 200ms budget and a reply held 2s returned after %v: %v", took, err)
+	if !errors.Is(err, core.ErrUnavailable) || errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("nested Lock = %v, want ErrUnavailable only", err)
+	}
+	if took > 200*time.Millisecond+time.Second {
+		t.Fatalf("nested Lock took %v with a 200ms budget", took)
+	}
+	within(t, h.Matched(), time.Second, "the held acquire")
+	// Probe: the script really ran, the hold is in Redis (the client has
+	// not given up on the held reply yet, so nothing has undone it).
+	if n := direct.Exists(ctx, "lockgate:{stock:7}").Val(); n != 1 {
+		t.Fatal("the held acquire added no hold: the fault did not happen")
+	}
+	// The undo runs once go-redis gives up; bounded wait for the key to go.
+	gone := false
+	for i := 0; i < 100 && !gone; i++ {
+		gone = direct.Exists(ctx, "lockgate:{stock:7}").Val() == 0
+		if !gone {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if !gone {
+		t.Fatal("the abandoned nested Lock left its hold in Redis")
+	}
+	s, err := other.TryLock(ctx, "stock:7")
+	if err != nil {
+		t.Fatalf("another owner after the abandoned Lock: %v", err)
+	}
+	s.Unlock(ctx)
+}
+
+// warm makes one Lock and Unlock so that the Locker has checked its server
+// and Redis has the scripts cached.
+func warm(t *testing.T, l *core.Locker) {
+	t.Helper()
+	ctx := ctxT(t)
+	s, err := l.Lock(ctx, "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,152 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MinRedisVersion is the oldest Redis server a Locker works with: the
+// scripts use PEXPIRE ... GT, SET ... GET and script flags (7.0).
+const MinRedisVersion = "7.0.0"
+
+// serverCheck is the one look a Locker takes at its server before the
+// first lock: the version (a server too old fails every lock with
+// ErrUnsupported) and the eviction policy (anything but noeviction lets
+// Redis evict a held lock under memory pressure: warned once).
+type serverCheck struct {
+	ok  atomic.Bool
+	mu  sync.Mutex
+	err error // set for good once a server too old was seen
+}
+
+type serverFacts struct {
+	version, policy string
+	err             error
+}
+
+// checkServer checks the server once, within the caller's deadline. A
+// server that cannot be reached is not an answer: the check is tried again
+// by the next lock, and the caller's attempt reports the failure.
+func (l *Locker) checkServer(ctx context.Context, deadline time.Time) error {
+	c := &l.server
+	if c.ok.Load() {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ok.Load() || c.err != nil {
+		return c.err
+	}
+	f, err := bounded(l, ctx, deadline, func(cctx context.Context) serverFacts {
+		return readServer(cctx, l.client)
+	}, nil)
+	if err == ErrClosed {
+		return err
+	}
+	if err != nil || f.err != nil || f.version == "" {
+		return nil
+	}
+	unsupported, warning := judgeServer(f)
+	if unsupported != nil {
+		c.err = unsupported
+		return c.err
+	}
+	if warning != nil {
+		l.logger().Warn("lockgate: "+warning.Error(), slog.String("policy", f.policy))
+		l.observe(ctx, Event{Kind: EventWarning, Err: warning})
+	}
+	c.ok.Store(true)
+	return nil
+}
+
+// judgeServer returns an ErrUnsupported error for a server too old, and a
+// warning for an eviction policy that can evict held locks.
+func judgeServer(f serverFacts) (unsupported, warning error) {
+	if versionLess(f.version, MinRedisVersion) {
+		return fmt.Errorf("%w: redis %s, %s or later is required", ErrUnsupported, f.version, MinRedisVersion), nil
+	}
+	if f.policy != "" && f.policy != "noeviction" {
+		return nil, fmt.Errorf("maxmemory-policy is %q: under memory pressure Redis may evict a held lock and let a second owner in; set it to noeviction", f.policy)
+	}
+	return nil, nil
+}
+
+// readServer reads the server's version (INFO server) and eviction policy
+// (CONFIG GET, when the server allows it) in one round trip. On a Cluster
+// the node that answers stands for the others.
+func readServer(ctx context.Context, c redis.UniversalClient) serverFacts {
+	var info *redis.StringCmd
+	var policy *redis.MapStringStringCmd
+	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		info = p.Info(ctx, "server")
+		policy = p.ConfigGet(ctx, "maxmemory-policy")
+		return nil
+	})
+	text, err := info.Result()
+	if err != nil {
+		return serverFacts{err: err}
+	}
+	f := serverFacts{}
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			if f.version == "" || versionLess(v, f.version) {
+				f.version = v // the oldest, if several nodes answered
+			}
+		}
+	}
+	if m, err := policy.Result(); err == nil {
+		f.policy = m["maxmemory-policy"]
+	}
+	return f
+}
+
+// versionLess reports whether dotted version a is older than b.
+func versionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(as), len(bs)); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+// markerTTL is how long a released hold's done marker is kept: longer than
+// the client can take to send the last copy of one call (its retries, each
+// bounded by its timeouts), so that a late copy never acts twice. 1s to 10m;
+// 1m for a client whose options are unknown or unbounded.
+func markerTTL(c redis.UniversalClient) time.Duration {
+	var retries int
+	var dial, write, read, backoff time.Duration
+	switch c := c.(type) {
+	case *redis.Client:
+		o := c.Options()
+		retries, dial, write, read, backoff = o.MaxRetries, o.DialTimeout, o.WriteTimeout, o.ReadTimeout, o.MaxRetryBackoff
+	case *redis.ClusterClient:
+		o := c.Options() // MaxRedirects tries, each with the node client's retries
+		retries = (o.MaxRedirects+1)*(max(o.MaxRetries, 0)+1) - 1
+		dial, write, read, backoff = o.DialTimeout, o.WriteTimeout, o.ReadTimeout, o.MaxRetryBackoff
+	default:
+		return time.Minute
+	}
+	if read <= 0 || write <= 0 {
+		return time.Minute // no timeout: nothing bounds a call
+	}
+	t := time.Duration(retries+1) * (dial + write + read + backoff)
+	return min(max(t, time.Second), 10*time.Minute)
+}
