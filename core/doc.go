@@ -1,46 +1,91 @@
 // Package core is lockgate's lock engine: a distributed lock kept in Redis
 // (go-redis v9; a single master, a Sentinel failover client or a Cluster)
 // that is safe, reentrant, fenced, renews itself while held, tells its
-// holder when it is lost, and waits for a busy lock without polling.
+// holder when it is lost, waits for a busy lock without polling, and says
+// truthfully what happened.
 //
 // It is the only package of lockgate that talks to Redis; the HTTP and gRPC
 // adapters and the fx modules call it.
 //
-//	l := core.New(rdb)                 // one per Redis deployment; l.Close() at shutdown
+//	l, err := core.New(rdb)              // one per Redis deployment; l.Shutdown(ctx) at exit
 //	lease, err := l.Lock(ctx, "order:42:7")
-//	switch {
-//	case errors.Is(err, core.ErrNotObtained): // busy: core.RetryAfter(err) says for how long
-//	case errors.Is(err, core.ErrUnavailable): // Redis down: do not run the critical section
-//	case err != nil:                          // bad input (core.ErrInvalid) or closed
+//	if err != nil {
+//		return err // busy (ErrNotObtained), Redis down or hung (ErrUnavailable), bad input (ErrInvalid), ctx ended
 //	}
-//	defer lease.Unlock(context.WithoutCancel(ctx))
-//	work(lease.Context(), lease.Fence())      // cancelled if the lock is lost
+//	defer lease.Unlock(ctx)
+//	work(lease.Context(), lease.Fence()) // cancelled if the lock is lost
 //
 // # Guarantees
 //
-// Owners: every Lock without an owner in its context gets a fresh random
-// owner; the lock is a Redis hash {fence, <owner>: holds}, taken and released
-// by Lua scripts (compare-and-delete), so an owner never deletes another's
-// lock. Re-entry: a context derived from Lease.Context carries the owner, and
-// Lock with it adds a hold instead of waiting for itself.
+// Owners: every acquisition in Redis gets a fresh random owner; the lock is
+// a Redis hash {owner, fence} taken and released by Lua scripts
+// (compare-and-delete), so an owner never deletes another's lock. Owners
+// never come from request data.
+//
+// Re-entry: a Lock whose context is (or derives from) the context of a
+// lease that holds the same key re-enters it: same fence, same lifetime, a
+// hold counted in the process (no round trip); the last Unlock releases the
+// lock in Redis. Only that key: goroutines sharing a lease's context and
+// locking another key are separate owners. NewOwner hides the chain.
+//
+// Retries: go-redis re-sends a command whose reply came later than its read
+// timeout, so every script may run twice. Each is idempotent per call: a
+// repeated acquire finds its own owner and answers the same fence; a
+// release leaves a short-lived done marker for its owner (lockgate:{N}:done:
+// <owner>, kept longer than the client's retries can take: with go-redis's
+// defaults about a minute), so a repeated release answers the same and a
+// late copy of an acquire takes nothing.
+//
+// Budgets: Lock returns by the end of its wait budget (WithWait, or ctx's
+// deadline when earlier) plus at most 50ms for a reply already on its way,
+// and Unlock by its release timeout (WithReleaseTimeout), whatever the
+// client's timeouts and retries. A call still in flight then goes on in the
+// background; if it took the lock, exactly that hold is released again.
+//
+// Outcomes: ErrNotObtained (a *BusyError) only when Redis answered "busy";
+// ErrUnavailable when it could not be reached, failed or did not answer in
+// time — a hung Redis is never reported busy; the context's own error when
+// it ended before any answer (a context already ended sends nothing).
 //
 // Lifetime: a lease is valid until sent+TTL−drift, measured on the local
 // monotonic clock from the moment the acquire was sent (drift = TTL·1% +
 // 2ms, as in the Redlock algorithm). The watchdog renews it every TTL/3 in
-// pipelined batches (three goroutines per Locker whatever the number of
-// leases). When a renewal finds the lock gone, or renewals fail until the
-// validity ends, Lease.Context is cancelled with cause ErrLockLost — before
-// Redis can have expired the key and handed it to anyone else.
+// pipelined batches (on a Cluster, one batch per node, so a hung node delays
+// only its own leases). When a renewal finds the lock gone, or renewals fail
+// until the validity ends, Lease.Context is cancelled with cause ErrLockLost
+// — before Redis can have expired the key and handed it to anyone else. The
+// lease's context keeps its parent's deadline; Lease.Valid reports the
+// validity.
 //
 // Waiting: the release script publishes on the lock's channel. A Locker keeps
 // one Pub/Sub connection subscribed to the channels of the locks its callers
 // wait for; its waiters queue per key in FIFO order and only the head
 // contends. Between notifications the head retries after the RetryStrategy's
-// backoff, capped by the holder's remaining TTL and the wait budget.
+// backoff, capped by the holder's remaining TTL and the wait budget. A busy
+// error carries the holder's remaining TTL (an upper bound while it does not
+// renew) and a hint of when the lock is likely free (the mean hold time this
+// Locker has seen).
 //
-// Fencing: each first acquisition gets a fence, max(server clock in µs, last
-// fence + 1), strictly increasing over the holders of a key as long as the
-// server clock does not step back by more than the time since the last
-// acquisition (the last fence is remembered for WithFenceWindow, default
-// 10m). See the README for the exact conditions and the Redis layout.
+// Fencing: each acquisition gets a fence, max(server clock in µs, last fence
+// + 1), strictly increasing over the holders of a key as long as the server
+// clock does not step back by more than the time since the last acquisition
+// (the last fence is remembered for WithFenceWindow, default 10m). See the
+// README for the exact conditions and the Redis layout.
+//
+// # Requirements
+//
+// Redis 7.0 or later (PEXPIRE … GT, SET … GET, script flags): the first lock
+// checks the server once and a server too old fails every lock with
+// ErrUnsupported naming its version. The eviction policy must be noeviction:
+// any other lets Redis evict a held lock under memory pressure and admit a
+// second owner; where CONFIG GET is allowed the Locker warns once (log and
+// Observer). Over maxmemory new locks fail (ErrUnavailable, OOM) while held
+// ones are still renewed and released (those scripts run with allow-oom).
+// Keys expire on the server's clock: a forward step of it expires a lock
+// early, like a pause of the holder; fencing is what makes that harmless.
+//
+// Recommended go-redis settings: a ReadTimeout well below your wait budgets
+// (the default 5s is fine, budgets bound every call anyway), and
+// ContextTimeoutEnabled: true so that go-redis itself stops reading when a
+// budget ends.
 package core
