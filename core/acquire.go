@@ -16,6 +16,7 @@ type acquisition struct {
 	cross    *hold     // the hold of another Locker this call may re-enter
 	waits    bool      // a Lock with a wait budget (claims turns, queues)
 	deadline time.Time // end of the wait budget or of ctx; zero: none
+	ctxEnds  bool      // deadline is ctx's
 	attempts int
 
 	busySeen bool          // a busy answer was received
@@ -35,6 +36,16 @@ func (a *acquisition) busy(w *waiter) error {
 	}
 	left := max(ttl-time.Since(at), 0)
 	return &BusyError{Key: a.key, RetryAfter: a.l.hints.hint(left), HolderTTL: left}
+}
+
+// expired is the error of a call whose deadline passed while no attempt
+// was in flight: busy, joined with context.DeadlineExceeded when the
+// deadline was ctx's (ctx.Done may not have fired yet).
+func (a *acquisition) expired(w *waiter) error {
+	if a.ctxEnds {
+		return errors.Join(a.busy(w), context.DeadlineExceeded)
+	}
+	return a.busy(w)
 }
 
 // ended is the error of a call whose ctx ended while no attempt was in
@@ -60,8 +71,11 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 		if s != nil || err != nil {
 			return s, err
 		}
-		if !a.waits || !time.Now().Before(a.deadline) {
+		if !a.waits {
 			return nil, a.busy(nil)
+		}
+		if !time.Now().Before(a.deadline) {
+			return nil, a.expired(nil)
 		}
 	}
 	w := l.room.join(a.keys.hash())
@@ -80,7 +94,7 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	for {
 		remaining := time.Until(a.deadline)
 		if remaining <= 0 {
-			return nil, a.busy(w)
+			return nil, a.expired(w)
 		}
 		head := l.room.isHead(w)
 		sleep := remaining

@@ -302,8 +302,8 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 		a.waits = true
 		a.deadline = start.Add(o.wait)
 	}
-	if d, ok := ctx.Deadline(); ok && (a.deadline.IsZero() || d.Before(a.deadline)) {
-		a.deadline = d
+	if d, ok := ctx.Deadline(); ok && (a.deadline.IsZero() || !a.deadline.Before(d)) {
+		a.deadline, a.ctxEnds = d, true
 	}
 	s, err := a.run(ctx)
 	ev := Event{Kind: EventAcquired, Key: key, Wait: time.Since(start), Attempts: a.attempts}

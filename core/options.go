@@ -250,6 +250,9 @@ func WithFenceWindow(d time.Duration) Option {
 func Combine(opts ...LockOption) (LockOption, error) {
 	var probe callOptions
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, invalidf("nil option")
+		}
 		opt.applyLock(&probe)
 	}
 	if probe.err != nil {

@@ -67,8 +67,8 @@ func TestThreeOutcomes(t *testing.T) {
 		dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
 		_, err := b.Lock(dctx, "k", core.WithWait(time.Minute))
-		if !errors.Is(err, core.ErrNotObtained) {
-			t.Fatalf("Lock past ctx deadline = %v", err)
+		if !errors.Is(err, core.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Lock past ctx deadline = %v, want ErrNotObtained joined with DeadlineExceeded", err)
 		}
 	})
 
@@ -142,7 +142,7 @@ func TestBadInput(t *testing.T) {
 					t.Fatalf("err = %v, want ErrInvalid mentioning %q", err, tc.want)
 				}
 			}
-			if len(tc.opts) > 0 && tc.opts[0] != nil {
+			if len(tc.opts) > 0 {
 				if _, err := core.Combine(tc.opts...); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("Combine = %v, want ErrInvalid mentioning %q", err, tc.want)
 				}

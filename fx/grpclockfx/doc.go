@@ -14,6 +14,9 @@
 //     not order a value group: when the lock must run after another
 //     interceptor, use one of the first two forms.
 //
-// A bad lock rule fails the application at construction with grpclock.New's
-// error naming the method.
+// A bad lock rule or option (given through Options or as an annotation)
+// fails the application at construction with grpclock.New's error naming
+// the method and the field, also when the rule is fail-open: a mistake in a
+// rule never turns into calls that fail, or run without the lock, at run
+// time.
 package grpclockfx

@@ -6,13 +6,13 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	grpclock "github.com/lockgate/lockgate/interceptor/grpc"
-	"github.com/lockgate/lockgate/internal/fxgroup"
 )
 
 // Value group names used by Module.
 const (
-	// OptionsGroup holds grpclock.Option values applied by New, such as
-	// grpclock.WithRule. Fill it with Options.
+	// OptionsGroup holds the grpclock options applied by New, such as
+	// grpclock.WithRule: each value is the []grpclock.Option of one Options
+	// call. Fill it with Options.
 	OptionsGroup = "lockgate.grpc.options"
 	// ServerOptionsGroup receives the interceptors as grpc.ServerOption
 	// values; a server constructor takes them with
@@ -28,10 +28,15 @@ var Module = fx.Module("lockgate.grpc",
 )
 
 // Options adds opts to the grpclock options of Module's interceptor (the
-// OptionsGroup value group). The order between several Options calls is
-// unspecified; WithRule for one method should be given once.
+// OptionsGroup value group). They apply in the order given within one
+// call; the order between several Options calls is unspecified (fx does not
+// order a value group), so give options that override each other (two
+// WithRule for one method, WithReleaseTimeout and a WithLockOptions
+// release timeout) in one call. Every rule and option is checked by
+// grpclock.New when the graph is built: a bad one fails the application's
+// start, fail-open or not.
 func Options(opts ...grpclock.Option) fx.Option {
-	return fxgroup.Supply(OptionsGroup, opts)
+	return fx.Supply(fx.Annotate(append([]grpclock.Option(nil), opts...), fx.ResultTags(`group:"`+OptionsGroup+`"`)))
 }
 
 // Params are the inputs of New.
@@ -40,8 +45,9 @@ type Params struct {
 
 	// Locker is required (lockfx.Module provides one).
 	Locker *core.Locker
-	// Options are passed to grpclock.New.
-	Options []grpclock.Option `group:"lockgate.grpc.options"`
+	// Options are passed to grpclock.New: one []grpclock.Option per
+	// Options call.
+	Options [][]grpclock.Option `group:"lockgate.grpc.options"`
 }
 
 // Result is what New provides.
@@ -57,10 +63,16 @@ type Result struct {
 }
 
 // New builds the interceptor with grpclock.New. It needs no lifecycle: the
-// interceptor owns nothing (the Locker is closed by whoever provided it).
-// Errors: those of grpclock.New (a bad rule, naming the method).
+// interceptor owns nothing (the Locker is shut down by whoever provided it;
+// lockfx does on stop).
+// Errors: those of grpclock.New (a bad rule or option, fail-open or not,
+// naming the method and the field), which fail the application's start.
 func New(p Params) (Result, error) {
-	lk, err := grpclock.New(p.Locker, p.Options...)
+	var opts []grpclock.Option
+	for _, group := range p.Options {
+		opts = append(opts, group...)
+	}
+	lk, err := grpclock.New(p.Locker, opts...)
 	if err != nil {
 		return Result{}, err
 	}

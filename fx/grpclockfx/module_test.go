@@ -31,7 +31,7 @@ type health struct {
 
 func (health) Check(ctx context.Context, _ *grpc_health_v1.HealthCheckRequest) (*grpc_health_v1.HealthCheckResponse, error) {
 	st := grpc_health_v1.HealthCheckResponse_NOT_SERVING
-	if l := grpclock.LeaseFromContext(ctx); l != nil && l.Key() == "health:orders" {
+	if l := grpclock.FromContext(ctx); l != nil && l.Key() == "health:orders" {
 		st = grpc_health_v1.HealthCheckResponse_SERVING
 	}
 	return &grpc_health_v1.HealthCheckResponse{Status: st}, nil
@@ -165,21 +165,74 @@ func TestModuleControl(t *testing.T) {
 	}
 }
 
-// TestModuleBadRule: a bad rule fails the application at construction,
-// naming the method. The Locker is the test's own: fx runs no OnStop hook
-// of an application that failed to build, so a Locker from lockfx.Module
-// would keep its background goroutines.
+// TestModuleBadRule: a bad rule or option given through Options fails the
+// application's start with grpclock.New's error naming the method and the
+// field, although every rule here is fail-open. The Locker comes from
+// lockfx.Module: core.New starts nothing, so an application that fails to
+// build leaks nothing (TestMain's goleak). Control: the same rule without
+// the fault starts and serves Check under the lock.
 func TestModuleBadRule(t *testing.T) {
 	srv := redistest.Start(t)
-	l := core.New(srv.Client(t))
-	t.Cleanup(func() { l.Close() })
-	app := fx.New(fx.NopLogger,
-		fx.Supply(l),
-		grpclockfx.Options(grpclock.WithRule(checkMethod, grpclock.Rule{Key: "health:{nope}"})),
-		grpclockfx.Module,
-		fx.Invoke(func(*grpclock.Interceptor) {}),
-	)
-	if err := app.Err(); err == nil || !strings.Contains(err.Error(), checkMethod) {
-		t.Fatalf("app.Err() = %v; want an error naming %s", err, checkMethod)
+	client := srv.Client(t)
+	good := grpclock.Rule{Key: "health:{service}", FailOpen: true}
+	with := func(f func(*grpclock.Rule)) grpclock.Option {
+		r := good
+		f(&r)
+		return grpclock.WithRule(checkMethod, r)
 	}
+	for _, tc := range []struct {
+		name string
+		opts []grpclock.Option
+		want []string
+	}{
+		{"unknown field", []grpclock.Option{with(func(r *grpclock.Rule) { r.Key = "health:{nope}" })}, []string{checkMethod, "nope"}},
+		{"unknown placeholder type", []grpclock.Option{with(func(r *grpclock.Rule) { r.Key = "health:{service:float}" })}, []string{checkMethod, "float"}},
+		{"negative wait", []grpclock.Option{with(func(r *grpclock.Rule) { r.Wait = -time.Second })}, []string{checkMethod, "Rule.Wait"}},
+		{"short ttl", []grpclock.Option{with(func(r *grpclock.Rule) { r.TTL = time.Millisecond })}, []string{checkMethod, "Rule.TTL"}},
+		{"bad core option", []grpclock.Option{with(func(r *grpclock.Rule) { r.Options = []core.LockOption{core.WithTTL(time.Millisecond)} })},
+			[]string{checkMethod, "Rule.Options[0]", "ttl"}},
+		{"zero release timeout", []grpclock.Option{grpclock.WithRule(checkMethod, good), grpclock.WithReleaseTimeout(0)}, []string{"WithReleaseTimeout"}},
+		{"bad lock option", []grpclock.Option{grpclock.WithRule(checkMethod, good), grpclock.WithLockOptions(core.WithWait(-2 * time.Second))},
+			[]string{"WithLockOptions", "wait"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := fx.New(fx.NopLogger,
+				universal(client),
+				lockfx.Module,
+				grpclockfx.Options(tc.opts...),
+				grpclockfx.Module,
+				fx.Invoke(func(*grpclock.Interceptor) {}),
+			)
+			err := app.Err()
+			if err == nil {
+				t.Fatal("app built, want an error")
+			}
+			t.Logf("%v", err)
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("app.Err() = %q; want it to contain %q", err, w)
+				}
+			}
+			if err := app.Start(context.Background()); err == nil {
+				t.Fatal("app started, want an error")
+			}
+		})
+	}
+	t.Run("control", func(t *testing.T) {
+		var s *server
+		app := fxtest.New(t,
+			universal(client),
+			lockfx.Module,
+			grpclockfx.Options(grpclock.WithRule(checkMethod, good), grpclock.WithReleaseTimeout(time.Second),
+				grpclock.WithLockOptions(core.WithWait(core.NoWait))),
+			grpclockfx.Module,
+			fx.Provide(newServer),
+			fx.Populate(&s),
+		)
+		app.RequireStart()
+		defer app.RequireStop()
+		if got := check(t, s.addr); got != grpc_health_v1.HealthCheckResponse_SERVING {
+			t.Fatalf("control: Check ran with status %v; want SERVING (under the lease health:orders)", got)
+		}
+	})
 }

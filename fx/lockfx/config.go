@@ -1,62 +1,66 @@
 package lockfx
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lockgate/lockgate/core"
 )
 
 // Config is the optional configuration of the Locker built by Module. Put a
-// *Config in the graph (fx.Supply(&lockfx.Config{...})) to use it; every
-// zero field keeps the core default. Options given with Options are applied
+// *Config in the graph (fx.Supply(&lockfx.Config{...})) to use it. Each
+// field maps to one core option, which core.New checks (a bad value fails
+// the application's start with core's error, naming the field); a zero
+// field keeps the core default. Options given with Options are applied
 // after it and so win.
 type Config struct {
-	// Prefix of every Redis key and channel of the Locker.
+	// Prefix of every Redis key and channel of the Locker (core.WithPrefix).
 	// Optional. Default core.DefaultPrefix ("lockgate:"). At most
 	// core.MaxPrefixLen bytes, no '{' or '}'.
 	Prefix string
-	// TTL is the default lease time of every lock.
+	// TTL is the default lease time of every lock (core.WithTTL).
 	// Optional. Default core.DefaultTTL (30s). At least core.MinTTL.
 	TTL time.Duration
-	// Wait is the default wait budget of Lock.
-	// Optional. Default core.DefaultWait (2s). A negative value is an error;
-	// a single attempt is chosen per call (core.WithWait(0) or TryLock), as 0
-	// here means the default.
+	// Wait is the default wait budget of Lock (core.WithWait). Optional.
+	// 0 keeps core.DefaultWait (2s); core.NoWait makes every Lock a single
+	// attempt; another negative value is an error.
 	Wait time.Duration
-	// Observer is told of every lock event (metrics, logs).
+	// ReleaseTimeout bounds how long Unlock waits for Redis
+	// (core.WithReleaseTimeout). Optional. 0 keeps
+	// core.DefaultReleaseTimeout (1s); a negative value is an error.
+	ReleaseTimeout time.Duration
+	// Observer is told of every lock event (core.WithObserver).
 	// Optional. Default none.
 	Observer core.Observer
 }
 
-// options validates c and turns it into core options. Errors name the
-// field and match core.ErrInvalid.
-func (c *Config) options() ([]core.Option, error) {
+// field is a core option with the Config field (or Options entry) it
+// comes from, to name it in errors.
+type field struct {
+	name string
+	opt  core.Option
+}
+
+// options turns c into core options, each labelled with its field. Nothing
+// is checked here: core.New does it.
+func (c *Config) options() []field {
 	if c == nil {
-		return nil, nil
+		return nil
 	}
-	var opts []core.Option
+	var fs []field
 	if c.Prefix != "" {
-		if len(c.Prefix) > core.MaxPrefixLen || strings.ContainsAny(c.Prefix, "{}") {
-			return nil, fmt.Errorf("lockfx: Config.Prefix %q: %w: at most %d bytes, no braces", c.Prefix, core.ErrInvalid, core.MaxPrefixLen)
-		}
-		opts = append(opts, core.WithPrefix(c.Prefix))
+		fs = append(fs, field{"Config.Prefix", core.WithPrefix(c.Prefix)})
 	}
 	if c.TTL != 0 {
-		if c.TTL < core.MinTTL {
-			return nil, fmt.Errorf("lockfx: Config.TTL %v: %w: below the minimum %v", c.TTL, core.ErrInvalid, core.MinTTL)
-		}
-		opts = append(opts, core.WithTTL(c.TTL))
+		fs = append(fs, field{"Config.TTL", core.WithTTL(c.TTL)})
 	}
-	if c.Wait < 0 {
-		return nil, fmt.Errorf("lockfx: Config.Wait %v: %w: negative", c.Wait, core.ErrInvalid)
+	if c.Wait != 0 {
+		fs = append(fs, field{"Config.Wait", core.WithWait(c.Wait)})
 	}
-	if c.Wait > 0 {
-		opts = append(opts, core.WithWait(c.Wait))
+	if c.ReleaseTimeout != 0 {
+		fs = append(fs, field{"Config.ReleaseTimeout", core.WithReleaseTimeout(c.ReleaseTimeout)})
 	}
 	if c.Observer != nil {
-		opts = append(opts, core.WithObserver(c.Observer))
+		fs = append(fs, field{"Config.Observer", core.WithObserver(c.Observer)})
 	}
-	return opts, nil
+	return fs
 }

@@ -2,33 +2,37 @@ package lockfx
 
 import (
 	"context"
-	"errors"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
 	"github.com/lockgate/lockgate/core"
-	"github.com/lockgate/lockgate/internal/fxgroup"
 )
 
-// OptionsGroup is the fx value group of core.Option values applied by New
-// after Config. Fill it with Options.
+// OptionsGroup is the fx value group of the core options applied by New
+// after Config: each value is the []core.Option of one Options call. Fill
+// it with Options.
 const OptionsGroup = "lockgate.options"
 
 // Module provides *core.Locker, built by New from the redis.UniversalClient
-// in the graph, an optional *Config and the core.Option values of the
-// OptionsGroup group. The Locker is closed when the application stops; the
-// client is not.
+// in the graph, an optional *Config and the core options of the
+// OptionsGroup group. When the application stops, the Locker shuts down
+// gracefully (core's Shutdown: the locks still held are released in Redis
+// within fx's stop timeout); the client is not closed.
 var Module = fx.Module("lockgate",
 	fx.Provide(New),
 )
 
 // Options adds opts to the core options of the Locker built by Module
 // (the OptionsGroup value group), for settings Config lacks such as
-// core.WithRetry or core.WithFenceWindow. They are applied after Config, in
-// the order given; the order between several Options calls is unspecified.
+// core.WithRetry, core.WithLogger or core.WithFenceWindow. They are applied
+// after Config, in the order given within one call; the order between
+// several Options calls is unspecified (fx does not order a value group),
+// so give options that override each other in one call. A bad option
+// (nil, or a value core rejects) fails the application's start.
 func Options(opts ...core.Option) fx.Option {
-	return fxgroup.Supply(OptionsGroup, opts)
+	return fx.Supply(fx.Annotate(append([]core.Option(nil), opts...), fx.ResultTags(`group:"`+OptionsGroup+`"`)))
 }
 
 // Params are the inputs of New.
@@ -36,37 +40,79 @@ type Params struct {
 	fx.In
 
 	Lifecycle fx.Lifecycle
-	// Client is the Redis client the Locker uses. Required; never closed by
-	// this package.
+	// Client is the Redis client the Locker uses. Required (a nil client is
+	// an error of New); never closed by this package.
 	Client redis.UniversalClient
 	// Config is optional; nil keeps every core default.
 	Config *Config `optional:"true"`
-	// Options are applied after Config.
-	Options []core.Option `group:"lockgate.options"`
+	// Options are applied after Config: one []core.Option per Options
+	// call.
+	Options [][]core.Option `group:"lockgate.options"`
 }
 
-// New builds the Locker of Module and registers its Close as an OnStop
-// hook. It is exported for applications that prefer fx.Provide(lockfx.New)
-// or fx.Decorate to the Module. Errors: a Config field out of range (the
-// error names it and matches core.ErrInvalid), or a nil Client. Options
-// invalid for core are reported, as core.New documents, by every Lock.
+// New builds the Locker of Module with core.New and registers its Shutdown
+// as an OnStop hook, so that a stopping application (a rolling deploy)
+// cancels the contexts of the leases still held (cause core.ErrClosed) and
+// releases their locks in Redis within fx's stop context instead of leaving
+// them held for their TTL. It is exported for applications that prefer
+// fx.Provide(lockfx.New) or fx.Decorate to the Module.
 //
-// core.New starts the Locker's background goroutines at once; if the
-// application then fails to build (another constructor fails), fx runs no
-// OnStop hook and they stay until the process exits, as it normally does
-// after such a failure.
+// core.New starts nothing: the Locker's background goroutines start with
+// its first lease. So if the application fails to build after New (another
+// constructor fails, and fx runs no OnStop hook), the Locker owns nothing
+// that outlives it, unless a constructor already took a lock.
+//
+// Errors: core.New's (matching core.ErrInvalid), for a nil client or an
+// invalid option, prefixed with the Config field or Options entry at
+// fault ("lockfx: Config.TTL: ..."). The OnStop hook returns Shutdown's
+// error: releases Redis did not answer within the stop context (those
+// locks expire after their TTL).
 func New(p Params) (*core.Locker, error) {
-	if p.Client == nil {
-		return nil, errors.New("lockfx: no redis.UniversalClient in the graph")
+	fields := p.Config.options()
+	for _, group := range p.Options {
+		for j, opt := range group {
+			fields = append(fields, field{fmt.Sprintf("lockfx.Options option %d", j), opt})
+		}
 	}
-	opts, err := p.Config.options()
+	opts := make([]core.Option, len(fields))
+	for i, f := range fields {
+		opts[i] = f.opt
+	}
+	l, err := core.New(p.Client, opts...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lockfx: %s%w", culprit(p.Client, fields), err)
 	}
-	opts = append(opts, p.Options...)
-	l := core.New(p.Client, opts...)
 	p.Lifecycle.Append(fx.Hook{
-		OnStop: func(context.Context) error { return l.Close() },
+		OnStop: func(ctx context.Context) error {
+			if err := l.Shutdown(ctx); err != nil {
+				return fmt.Errorf("lockfx: shutdown: %w", err)
+			}
+			return nil
+		},
 	})
 	return l, nil
+}
+
+// culprit names what made core.New fail ("Config.TTL: "), asking core
+// about each option alone; "" when it cannot tell. It runs only after a
+// failure. A Locker core.New builds here has started nothing and is closed
+// at once.
+func culprit(client redis.UniversalClient, fields []field) string {
+	probe := func(opts ...core.Option) bool {
+		l, err := core.New(client, opts...)
+		if err != nil {
+			return false
+		}
+		l.Close()
+		return true
+	}
+	if !probe() {
+		return "Client: "
+	}
+	for _, f := range fields {
+		if !probe(f.opt) {
+			return f.name + ": "
+		}
+	}
+	return ""
 }

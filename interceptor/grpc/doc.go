@@ -19,12 +19,25 @@
 // When both exist for one method the Go rule wins, whole: the annotation of
 // that method is ignored. New reads the annotations once, from the
 // descriptors registered in protoregistry.GlobalFiles (or WithFiles), and
-// checks every rule then: a malformed key template, a field the request
-// message does not have, a field that is not a scalar, a bad wait or ttl,
-// a client-streaming or bidi method whose key names a message field, and a
-// Go rule for a method that no registered service has are errors of New,
-// each naming the method. Methods with neither pass through untouched at
-// the cost of one map lookup.
+// checks every rule then, fail-open or not: a malformed key template, a
+// field the request message does not have, a field that is not a scalar, a
+// typed placeholder that can never parse from its field, a bad wait or ttl,
+// an invalid core option (Rule.Options and WithLockOptions go through
+// core.Combine), a client-streaming or bidi method whose key names a
+// message field, and a Go rule for a method that no registered service has
+// are errors of New, each naming the method and the field. A bad rule is
+// therefore never a failure of every call, nor a reason to run without the
+// lock. Methods with neither pass through untouched at the cost of one map
+// lookup.
+//
+// # Wait and TTL
+//
+// In an annotation, wait and ttl are Go duration strings: an empty string
+// keeps the Locker's default, a wait of "0s" makes a single attempt, a
+// negative wait and a ttl below core.MinTTL (50ms) are errors of New. In a
+// Go rule, Rule.Wait 0 keeps the Locker's default, core.NoWait makes a
+// single attempt and another negative value is an error; Rule.TTL 0 keeps
+// the default and a set TTL must be at least core.MinTTL.
 //
 // # Keys
 //
@@ -39,26 +52,46 @@
 // includes the zero value ("" or 0), so declare the field optional to lock
 // on 0.
 //
+// Typed placeholders ({user_id:int}, {field.order.id:uint},
+// {md.x-tenant:uuid}) build the key from the value the handler will parse:
+// "01", "+1" and "1" in a string field typed :int lock the same key, and a
+// value that does not parse ("x") is codes.InvalidArgument naming the
+// field. A string field takes every type and an integer field takes :int
+// and :uint; a type that can never parse from its field (:uuid on an
+// integer field; any type on a bool, enum or bytes field) is an error of
+// New naming the method and the field.
+//
 // # Outcomes
 //
 //   - lock obtained: the handler runs with a context derived from the
-//     lease's (LeaseFromContext returns the lease; nested core.Lock calls
-//     with it re-enter), cancelled with cause core.ErrLockLost if the lock
-//     is lost; the lock is released after the handler returns (or panics),
-//     with context.WithoutCancel so a cancelled call still releases.
+//     lease's (FromContext returns the lease; nested core.Lock calls of the
+//     same key with it re-enter), cancelled with cause core.ErrLockLost if
+//     the lock is lost, or core.ErrClosed if the Locker shuts down; the lock
+//     is released after the handler returns (or panics). core detaches the
+//     release from the call's cancellation, so a call the client cancelled
+//     still releases its lock, within the release timeout
+//     (WithReleaseTimeout, default the Locker's).
 //   - still busy when the wait ends: codes.ResourceExhausted naming the full
-//     method, with an errdetails.RetryInfo whose delay is the holder's
-//     remaining TTL.
-//   - the caller's context ended while waiting: codes.Canceled or
-//     codes.DeadlineExceeded.
-//   - Redis unreachable: codes.Unavailable and the handler does not run,
-//     unless the rule is fail-open (then the handler runs without a lock and
-//     a warning is logged).
-//   - a key value missing, too long or with control characters:
-//     codes.InvalidArgument naming the placeholder (for example
-//     "field.item.sku"); nothing is locked.
+//     method, with an errdetails.RetryInfo whose delay is core's estimate of
+//     when the lock is likely free (core.RetryAfter).
+//   - the caller's context ended first (while waiting or before any
+//     answer): codes.Canceled or codes.DeadlineExceeded, not
+//     ResourceExhausted.
+//   - Redis unreachable, failing or hung (core.ErrUnavailable, within the
+//     wait budget plus a small bound): codes.Unavailable and the handler
+//     does not run, unless the rule is fail-open (then the handler runs
+//     without a lock and a warning is logged). Fail-open applies to that
+//     case only: never when the call's context ended meanwhile.
+//   - the Locker closed or shutting down (core.ErrClosed): codes.Unavailable
+//     "shutting down", also for fail-open rules.
+//   - a Redis server older than 7.0 (core.ErrUnsupported): codes.Unavailable,
+//     logged at error, also for fail-open rules.
+//   - a key value missing, too long, with control characters, or not
+//     parsing as its placeholder's type: codes.InvalidArgument naming the
+//     placeholder (for example "field.item.sku"); nothing is locked.
 //   - anything else: codes.Internal with a generic message; details go to
-//     the logger only.
+//     the logger only (as for Unavailable: no Redis address or error text
+//     reaches the client).
 //
 // # Streams
 //

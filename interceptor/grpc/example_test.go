@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"slices"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
@@ -21,12 +22,15 @@ import (
 func Example() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6390"})
 	defer rdb.Close()
-	locker := core.New(rdb)
+	locker, err := core.New(rdb)
+	if err != nil {
+		log.Fatal(err) // a nil client or a bad core option
+	}
 	defer locker.Close()
 
 	lk, err := grpclock.New(locker)
 	if err != nil {
-		log.Fatal(err) // a bad annotation: the error names the method
+		log.Fatal(err) // a bad annotation: the error names the method and the field
 	}
 	srv := grpc.NewServer(
 		grpc.ChainUnaryInterceptor( /* auth, logging, ... */ lk.Unary()),
@@ -55,17 +59,21 @@ func Example() {
 func ExampleWithRule() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6390"})
 	defer rdb.Close()
-	locker := core.New(rdb)
+	locker, err := core.New(rdb)
+	if err != nil {
+		log.Fatal(err) // a nil client or a bad core option
+	}
 	defer locker.Close()
 
 	lk, err := grpclock.New(locker,
 		// Lock Plain, which has no annotation, on the caller's identity.
 		grpclock.WithRule("/lockgate.testpb.Orders/Plain", grpclock.Rule{Key: "plain:{md.x-user-id}"}),
-		// Replace Order's annotation: one attempt, a 10s lease.
+		// Replace Order's annotation: one attempt, a 10s lease, a user
+		// id that "01" and "1" spell alike.
 		grpclock.WithRule("/lockgate.testpb.Orders/Order", grpclock.Rule{
-			Key:     "order:{user_id}:{voucher_id}",
-			TTL:     10e9,
-			Options: []core.Option{core.WithWait(0)},
+			Key:  "order:{user_id:int}:{voucher_id}",
+			Wait: core.NoWait,
+			TTL:  10 * time.Second,
 		}),
 	)
 	if err != nil {
@@ -73,19 +81,25 @@ func ExampleWithRule() {
 	}
 	fmt.Println(slices.Contains(lk.Methods(), "/lockgate.testpb.Orders/Plain"))
 
-	// A Go rule is checked against the method like an annotation.
+	// A Go rule is checked against the method like an annotation, and a
+	// bad one is an error of New even when it is fail-open.
 	_, err = grpclock.New(locker, grpclock.WithRule("/lockgate.testpb.Orders/Upload", grpclock.Rule{Key: "u:{user_id}"}))
+	fmt.Println(err != nil)
+	_, err = grpclock.New(locker, grpclock.WithRule("/lockgate.testpb.Orders/Plain", grpclock.Rule{
+		Key: "plain:{md.x-user-id}", TTL: 10 * time.Millisecond, FailOpen: true,
+	}))
 	fmt.Println(err != nil)
 	// Output:
 	// true
 	// true
+	// true
 }
 
-// ExampleLeaseFromContext reads the lease in a handler, to pass its fence
+// ExampleFromContext reads the lease in a handler, to pass its fence
 // with the writes the lock protects.
-func ExampleLeaseFromContext() {
+func ExampleFromContext() {
 	handler := func(ctx context.Context, req *testpb.OrderRequest) (*testpb.OrderReply, error) {
-		lease := grpclock.LeaseFromContext(ctx) // nil when the method is not locked
+		lease := grpclock.FromContext(ctx) // nil when the method is not locked
 		if lease == nil {
 			return &testpb.OrderReply{}, nil
 		}

@@ -12,7 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/lockgate/lockgate/core"
@@ -22,10 +24,11 @@ import (
 )
 
 const (
-	methodOrder  = testpb.Orders_Order_FullMethodName
-	methodQuick  = testpb.Orders_Quick_FullMethodName
-	methodPlain  = testpb.Orders_Plain_FullMethodName
-	methodUpload = testpb.Orders_Upload_FullMethodName
+	methodOrder   = testpb.Orders_Order_FullMethodName
+	methodQuick   = testpb.Orders_Quick_FullMethodName
+	methodPlain   = testpb.Orders_Plain_FullMethodName
+	methodUpload  = testpb.Orders_Upload_FullMethodName
+	methodRelaxed = testpb.Orders_Relaxed_FullMethodName
 )
 
 // orders is the test service. Every handler counts how many calls are
@@ -104,7 +107,7 @@ func (s *orders) pause(ctx context.Context, pauseMs int64) error {
 }
 
 func reply(ctx context.Context, req *testpb.OrderRequest) *testpb.OrderReply {
-	l := grpclock.LeaseFromContext(ctx)
+	l := grpclock.FromContext(ctx)
 	return &testpb.OrderReply{Fence: l.Fence(), Key: l.Key(), Echo: req.GetUserId()}
 }
 
@@ -202,18 +205,73 @@ type env struct {
 	svc    *orders
 	client testpb.OrdersClient
 	prefix string
+	// served receives, for every unary call, the status the server side
+	// returned (the lock interceptor's answer as the chain saw it, before
+	// the client's own deadline handling can mask it).
+	served chan servedCall
+}
+
+type servedCall struct {
+	method string
+	err    error
 }
 
 // newEnv serves the test service behind the interceptor built with opts.
 func newEnv(t testing.TB, opts ...grpclock.Option) *env {
 	t.Helper()
-	e := newBase(t)
+	return newEnvOn(t, newBase(t), opts...)
+}
+
+// newEnvOn serves e's service behind the interceptor built with opts on
+// e.locker.
+func newEnvOn(t testing.TB, e *env, opts ...grpclock.Option) *env {
+	t.Helper()
 	lk, err := grpclock.New(e.locker, opts...)
 	if err != nil {
 		t.Fatalf("grpclock.New: %v", err)
 	}
-	e.serve(t, lk.ServerOptions()...)
+	e.serve(t, append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(e.record)}, lk.ServerOptions()...)...)
 	return e
+}
+
+// record is the outermost unary interceptor: it reports what the rest of
+// the chain answered. A call with the metadata "x-server-timeout" (a Go
+// duration) runs under that server-side deadline, as a server that bounds
+// its calls would: the client then sees the server's answer to the
+// deadline, not its own.
+func (e *env) record(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if vs := metadata.ValueFromIncomingContext(ctx, "x-server-timeout"); len(vs) > 0 {
+		d, err := time.ParseDuration(vs[0])
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "x-server-timeout: %v", err)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	resp, err := handler(ctx, req)
+	select {
+	case e.served <- servedCall{info.FullMethod, err}:
+	default:
+	}
+	return resp, err
+}
+
+// servedErr waits (bounded) for the server side's answer to a call of
+// method.
+func (e *env) servedErr(t testing.TB, method string) error {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case c := <-e.served:
+			if c.method == method {
+				return c.err
+			}
+		case <-timeout:
+			t.Fatalf("no answer of %s recorded within 10s", method)
+		}
+	}
 }
 
 // newControl serves the test service without the interceptor.
@@ -224,17 +282,29 @@ func newControl(t testing.TB) *env {
 	return e
 }
 
-func newBase(t testing.TB) *env {
+// newBase starts Redis and a Locker on it with the test's own prefix and
+// opts (after the prefix).
+func newBase(t testing.TB, opts ...core.Option) *env {
 	t.Helper()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
+	return newBaseOn(t, srv, rdb, opts...)
+}
+
+// newBaseOn is newBase with a given server and client (for example a
+// client with go-redis's default timeouts and retries).
+func newBaseOn(t testing.TB, srv *redistest.Server, rdb *redis.Client, opts ...core.Option) *env {
+	t.Helper()
 	prefix := "grpclock-" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + ":"
 	if len(prefix) > core.MaxPrefixLen {
 		prefix = prefix[:core.MaxPrefixLen]
 	}
-	l := core.New(rdb, core.WithPrefix(prefix))
+	l, err := core.New(rdb, append([]core.Option{core.WithPrefix(prefix)}, opts...)...)
+	if err != nil {
+		t.Fatalf("core.New: %v", err)
+	}
 	t.Cleanup(func() { l.Close() })
-	return &env{redis: srv, rdb: rdb, locker: l, svc: newOrders(), prefix: prefix}
+	return &env{redis: srv, rdb: rdb, locker: l, svc: newOrders(), prefix: prefix, served: make(chan servedCall, 256)}
 }
 
 func (e *env) serve(t testing.TB, opts ...grpc.ServerOption) {
@@ -279,7 +349,20 @@ func (e *env) waitEntered(t testing.TB, method string) {
 	}
 }
 
-// lockKeys lists the Redis keys under the test's prefix.
+// lockKey is the Redis key of the lock named name.
+func (e *env) lockKey(name string) string { return e.prefix + "{" + name + "}" }
+
+// exists reports whether the Redis key k exists, read with a direct client.
+func (e *env) exists(t testing.TB, k string) bool {
+	t.Helper()
+	n, err := e.rdb.Exists(context.Background(), k).Result()
+	if err != nil {
+		t.Fatalf("EXISTS %s: %v", k, err)
+	}
+	return n == 1
+}
+
+// lockKeys lists the lock hashes under the test's prefix.
 func (e *env) lockKeys(t testing.TB) []string {
 	t.Helper()
 	keys, err := e.rdb.Keys(context.Background(), e.prefix+"*").Result()
@@ -288,7 +371,9 @@ func (e *env) lockKeys(t testing.TB) []string {
 	}
 	var locks []string
 	for _, k := range keys {
-		if !strings.HasSuffix(k, ":fence") {
+		// Lock hashes end with the hash tag; fence keys (":fence") and the
+		// done markers of releases (":done:<owner>") are not locks.
+		if strings.HasSuffix(k, "}") {
 			locks = append(locks, k)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -17,10 +16,9 @@ import (
 // hands out the unary and stream server interceptors that apply them. It is
 // immutable after New and safe for concurrent use.
 type Interceptor struct {
-	locker         *core.Locker
-	methods        map[string]*method
-	logger         *slog.Logger
-	releaseTimeout time.Duration
+	locker  *core.Locker
+	methods map[string]*method
+	logger  *slog.Logger
 }
 
 // New reads the (lockgate.v1.lock) annotations of every service registered
@@ -29,16 +27,32 @@ type Interceptor struct {
 // once, at start-up, after the generated packages of the services are
 // linked in (their init registers the descriptors).
 //
-// Errors: a nil locker, or one error per bad rule, joined, each naming the
-// full method and whether it is an annotation or a Go rule (see the package
-// doc for what is checked).
+// Every rule is checked here, whether fail-open or not: a bad rule or
+// option is a setup error, never a failure (or an unlocked run) of every
+// call.
+//
+// Errors, joined, each naming what is at fault: a nil locker; a nil Option;
+// a bad option value (WithFiles(nil), WithReleaseTimeout(d <= 0), an
+// invalid or nil core option in WithLockOptions, reported with core's
+// error, which matches core.ErrInvalid); and one error per bad rule, naming
+// the full method, whether it is an annotation or a Go rule, and the field
+// (see the package doc for what is checked).
 func New(locker *core.Locker, opts ...Option) (*Interceptor, error) {
 	if locker == nil {
 		return nil, errors.New("grpclock: nil *core.Locker")
 	}
 	o := defaultOptions()
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			o.fail("option %d given to New is nil", i)
+			continue
+		}
 		opt(&o)
+	}
+	if len(o.errs) > 0 {
+		// The rules would be checked against bad options: report these
+		// first, alone.
+		return nil, errors.Join(o.errs...)
 	}
 	if o.logger == nil {
 		o.logger = slog.Default()
@@ -48,10 +62,9 @@ func New(locker *core.Locker, opts ...Option) (*Interceptor, error) {
 		return nil, err
 	}
 	return &Interceptor{
-		locker:         locker,
-		methods:        methods,
-		logger:         o.logger,
-		releaseTimeout: o.releaseTimeout,
+		locker:  locker,
+		methods: methods,
+		logger:  o.logger,
 	}, nil
 }
 
@@ -141,24 +154,43 @@ func (i *Interceptor) acquire(ctx context.Context, m *method, msg protoreflect.M
 	if err != nil {
 		return nil, keyStatus(m, err)
 	}
-	lease, err := i.locker.Lock(ctx, key, m.opts...)
+	lease, err := i.locker.Lock(ctx, key, m.opt)
 	if err == nil {
 		return lease, nil
 	}
-	if m.failOpen && errors.Is(err, core.ErrUnavailable) {
+	if m.failOpen && failOpen(err) {
 		i.logger.WarnContext(ctx, "grpclock: redis unavailable, running without the lock (fail-open)",
-			"method", m.name, "key", key, "error", err)
+			"method", m.name, "rule", m.origin, "key", key, "error", err)
 		return nil, nil
 	}
 	return nil, i.lockStatus(ctx, m, err)
 }
 
-// release unlocks after the handler, even when the call's context is
-// cancelled, within the release timeout.
+// failOpen reports whether a Lock error allows a fail-open rule to run the
+// handler without the lock: Redis unavailable, and only that. Not a closed
+// Locker, an unsupported server, bad input, nor a call whose context ended
+// (there is no caller left to serve, even if Redis was also unavailable).
+func failOpen(err error) bool {
+	return errors.Is(err, core.ErrUnavailable) && contextErr(err) == nil
+}
+
+// release unlocks after the handler. core detaches the release from the
+// call's cancellation (a call the client cancelled still releases its lock)
+// and bounds it by the release timeout (WithReleaseTimeout), so ctx is
+// passed as it is.
 func (i *Interceptor) release(ctx context.Context, m *method, lease *core.Lease) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.releaseTimeout)
-	defer cancel()
-	if err := lease.Unlock(rctx); err != nil {
+	err := lease.Unlock(ctx)
+	switch {
+	case err == nil:
+	case errors.Is(err, core.ErrLockLost):
+		// The handler's context was cancelled when the lock was lost;
+		// there is nothing left to release.
+		i.logger.WarnContext(ctx, "grpclock: the lock was lost while the handler ran",
+			"method", m.name, "key", lease.Key(), "error", err)
+	case errors.Is(err, core.ErrClosed):
+		i.logger.WarnContext(ctx, "grpclock: the Locker was closed while the handler ran (Shutdown released the lock; after Close it expires after its TTL)",
+			"method", m.name, "key", lease.Key())
+	default:
 		i.logger.WarnContext(ctx, "grpclock: release failed (the lock expires after its TTL)",
 			"method", m.name, "key", lease.Key(), "error", err)
 	}

@@ -44,12 +44,48 @@ func compileKey(text string, md protoreflect.MethodDescriptor) (*key, error) {
 			return nil, fmt.Errorf("key %q: {%s} names a request message field, but a client-streaming or bidi method has no single request: lock on metadata ({md.name}) or a context value ({ctx.name})", text, p)
 		}
 		path, err := resolvePath(md.Input(), p.Name)
+		if err == nil {
+			err = checkType(p.Type, path[len(path)-1])
+		}
 		if err != nil {
-			return nil, fmt.Errorf("key %q: {%s}: %w", text, p, err)
+			return nil, fmt.Errorf("key %q: {%s}: %w", text, placeholder(p), err)
 		}
 		k.paths[p.Name] = path
 	}
 	return k, nil
+}
+
+// placeholder writes p as in the template, with its type.
+func placeholder(p keyfunc.Part) string {
+	if p.Type == keyfunc.TypeNone {
+		return p.String()
+	}
+	return p.String() + ":" + p.Type.String()
+}
+
+// checkType rejects a typed placeholder whose type can never parse from the
+// text of the field fd (see fieldValue for how fields are rendered): a
+// string field takes every type; an integer field takes int and uint (a
+// negative value of a signed field typed uint, or an unsigned value over
+// the int64 range typed int, is rejected per call); bool, enum and bytes
+// fields take none (enums are rendered by name, bytes are raw bytes, not
+// the text a type parses).
+func checkType(t keyfunc.ValueType, fd protoreflect.FieldDescriptor) error {
+	if t == keyfunc.TypeNone {
+		return nil
+	}
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return nil
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
+		protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		if t == keyfunc.TypeInt || t == keyfunc.TypeUint {
+			return nil
+		}
+	}
+	return fmt.Errorf("field %s has type %s, whose value never parses as :%s; drop the type or lock on a string field",
+		fd.FullName(), fd.Kind(), t)
 }
 
 // usesMessage reports whether building the key reads the request message.
@@ -91,7 +127,8 @@ func resolvePath(msg protoreflect.MessageDescriptor, name string) ([]protoreflec
 	return path, nil
 }
 
-// build returns the lock name for one call. msg may be nil when the key
+// build returns the lock name for one call; keyfunc canonicalises the
+// values of typed placeholders ("01" and "1" give one key for :int). msg may be nil when the key
 // reads no field. Errors are *keyfunc.Error naming the placeholder.
 func (k *key) build(ctx context.Context, msg protoreflect.Message) (string, error) {
 	return k.tmpl.Key(func(src keyfunc.Source, name string) (string, bool, error) {

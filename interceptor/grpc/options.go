@@ -1,6 +1,7 @@
 package grpclock
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -9,51 +10,60 @@ import (
 	"github.com/lockgate/lockgate/core"
 )
 
-// DefaultReleaseTimeout bounds the Unlock sent after a handler returns.
-const DefaultReleaseTimeout = 5 * time.Second
-
 // Rule is a Go-side lock rule for one method, the equivalent of a
 // (lockgate.v1.lock) annotation. Given with WithRule, it wins over the
-// method's annotation.
+// method's annotation. Every field is checked by New: a bad value is an
+// error of New naming the method and the field, whatever FailOpen says.
 type Rule struct {
-	// Key is the lock name template (keyfunc language, see the package doc).
-	// Required.
+	// Key is the lock name template (keyfunc language, see the package doc),
+	// typed placeholders included ({user_id:int}). Required.
 	Key string
-	// Wait is how long a call waits for a busy lock. Optional. Default: the
-	// Locker's wait (core.DefaultWait, 2s, unless configured). For a single
-	// attempt, add core.WithWait(0) to Options.
+	// Wait is how long a call waits for a busy lock. Optional. 0 (the
+	// default) keeps the Locker's wait (core.DefaultWait, 2s, unless
+	// configured); core.NoWait makes a single attempt; any other negative
+	// value is an error of New.
 	Wait time.Duration
-	// TTL is the lease time. Optional. Default: the Locker's TTL
-	// (core.DefaultTTL, 30s, unless configured). At least core.MinTTL.
+	// TTL is the lease time. Optional. 0 (the default) keeps the Locker's
+	// TTL (core.DefaultTTL, 30s, unless configured); when set it must be at
+	// least core.MinTTL (a smaller or negative value is an error of New).
 	TTL time.Duration
-	// FailOpen runs the handler without the lock when Redis is unreachable.
+	// FailOpen runs the handler without the lock when Redis is unavailable
+	// (core.ErrUnavailable) and only then: never when the Locker is closed,
+	// the server unsupported, the input invalid or the call's context over.
 	// Optional. Default false: the call fails with codes.Unavailable.
 	FailOpen bool
-	// Options are passed to every Lock of this rule after Wait and TTL (for
-	// example core.WithWait(0) or core.WithoutWatchdog()). Optional.
-	Options []core.Option
+	// Options are passed to every Lock of this rule after WithLockOptions,
+	// Wait and TTL, so they win (for example core.WithoutWatchdog() or
+	// core.WithReleaseTimeout(2*time.Second)). Optional. New checks them
+	// with core.Combine: an invalid or nil option is an error of New.
+	Options []core.LockOption
 }
 
-// Option configures New.
+// Option configures New. A bad value given to an Option (a nil registry,
+// a non-positive release timeout, an invalid core option) is an error of
+// New.
 type Option func(*options)
 
 type options struct {
-	rules          map[string]Rule
-	order          []string // full method names of rules, in the order given
-	files          *protoregistry.Files
-	types          *protoregistry.Types
-	lockOpts       []core.Option
-	logger         *slog.Logger
-	releaseTimeout time.Duration
+	rules    map[string]Rule
+	order    []string // full method names of rules, in the order given
+	files    *protoregistry.Files
+	types    *protoregistry.Types
+	lockOpts []core.LockOption
+	logger   *slog.Logger
+	errs     []error // bad option values, reported by New
 }
 
 func defaultOptions() options {
 	return options{
-		rules:          map[string]Rule{},
-		files:          protoregistry.GlobalFiles,
-		types:          protoregistry.GlobalTypes,
-		releaseTimeout: DefaultReleaseTimeout,
+		rules: map[string]Rule{},
+		files: protoregistry.GlobalFiles,
+		types: protoregistry.GlobalTypes,
 	}
+}
+
+func (o *options) fail(format string, args ...any) {
+	o.errs = append(o.errs, fmt.Errorf("grpclock: "+format, args...))
 }
 
 // WithRule sets the lock rule of the method fullMethod, written as gRPC
@@ -75,37 +85,61 @@ func WithRule(fullMethod string, r Rule) Option {
 // annotations from and resolves Go rules against, for services not linked
 // into protoregistry.GlobalFiles (descriptors loaded at run time). Message
 // types of server-streaming requests are then built with dynamicpb when
-// they are not in protoregistry.GlobalTypes. Default
-// protoregistry.GlobalFiles.
+// they are not in protoregistry.GlobalTypes. A nil registry is an error of
+// New. Default protoregistry.GlobalFiles.
 func WithFiles(files *protoregistry.Files) Option {
 	return func(o *options) {
-		if files != nil {
-			o.files = files
+		if files == nil {
+			o.fail("WithFiles: nil *protoregistry.Files")
+			return
 		}
+		o.files = files
 	}
 }
 
-// WithLockOptions adds core options to every Lock the interceptor makes,
-// before the rule's own Wait, TTL and Options (which therefore win).
-// Default none: the Locker's defaults apply.
-func WithLockOptions(opts ...core.Option) Option {
-	return func(o *options) { o.lockOpts = append(o.lockOpts, opts...) }
+// WithLockOptions adds core lock options to every Lock the interceptor
+// makes, before the rule's own Wait, TTL and Options (which therefore win).
+// New checks them with core.Combine: an invalid or nil option is an error
+// of New. Locker-wide settings (prefix, observer, ...) belong to core.New
+// and do not compile here. Default none: the Locker's defaults apply.
+func WithLockOptions(opts ...core.LockOption) Option {
+	return func(o *options) {
+		for i, opt := range opts {
+			if opt == nil {
+				o.fail("WithLockOptions: option %d is nil", i)
+				return
+			}
+			if _, err := core.Combine(opt); err != nil {
+				o.fail("WithLockOptions: option %d: %w", i, err)
+				return
+			}
+		}
+		o.lockOpts = append(o.lockOpts, opts...)
+	}
 }
 
 // WithLogger sets where the interceptor reports what it does not send to
-// clients: fail-open calls, failed releases, internal errors. Default
-// slog.Default() at the time of the call.
+// clients: fail-open calls, failed releases, internal errors. nil means
+// slog.Default() at the time of New. Default slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }
 
-// WithReleaseTimeout bounds the Unlock sent after a handler returns (the
-// lock expires after its TTL anyway if the release cannot be sent). Values
-// of d <= 0 are ignored. Default DefaultReleaseTimeout (5s).
+// WithReleaseTimeout bounds the Unlock sent after a handler returns: it is
+// core.WithReleaseTimeout(d) added to every Lock, in the place of this
+// option among WithLockOptions (a rule's Options may override it). The
+// release is detached from the call's cancellation, so a call the client
+// cancelled still releases its lock; one that Redis does not answer within
+// d is logged and the lock expires after its TTL. d must be positive (0 or
+// a negative value is an error of New). Default: the Locker's release
+// timeout (core.DefaultReleaseTimeout, 1s, unless configured).
 func WithReleaseTimeout(d time.Duration) Option {
 	return func(o *options) {
-		if d > 0 {
-			o.releaseTimeout = d
+		opt := core.WithReleaseTimeout(d)
+		if _, err := core.Combine(opt); err != nil {
+			o.fail("WithReleaseTimeout: %w", err)
+			return
 		}
+		o.lockOpts = append(o.lockOpts, opt)
 	}
 }

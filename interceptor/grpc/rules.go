@@ -21,7 +21,7 @@ type method struct {
 	name     string // full method name, "/pkg.Service/Method"
 	origin   string // "annotation" or "Go rule", for errors and logs
 	key      *key
-	opts     []core.Option
+	opt      core.LockOption // WithLockOptions, Wait, TTL, Options, combined and checked
 	failOpen bool
 
 	clientStream bool
@@ -97,18 +97,22 @@ func annotation(md protoreflect.MethodDescriptor) *lockgatev1.LockRule {
 }
 
 // annotationRule turns the annotation's strings into a Rule. An empty wait
-// or ttl keeps the Locker's default; "0s" wait is a single attempt.
+// or ttl keeps the Locker's default; a "0s" wait is a single attempt
+// (core.NoWait); a negative wait or a ttl below core.MinTTL is an error.
 func annotationRule(lr *lockgatev1.LockRule) (Rule, error) {
 	r := Rule{Key: lr.GetKey(), FailOpen: lr.GetFailOpen()}
 	if s := lr.GetWait(); s != "" {
 		d, err := time.ParseDuration(s)
-		if err != nil {
+		switch {
+		case err != nil:
 			return r, fmt.Errorf("wait %q: not a duration such as \"2s\"", s)
+		case d < 0:
+			return r, fmt.Errorf("wait %q is negative (\"0s\" is a single attempt)", s)
+		case d == 0:
+			r.Wait = core.NoWait
+		default:
+			r.Wait = d
 		}
-		if d < 0 {
-			return r, fmt.Errorf("wait %q is negative", s)
-		}
-		r.Options = append(r.Options, core.WithWait(d)) // explicit, so 0 means one attempt
 	}
 	if s := lr.GetTtl(); s != "" {
 		d, err := time.ParseDuration(s)
@@ -144,13 +148,38 @@ func findMethod(files *protoregistry.Files, fullMethod string) (protoreflect.Met
 	return md, nil
 }
 
-// compile checks r against the method md and builds its method.
+// compile checks r against the method md and builds its method. Every
+// field is checked, FailOpen or not: a bad rule is a setup error, never a
+// reason to run without the lock.
 func compile(name, origin string, md protoreflect.MethodDescriptor, r Rule, o *options) (*method, error) {
-	if r.Wait < 0 {
-		return nil, fmt.Errorf("wait %v is negative", r.Wait)
+	var opts []core.LockOption
+	opts = append(opts, o.lockOpts...)
+	switch {
+	case r.Wait == core.NoWait:
+		opts = append(opts, core.WithWait(core.NoWait))
+	case r.Wait < 0:
+		return nil, fmt.Errorf("Rule.Wait %v is negative (0 keeps the Locker's wait, core.NoWait makes a single attempt)", r.Wait)
+	case r.Wait > 0:
+		opts = append(opts, core.WithWait(r.Wait))
 	}
-	if r.TTL != 0 && r.TTL < core.MinTTL {
-		return nil, fmt.Errorf("ttl %v is below the minimum %v", r.TTL, core.MinTTL)
+	if r.TTL != 0 {
+		if r.TTL < core.MinTTL {
+			return nil, fmt.Errorf("Rule.TTL %v is below the minimum %v (0 keeps the Locker's TTL)", r.TTL, core.MinTTL)
+		}
+		opts = append(opts, core.WithTTL(r.TTL))
+	}
+	for i, opt := range r.Options {
+		if opt == nil {
+			return nil, fmt.Errorf("Rule.Options[%d] is nil", i)
+		}
+		if _, err := core.Combine(opt); err != nil {
+			return nil, fmt.Errorf("Rule.Options[%d]: %w", i, err)
+		}
+	}
+	opts = append(opts, r.Options...)
+	combined, err := core.Combine(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("lock options: %w", err)
 	}
 	k, err := compileKey(r.Key, md)
 	if err != nil {
@@ -160,18 +189,11 @@ func compile(name, origin string, md protoreflect.MethodDescriptor, r Rule, o *o
 		name:         name,
 		origin:       origin,
 		key:          k,
+		opt:          combined,
 		failOpen:     r.FailOpen,
 		clientStream: md.IsStreamingClient(),
 		serverStream: md.IsStreamingServer(),
 	}
-	m.opts = append(m.opts, o.lockOpts...)
-	if r.Wait > 0 {
-		m.opts = append(m.opts, core.WithWait(r.Wait))
-	}
-	if r.TTL > 0 {
-		m.opts = append(m.opts, core.WithTTL(r.TTL))
-	}
-	m.opts = append(m.opts, r.Options...)
 	if m.serverStream && !m.clientStream && k.usesMessage() {
 		m.input = messageType(o.types, md.Input())
 	}

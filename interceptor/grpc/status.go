@@ -23,28 +23,54 @@ func keyStatus(m *method, err error) error {
 	return status.Errorf(codes.InvalidArgument, "%s: invalid lock key", m.name)
 }
 
-// lockStatus maps a Lock error to a status. Internal error text goes to
-// the logger, never to the client.
+// contextErr returns the context error err carries (context.Canceled or
+// context.DeadlineExceeded), or nil.
+func contextErr(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return context.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return context.Canceled
+	}
+	return nil
+}
+
+// lockStatus maps a Lock error to a status that says what happened. Error
+// text from core and Redis goes to the logger, never to the client.
+//
+//   - ErrUnavailable, also joined with the context's error: Unavailable
+//     (Redis did not answer; whether the lock is free is unknown);
+//   - ErrClosed: Unavailable, "shutting down";
+//   - ErrUnsupported: Unavailable, logged at error (a deployment problem);
+//   - ErrNotObtained joined with the context's error: the context's status
+//     (Canceled or DeadlineExceeded), since the caller gave up first;
+//   - ErrNotObtained: ResourceExhausted with a RetryInfo;
+//   - a plain context error: Canceled or DeadlineExceeded;
+//   - anything else (ErrInvalid, ...): Internal, logged at error.
 func (i *Interceptor) lockStatus(ctx context.Context, m *method, err error) error {
 	switch {
-	case errors.Is(err, core.ErrNotObtained) && ctx.Err() != nil:
-		return status.FromContextError(ctx.Err()).Err()
-	case errors.Is(err, core.ErrNotObtained):
-		return busyStatus(m, err)
 	case errors.Is(err, core.ErrUnavailable):
 		i.logger.ErrorContext(ctx, "grpclock: redis unavailable", "method", m.name, "error", err)
 		return status.Errorf(codes.Unavailable, "%s: lock service unavailable, please retry later", m.name)
 	case errors.Is(err, core.ErrClosed):
 		return status.Errorf(codes.Unavailable, "%s: lock service shutting down", m.name)
-	case ctx.Err() != nil:
-		return status.FromContextError(ctx.Err()).Err()
+	case errors.Is(err, core.ErrUnsupported):
+		i.logger.ErrorContext(ctx, "grpclock: redis server not supported", "method", m.name, "error", err)
+		return status.Errorf(codes.Unavailable, "%s: lock service unavailable", m.name)
+	case contextErr(err) != nil:
+		// ErrNotObtained joined with the context's error, or the
+		// context's error alone: the caller's budget ended.
+		return status.FromContextError(contextErr(err)).Err()
+	case errors.Is(err, core.ErrNotObtained):
+		return busyStatus(m, err)
 	}
 	i.logger.ErrorContext(ctx, "grpclock: lock failed", "method", m.name, "error", err)
 	return status.Errorf(codes.Internal, "%s: internal error", m.name)
 }
 
-// busyStatus is ResourceExhausted with a RetryInfo carrying the holder's
-// remaining TTL, when known.
+// busyStatus is ResourceExhausted with a RetryInfo carrying core's estimate
+// of when the lock is likely free (core.RetryAfter: not the holder's TTL,
+// which only bounds it).
 func busyStatus(m *method, err error) error {
 	st := status.Newf(codes.ResourceExhausted, "%s is busy: another call holds its lock, please retry later", m.name)
 	if d, ok := core.RetryAfter(err); ok {
