@@ -2,35 +2,51 @@ package fiberlockfx_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
+	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/fx/fiberlockfx"
-	"github.com/lockgate/lockgate/fx/lockfx"
 	fiberlock "github.com/lockgate/lockgate/middleware/fiber"
 )
+
+// provideLocker stands for lockfx.Module, which provides the *core.Locker
+// of a real application (and shuts it down on stop).
+func provideLocker(lc fx.Lifecycle, c redis.UniversalClient) (*core.Locker, error) {
+	l, err := core.New(c)
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(l.Shutdown))
+	return l, nil
+}
+
+// newClient is the application's Redis client (closed by the caller).
+func newClient() redis.UniversalClient {
+	return redis.NewClient(&redis.Options{Addr: "127.0.0.1:6390"})
+}
 
 // Example adds one-line lock middleware to a Fiber route of an fx
 // application. (Nothing is locked here, so the example needs no running
 // Redis.)
 func Example() {
+	client := newClient()
+	defer client.Close()
 	app := fx.New(
 		fx.NopLogger,
-		fx.Provide(func(lc fx.Lifecycle) redis.UniversalClient {
-			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6390"})
-			lc.Append(fx.StopHook(c.Close))
-			return c
-		}),
-		lockfx.Module,
-		fx.Supply(&fiberlockfx.Defaults{FailOpen: false}), // optional defaults of every route
+		fx.Supply(fx.Annotate(client, fx.As(new(redis.UniversalClient)))),
+		fx.Provide(provideLocker),
+		fx.Supply(&fiberlockfx.Defaults{Wait: 500 * time.Millisecond}), // optional defaults of every route
 		fiberlockfx.Module,
 		fx.Invoke(func(f *fiberlockfx.Factory) {
 			web := fiber.New(fiber.Config{DisableStartupMessage: true})
-			web.Post("/voucher-order/seckill/:voucher", f.Key("order:{query.user_id}:{path.voucher}"), func(c *fiber.Ctx) error {
-				return c.JSON(fiber.Map{"fence": fiberlock.Lease(c).Fence()})
+			web.Post("/voucher-order/seckill/:voucher", f.Key("order:{query.user_id:int}:{path.voucher:uint}"), func(c *fiber.Ctx) error {
+				return c.JSON(fiber.Map{"fence": fiberlock.FromContext(c).Fence()})
 			})
 			fmt.Println("route ready")
 		}),
@@ -42,4 +58,22 @@ func Example() {
 	}
 	_ = app.Stop(ctx)
 	// Output: route ready
+}
+
+// Example_badDefaults: bad Defaults fail the application's start, before
+// any route or request.
+func Example_badDefaults() {
+	client := newClient()
+	defer client.Close()
+	app := fx.New(
+		fx.NopLogger,
+		fx.Supply(fx.Annotate(client, fx.As(new(redis.UniversalClient)))),
+		fx.Provide(provideLocker),
+		fx.Supply(&fiberlockfx.Defaults{FailOpen: true, TTL: time.Millisecond}),
+		fiberlockfx.Module,
+		fx.Invoke(func(*fiberlockfx.Factory) {}),
+	)
+	err := app.Start(context.Background())
+	fmt.Println(err != nil, errors.Is(err, core.ErrInvalid))
+	// Output: true true
 }

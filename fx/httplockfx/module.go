@@ -1,6 +1,7 @@
 package httplockfx
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -16,15 +17,16 @@ import (
 // Fill it with Options.
 const OptionsGroup = "lockgate.http.options"
 
-// Module provides *Factory (built by NewFactory).
+// Module provides *Factory (built by NewFactory). A bad module-wide option
+// makes NewFactory fail, and so the fx application's start.
 var Module = fx.Module("lockgate.http",
 	fx.Provide(NewFactory),
 )
 
 // Options adds opts to the defaults of every route's middleware (the
 // OptionsGroup value group), for example httplock.WithLogger or
-// httplock.WithWait. The order between several Options calls is
-// unspecified.
+// httplock.WithWait. They are checked once, when the Factory is built. The
+// order between several Options calls is unspecified.
 func Options(opts ...httplock.Option) fx.Option {
 	return fxgroup.Supply(OptionsGroup, opts)
 }
@@ -46,16 +48,36 @@ type Factory struct {
 	opts   []httplock.Option
 }
 
-// NewFactory returns the Factory of Module. It works without fx too:
-// NewFactory(Params{Locker: l}).
-func NewFactory(p Params) *Factory {
-	return &Factory{locker: p.Locker, opts: slices.Clone(p.Options)}
+// probeKey is the template the module-wide options are checked with.
+const probeKey = "lockgate-probe"
+
+// NewFactory returns the Factory of Module, after checking the module-wide
+// options as httplock.New does (so that a mistake fails the application's
+// start rather than every route, or every request). It works without fx
+// too: NewFactory(Params{Locker: l}).
+//
+// Errors: httplock.ErrNoLocker for a nil Locker; an error matching
+// core.ErrInvalid and naming the option for a nil or invalid module-wide
+// option (httplock.WithTTL below core.MinTTL, a negative wait other than
+// core.NoWait, ...).
+func NewFactory(p Params) (*Factory, error) {
+	if p.Locker == nil {
+		return nil, fmt.Errorf("httplockfx: %w", httplock.ErrNoLocker)
+	}
+	if _, err := httplock.New(p.Locker, probeKey, p.Options...); err != nil {
+		return nil, fmt.Errorf("httplockfx: module options: %w", err)
+	}
+	return &Factory{locker: p.Locker, opts: slices.Clone(p.Options)}, nil
 }
 
 // New returns httplock.New(locker, key, defaults..., opts...): middleware
 // running the next handler under the lock named by the key template.
-// Errors: those of httplock.New (a malformed template, a nil Locker).
+// Errors: those of httplock.New (a malformed template, an invalid option of
+// the route).
 func (f *Factory) New(key string, opts ...httplock.Option) (func(http.Handler) http.Handler, error) {
+	if f == nil || f.locker == nil {
+		return nil, fmt.Errorf("httplockfx: Factory not built by NewFactory: %w", httplock.ErrNoLocker)
+	}
 	return httplock.New(f.locker, key, append(slices.Clone(f.opts), opts...)...)
 }
 

@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/fx/httplockfx"
-	"github.com/lockgate/lockgate/fx/lockfx"
+	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/keyfunc"
 	httplock "github.com/lockgate/lockgate/middleware/nethttp"
 	"github.com/lockgate/lockgate/redistest"
 )
@@ -82,9 +83,8 @@ func TestModule(t *testing.T) {
 	client := srv.Client(t)
 	var s *server
 	app := fxtest.New(t,
-		fx.Supply(fx.Annotate(client, fx.As(new(redis.UniversalClient)))),
-		lockfx.Module,
-		httplockfx.Options(httplock.WithWait(0)),
+		locktest.FxLocker(client),
+		httplockfx.Options(httplock.WithWait(core.NoWait)),
 		httplockfx.Module,
 		fx.Provide(newServer),
 		fx.Populate(&s),
@@ -102,11 +102,81 @@ func TestModule(t *testing.T) {
 	app.RequireStop()
 }
 
-// TestFactoryWithoutFx: the Factory works without fx; a bad template is an
-// error of New.
+// TestFactoryWithoutFx: the Factory works without fx; a nil Locker is an
+// error of NewFactory, a bad template an error of New.
 func TestFactoryWithoutFx(t *testing.T) {
-	f := httplockfx.NewFactory(httplockfx.Params{})
-	if _, err := f.New("order:{query.user}"); err == nil {
-		t.Fatal("New with no Locker: no error")
+	if f, err := httplockfx.NewFactory(httplockfx.Params{}); !errors.Is(err, httplock.ErrNoLocker) || f != nil {
+		t.Fatalf("NewFactory with no Locker: %v, want ErrNoLocker", err)
 	}
+	if _, err := (&httplockfx.Factory{}).New("order:{query.user}"); !errors.Is(err, httplock.ErrNoLocker) {
+		t.Fatalf("zero Factory: %v, want ErrNoLocker", err)
+	}
+	srv := redistest.Start(t)
+	l := locktest.Locker(t, srv.Client(t))
+	f, err := httplockfx.NewFactory(httplockfx.Params{Locker: l, Options: []httplock.Option{httplock.WithFailOpen()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.New("order:{query.user"); !errors.Is(err, keyfunc.ErrBadTemplate) {
+		t.Fatalf("bad template: %v", err)
+	}
+	if _, err := f.New("order:{query.user}", httplock.WithTTL(time.Millisecond)); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("bad route option: %v", err)
+	}
+}
+
+// TestBadDefaults: a bad module-wide option (with fail-open among the
+// defaults) fails the application's start, naming the option — it never
+// reaches a route or a request. The control: good defaults start and serve
+// under the lock.
+func TestBadDefaults(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	cases := []struct {
+		name  string
+		opt   httplock.Option
+		names string
+	}{
+		{"TTL below minimum", httplock.WithTTL(time.Millisecond), "WithTTL"},
+		{"negative wait", httplock.WithWait(-2 * time.Second), "WithWait"},
+		{"negative release timeout", httplock.WithReleaseTimeout(-time.Second), "WithReleaseTimeout"},
+		{"negative body size", httplock.WithMaxBodySize(-1), "WithMaxBodySize"},
+		{"invalid core option", httplock.WithLockOptions(core.WithTTL(time.Millisecond)), "WithLockOptions"},
+		{"nil core option", httplock.WithLockOptions(nil), "WithLockOptions"},
+		{"nil option", nil, "nil"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			app := fx.New(fx.NopLogger,
+				locktest.FxLocker(client),
+				httplockfx.Options(httplock.WithFailOpen(), c.opt),
+				httplockfx.Module,
+				fx.Invoke(func(*httplockfx.Factory) {}),
+			)
+			err := app.Start(locktest.Context(t))
+			if err == nil {
+				app.Stop(locktest.Context(t))
+				t.Fatal("started with a bad default option")
+			}
+			if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), c.names) || !strings.Contains(err.Error(), "httplockfx") {
+				t.Fatalf("start error %v, want one matching core.ErrInvalid naming %s", err, c.names)
+			}
+		})
+	}
+	t.Run("control: good defaults", func(t *testing.T) {
+		var s *server
+		app := fxtest.New(t,
+			locktest.FxLocker(client),
+			httplockfx.Options(httplock.WithFailOpen(), httplock.WithTTL(core.MinTTL), httplock.WithWait(core.NoWait),
+				httplock.WithReleaseTimeout(time.Second), httplock.WithMaxBodySize(1)),
+			httplockfx.Module,
+			fx.Provide(newServer),
+			fx.Populate(&s),
+		)
+		app.RequireStart()
+		defer app.RequireStop()
+		if code, body := post(t, s.url+"/order/7?user=u1"); code != http.StatusOK || body != "order:u1:7" {
+			t.Fatalf("locked route: %d %q, want 200 with the lease key order:u1:7", code, body)
+		}
+	})
 }

@@ -127,7 +127,7 @@ func TestControlWithoutLockOverlaps(t *testing.T) {
 func TestDifferentKeysOverlap(t *testing.T) {
 	srv := redistest.Start(t)
 	g := newGauge()
-	apps := twoApps(t, srv, g.handler(10*time.Second), true, fiberlock.Config{Wait: -1})
+	apps := twoApps(t, srv, g.handler(10*time.Second), true, fiberlock.Config{Wait: core.NoWait})
 	for _, r := range fire(t, apps, 10, strconv.Itoa) {
 		if r.Err != nil || r.Status != http.StatusOK {
 			t.Fatalf("request: %d %v %s", r.Status, r.Err, r.Body)

@@ -35,42 +35,60 @@ type Config struct {
 	// Optional. Default: nil
 	Template *keyfunc.Template
 
-	// Wait is how long a request waits for a busy lock before LimitReached;
-	// a negative value makes a single attempt.
+	// Wait is how long a request waits for a busy lock before LimitReached.
+	// core.NoWait makes a single attempt; any other negative value is a
+	// setup error (New panics).
 	//
 	// Optional. Default: 0, the Locker's wait (2s unless set in core.New)
 	Wait time.Duration
 
 	// TTL is the lease time of the lock, renewed by the watchdog while the
-	// handler runs.
+	// handler runs. A value other than 0 below core.MinTTL (50ms) is a
+	// setup error.
 	//
 	// Optional. Default: 0, the Locker's TTL (30s unless set in core.New)
 	TTL time.Duration
 
-	// LockOptions are further options for core.Locker.Lock, applied after
-	// Wait and TTL.
+	// ReleaseTimeout bounds how long the release after the handler waits
+	// for Redis (core.WithReleaseTimeout); a release not answered in time
+	// is logged and the lock expires after its TTL. A negative value is a
+	// setup error.
+	//
+	// Optional. Default: 0, the Locker's (1s unless set in core.New)
+	ReleaseTimeout time.Duration
+
+	// LockOptions are further options for core.Locker.Lock (core.WithRetry,
+	// core.WithoutWatchdog, ...), applied after Wait, TTL and
+	// ReleaseTimeout, with core's meaning (core.WithWait(0) is a single
+	// attempt). A nil or invalid option is a setup error.
 	//
 	// Optional. Default: nil
-	LockOptions []core.Option
+	LockOptions []core.LockOption
 
 	// LimitReached answers a request whose lock is still busy when the wait
-	// ends. The Retry-After header (whole seconds rounded up from the
-	// holder's remaining TTL, at least 1) is set before it runs.
+	// ends. The Retry-After header (core.RetryAfterSeconds: when the lock
+	// is likely free, in whole seconds, at least 1) is set before it runs.
 	//
 	// Optional. Default: 429 with {"error": "resource is busy, retry later"}
 	LimitReached fiber.Handler
 
 	// ErrorHandler answers a request that cannot be served: status 400 (err
-	// is a *keyfunc.Error naming the part), 413 (body over MaxBodySize) or
-	// 503 (the lock failed; err is internal and must not reach the client).
+	// is a *keyfunc.Error naming the part, never the value), 413 (body over
+	// MaxBodySize), 499 (StatusClientClosedRequest: the user context was
+	// cancelled while waiting for the lock) or 503 (Redis unavailable, the
+	// user context's deadline passed while waiting — err matches
+	// context.DeadlineExceeded —, the Locker closed, or another failure;
+	// err is internal and must not reach the client).
 	//
 	// Optional. Default: that status with {"error": "..."}: the key error's
-	// text for 400, a fixed text for 413 and 503
+	// text for 400, fixed texts otherwise
 	ErrorHandler func(c *fiber.Ctx, status int, err error) error
 
 	// FailOpen runs the handler without the lock, logging a warning, when
-	// locking fails for a reason other than busy (Redis unreachable, Locker
-	// closed).
+	// Redis is unavailable (the lock error matches core.ErrUnavailable) and
+	// the user context is still live. Every other failure is answered as
+	// without it: the Locker closed (core.ErrClosed), an unsupported server,
+	// a context that ended, bad input.
 	//
 	// Optional. Default: false (fail closed: 503, handler not run)
 	FailOpen bool
@@ -82,7 +100,8 @@ type Config struct {
 
 	// MaxBodySize bounds the body, in bytes, when the key reads it ({body.*},
 	// {form.*} or a bare name); a larger body is answered 413. The app's own
-	// BodyLimit (default 4 MiB) applies before.
+	// BodyLimit (default 4 MiB) applies before. A negative value is a setup
+	// error.
 	//
 	// Optional. Default: keyfunc.DefaultMaxBodySize (1 MiB)
 	MaxBodySize int
@@ -103,19 +122,15 @@ var ConfigDefault = Config{
 	ContextValue: defaultContextValue,
 }
 
-// configDefault returns the config with its zero fields set to defaults.
-func configDefault(config ...Config) Config {
-	if len(config) < 1 {
-		return ConfigDefault
-	}
-	cfg := config[0]
+// configDefault returns cfg with its zero fields set to defaults.
+func configDefault(cfg Config) Config {
 	if cfg.LimitReached == nil {
 		cfg.LimitReached = ConfigDefault.LimitReached
 	}
 	if cfg.ErrorHandler == nil {
 		cfg.ErrorHandler = ConfigDefault.ErrorHandler
 	}
-	if cfg.MaxBodySize <= 0 {
+	if cfg.MaxBodySize == 0 {
 		cfg.MaxBodySize = ConfigDefault.MaxBodySize
 	}
 	if cfg.ContextValue == nil {

@@ -22,14 +22,18 @@ func Example() {
 	defer rs.Close()
 	client := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer client.Close()
-	l := core.New(client)
+	l, err := core.New(client)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer l.Close()
 
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Post("/voucher-order/seckill/:voucher",
 		fiberlock.New(fiberlock.Config{Locker: l, Key: "order:{query.user_id}:{path.voucher}"}),
 		func(c *fiber.Ctx) error {
-			lease := fiberlock.Lease(c) // c.UserContext() is lease.Context()
+			lease := fiberlock.FromContext(c) // c.UserContext() is lease.Context()
 			return c.SendString("locked " + lease.Key())
 		})
 
@@ -45,5 +49,5 @@ func Example() {
 	}
 	// Output:
 	// 200 locked order:42:7
-	// 400 {"error":"keyfunc: query.user_id: missing or empty value"}
+	// 400 {"error":"query.user_id: missing or empty value"}
 }

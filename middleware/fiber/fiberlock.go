@@ -2,117 +2,204 @@ package fiberlock
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/lockhttp"
 	"github.com/lockgate/lockgate/keyfunc"
 )
-
-// unlockTimeout bounds the release after the handler.
-const unlockTimeout = 5 * time.Second
 
 type leaseKey struct{}
 
 // New creates a new middleware handler that runs the rest of the chain while
-// holding the lock named by the key template. Outcomes: 400 for a key error
-// (naming the part), 413 for a body over MaxBodySize, LimitReached (429
-// with Retry-After) when still busy after the wait, 503 when locking fails
-// otherwise (the handler does not run unless FailOpen). The lease is
-// released after the handler, also when it returns an error or panics (the
-// panic goes on to Fiber's recover middleware).
+// holding the lock named by the key template (typed placeholders such as
+// {query.user_id:int} canonicalise the value; see package keyfunc).
 //
-// Like Fiber's own middleware, New panics on a bad config, at setup: no
-// Locker, no Key nor Template, or a malformed template or one naming a
-// source HTTP cannot read (a *keyfunc.Error with ErrBadTemplate).
+// Answers: 400 for a key error (naming the part), 413 for a body over
+// MaxBodySize, LimitReached (429 with Retry-After) when still busy after
+// the wait, 503 when Redis is unavailable (the handler does not run unless
+// FailOpen) or the lock fails otherwise (the Locker closed, an unsupported
+// server: never fail-open), 503 when the user context's deadline passes
+// while waiting, 499 (StatusClientClosedRequest) when it is cancelled. The
+// lease is released after the handler, also when it returns an error or
+// panics (the panic goes on to Fiber's recover middleware), within
+// ReleaseTimeout.
+//
+// Like Fiber's own middleware, New panics on a bad config, at setup, with
+// the error Validate returns: no Locker, no Key nor Template, a malformed
+// template or one naming a source HTTP cannot read (a *keyfunc.Error with
+// ErrBadTemplate), or an invalid Wait, TTL, ReleaseTimeout, MaxBodySize or
+// LockOptions entry (an error matching core.ErrInvalid and naming the
+// field). Only the first config is used.
 func New(config ...Config) fiber.Handler {
-	cfg := configDefault(config...)
+	var cfg Config
+	if len(config) > 0 {
+		cfg = config[0]
+	}
+	m, err := build(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return m.handle
+}
+
+// Validate returns the error New(cfg) panics with, or nil when New(cfg)
+// succeeds; for configurations built at run time (from files, flags, an fx
+// graph), so that a mistake can be reported as an error.
+func Validate(cfg Config) error {
+	_, err := build(cfg)
+	return err
+}
+
+// FromContext returns the lease held for the request by the middleware
+// (Key, Fence, Context), or nil outside the handler or when no lock is held
+// (fail-open, skipped by Next). c.UserContext() is the lease's Context
+// while the handler runs.
+func FromContext(c *fiber.Ctx) *core.Lease {
+	s, _ := c.Locals(leaseKey{}).(*core.Lease)
+	return s
+}
+
+type middleware struct {
+	cfg      Config
+	tmpl     *keyfunc.Template
+	lockOpts []core.LockOption // the route's options combined: none or one
+	needBody bool
+}
+
+// invalid is the error of an invalid Config field.
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("fiberlock: Config.%s: "+format+": %w", append(append([]any{field}, args...), core.ErrInvalid)...)
+}
+
+// build checks cfg and compiles it.
+func build(cfg Config) (*middleware, error) {
+	cfg = configDefault(cfg)
 	if cfg.Locker == nil {
-		panic("fiberlock: Config.Locker is required")
+		return nil, invalid("Locker", "required")
 	}
 	tmpl := cfg.Template
 	if tmpl == nil {
 		if cfg.Key == "" {
-			panic("fiberlock: Config.Key or Config.Template is required")
+			return nil, fmt.Errorf("fiberlock: Config.Key or Config.Template is required: %w", keyfunc.ErrBadTemplate)
 		}
 		t, err := keyfunc.Compile(cfg.Key, keyfunc.HTTP())
 		if err != nil {
-			panic(err)
+			return nil, err
 		}
 		tmpl = t
 	}
 	tmpl, err := tmpl.For(keyfunc.HTTP())
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
-	var lockOpts []core.Option
+	var opts []core.LockOption
+	add := func(field string, opt core.LockOption) error {
+		if _, err := core.Combine(opt); err != nil {
+			return fmt.Errorf("fiberlock: Config.%s: %w", field, err)
+		}
+		opts = append(opts, opt)
+		return nil
+	}
 	switch {
-	case cfg.Wait < 0:
-		lockOpts = append(lockOpts, core.WithWait(0))
-	case cfg.Wait > 0:
-		lockOpts = append(lockOpts, core.WithWait(cfg.Wait))
-	}
-	if cfg.TTL > 0 {
-		lockOpts = append(lockOpts, core.WithTTL(cfg.TTL))
-	}
-	lockOpts = append(lockOpts, cfg.LockOptions...)
-	needBody := tmpl.Uses(keyfunc.SourceBody) || tmpl.Uses(keyfunc.SourceForm)
-
-	return func(c *fiber.Ctx) error {
-		if cfg.Next != nil && cfg.Next(c) {
-			return c.Next()
+	case cfg.Wait == 0:
+	case cfg.Wait < 0 && cfg.Wait != core.NoWait:
+		return nil, invalid("Wait", "wait %v is negative (use core.NoWait for a single attempt)", cfg.Wait)
+	default:
+		if err := add("Wait", core.WithWait(cfg.Wait)); err != nil {
+			return nil, err
 		}
-		if needBody && len(c.Body()) > cfg.MaxBodySize {
-			err := &keyfunc.Error{Part: "body", Err: keyfunc.ErrBodyTooLarge}
-			return cfg.ErrorHandler(c, fiber.StatusRequestEntityTooLarge, err)
+	}
+	if cfg.TTL != 0 {
+		if err := add("TTL", core.WithTTL(cfg.TTL)); err != nil {
+			return nil, err
 		}
-		q := request{cfg: &cfg, c: c}
-		key, err := tmpl.Key(q.lookup)
+	}
+	switch {
+	case cfg.ReleaseTimeout < 0:
+		return nil, invalid("ReleaseTimeout", "release timeout %v is negative", cfg.ReleaseTimeout)
+	case cfg.ReleaseTimeout > 0:
+		if err := add("ReleaseTimeout", core.WithReleaseTimeout(cfg.ReleaseTimeout)); err != nil {
+			return nil, err
+		}
+	}
+	for i, opt := range cfg.LockOptions {
+		if opt == nil {
+			return nil, invalid("LockOptions", "option %d is nil", i)
+		}
+		if err := add("LockOptions", opt); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.MaxBodySize < 0 {
+		return nil, invalid("MaxBodySize", "%d is negative", cfg.MaxBodySize)
+	}
+	m := &middleware{
+		cfg:      cfg,
+		tmpl:     tmpl,
+		needBody: tmpl.Uses(keyfunc.SourceBody) || tmpl.Uses(keyfunc.SourceForm),
+	}
+	if len(opts) > 0 {
+		combined, err := core.Combine(opts...)
 		if err != nil {
-			return cfg.ErrorHandler(c, fiber.StatusBadRequest, err)
+			return nil, fmt.Errorf("fiberlock: lock options: %w", err)
 		}
-		parent := c.UserContext()
-		lease, err := cfg.Locker.Lock(parent, key, lockOpts...)
-		if err != nil {
-			if errors.Is(err, core.ErrNotObtained) {
-				c.Set(fiber.HeaderRetryAfter, strconv.Itoa(core.RetryAfterSeconds(err)))
-				return cfg.LimitReached(c)
-			}
-			if cfg.FailOpen {
-				cfg.Logger.WarnContext(parent, "lockgate: lock failed; running the handler without the lock (fail-open)",
-					slog.String("key", key), slog.Any("error", err))
-				return c.Next()
-			}
-			cfg.Logger.ErrorContext(parent, "lockgate: lock failed; answering 503",
-				slog.String("key", key), slog.Any("error", err))
-			return cfg.ErrorHandler(c, fiber.StatusServiceUnavailable, err)
-		}
-		c.Locals(leaseKey{}, lease)
-		c.SetUserContext(lease.Context())
-		defer func() {
-			// Runs on return and while a panic unwinds (the panic goes on).
-			c.SetUserContext(parent)
-			c.Locals(leaseKey{}, nil)
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), unlockTimeout)
-			defer cancel()
-			if err := lease.Unlock(ctx); err != nil {
-				cfg.Logger.WarnContext(ctx, "lockgate: release failed (the lock expires after its TTL)",
-					slog.String("key", lease.Key()), slog.Any("error", err))
-			}
-		}()
-		return c.Next()
+		m.lockOpts = []core.LockOption{combined}
 	}
+	return m, nil
 }
 
-// Lease returns the lease held for the request by the middleware (Key,
-// Fence, Context), or nil outside the handler or when no lock is held
-// (fail-open, skipped by Next). c.UserContext() is the lease's Context while
-// the handler runs.
-func Lease(c *fiber.Ctx) *core.Lease {
-	s, _ := c.Locals(leaseKey{}).(*core.Lease)
-	return s
+func (m *middleware) handle(c *fiber.Ctx) error {
+	cfg := &m.cfg
+	if cfg.Next != nil && cfg.Next(c) {
+		return c.Next()
+	}
+	if m.needBody && len(c.Body()) > cfg.MaxBodySize {
+		err := &keyfunc.Error{Part: "body", Err: keyfunc.ErrBodyTooLarge}
+		return cfg.ErrorHandler(c, fiber.StatusRequestEntityTooLarge, err)
+	}
+	q := request{cfg: cfg, c: c}
+	key, err := m.tmpl.Key(q.lookup)
+	if err != nil {
+		return cfg.ErrorHandler(c, fiber.StatusBadRequest, err)
+	}
+	parent := c.UserContext()
+	lease, err := cfg.Locker.Lock(parent, key, m.lockOpts...)
+	if err != nil {
+		return m.failed(c, parent, key, err)
+	}
+	c.Locals(leaseKey{}, lease)
+	c.SetUserContext(lease.Context())
+	defer func() {
+		// Runs on return and while a panic unwinds (the panic goes on).
+		// Unlock is detached from parent's cancellation and bounded by the
+		// release timeout; a lease known lost returns at once.
+		c.SetUserContext(parent)
+		c.Locals(leaseKey{}, nil)
+		if err := lease.Unlock(parent); err != nil {
+			cfg.Logger.WarnContext(parent, "lockgate: release failed (the lock expires after its TTL)",
+				slog.String("key", lease.Key()), slog.Any("error", err))
+		}
+	}()
+	return c.Next()
+}
+
+func (m *middleware) failed(c *fiber.Ctx, ctx context.Context, key string, err error) error {
+	cfg := &m.cfg
+	d := lockhttp.Decide(err, cfg.FailOpen, ctx)
+	if d.Log != "" {
+		cfg.Logger.Log(ctx, d.Level, d.Log, slog.String("key", key), slog.Any("error", err))
+	}
+	switch d.Status {
+	case 0:
+		return c.Next()
+	case fiber.StatusTooManyRequests:
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(core.RetryAfterSeconds(err)))
+		return cfg.LimitReached(c)
+	}
+	return cfg.ErrorHandler(c, d.Status, err)
 }

@@ -38,9 +38,7 @@ func (g *gauge) handler(work time.Duration) fiber.Handler {
 
 func newLocker(t testing.TB, srv *redistest.Server, opts ...core.Option) *core.Locker {
 	t.Helper()
-	l := core.New(srv.Client(t), opts...)
-	t.Cleanup(func() { l.Close() })
-	return l
+	return locktest.Locker(t, srv.Client(t), opts...)
 }
 
 // newApp returns a Fiber app with the recover middleware in front, as a

@@ -1,39 +1,25 @@
 package fiberlock
 
 import (
-	"errors"
-
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/lockgate/lockgate/keyfunc"
+	"github.com/lockgate/lockgate/internal/lockhttp"
 )
 
-// Texts of the default answers; internal errors are never sent.
-const (
-	msgBusy        = "resource is busy, retry later"
-	msgUnavailable = "lock service unavailable"
-	msgTooLarge    = "request body too large"
-)
+// StatusClientClosedRequest (499, "client closed request", as nginx logs
+// it) answers a request whose user context was cancelled while it waited
+// for the lock: nobody waits for the answer any more, but the access log
+// tells it apart from a server failure.
+const StatusClientClosedRequest = lockhttp.StatusClientClosedRequest
 
 func jsonError(c *fiber.Ctx, status int, msg string) error {
 	return c.Status(status).JSON(fiber.Map{"error": msg})
 }
 
 func defaultLimitReached(c *fiber.Ctx) error {
-	return jsonError(c, fiber.StatusTooManyRequests, msgBusy)
+	return jsonError(c, fiber.StatusTooManyRequests, lockhttp.MsgBusy)
 }
 
 func defaultErrorHandler(c *fiber.Ctx, status int, err error) error {
-	msg := msgUnavailable
-	switch status {
-	case fiber.StatusRequestEntityTooLarge:
-		msg = msgTooLarge
-	case fiber.StatusBadRequest:
-		msg = "bad request"
-		var ke *keyfunc.Error
-		if errors.As(err, &ke) {
-			msg = ke.Error()
-		}
-	}
-	return jsonError(c, status, msg)
+	return jsonError(c, status, lockhttp.Message(status, err))
 }

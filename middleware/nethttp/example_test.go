@@ -22,7 +22,11 @@ func Example() {
 	defer rs.Close()
 	client := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer client.Close()
-	locker := core.New(client)
+	locker, err := core.New(client)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 
 	order := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -30,7 +34,7 @@ func Example() {
 		fmt.Fprintf(w, "locked %s", lease.Key())
 	})
 	mux := http.NewServeMux()
-	lock := httplock.Must(httplock.New(locker, "order:{query.user_id}:{path.voucher}"))
+	lock := httplock.Must(httplock.New(locker, "order:{query.user_id}:{path.voucher}")) // a bad key or option panics here, at setup
 	mux.Handle("POST /voucher-order/seckill/{voucher}", lock(order))
 
 	srv := httptest.NewServer(mux)
@@ -47,5 +51,5 @@ func Example() {
 	}
 	// Output:
 	// 200 locked order:42:7
-	// 400 {"error":"keyfunc: query.user_id: missing or empty value"}
+	// 400 {"error":"query.user_id: missing or empty value"}
 }

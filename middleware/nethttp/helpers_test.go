@@ -37,9 +37,7 @@ func (g *gauge) handler(work time.Duration) http.Handler {
 // newLocker returns a Locker with its own client to srv.
 func newLocker(t testing.TB, srv *redistest.Server, opts ...core.Option) *core.Locker {
 	t.Helper()
-	l := core.New(srv.Client(t), opts...)
-	t.Cleanup(func() { l.Close() })
-	return l
+	return locktest.Locker(t, srv.Client(t), opts...)
 }
 
 // serve starts an httptest.Server for h whose error log is kept in buf.

@@ -2,6 +2,7 @@ package httplock
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -10,17 +11,28 @@ import (
 	"github.com/lockgate/lockgate/keyfunc"
 )
 
-// Option configures the middleware built by New and NewTemplate.
+// Option configures the middleware built by New and NewTemplate. Every
+// option is checked there: an invalid value makes New return an error
+// (matching core.ErrInvalid and naming the option), never a failure of
+// each request, and never a reason to fail open.
 type Option func(*options)
 
-// ErrorHandler writes the answer to a request that cannot be served: status
-// is 400 (err is a *keyfunc.Error naming the part), 413 (body over
-// WithMaxBodySize) or 503 (the lock failed; err is internal and must not be
-// sent to the client).
+// ErrorHandler writes the answer to a request that cannot be served.
+// status is one of:
+//   - 400: err is a *keyfunc.Error naming the part of the key at fault (its
+//     text never holds the value, so it may be sent), or a failure to read
+//     the body;
+//   - 413: the body is over WithMaxBodySize;
+//   - 499 (StatusClientClosedRequest): the request's context was cancelled
+//     (the client went away) while waiting for the lock;
+//   - 503: the lock could not be taken — Redis unavailable, the request's
+//     deadline passed while waiting (err matches context.DeadlineExceeded),
+//     the Locker closed, or another failure. err is internal and must not be
+//     sent to the client.
 type ErrorHandler func(w http.ResponseWriter, r *http.Request, status int, err error)
 
 type options struct {
-	lockOpts     []core.Option
+	lockOpts     []core.LockOption // in the order given, each already checked
 	busy         http.Handler
 	onError      ErrorHandler
 	failOpen     bool
@@ -28,6 +40,7 @@ type options struct {
 	maxBody      int64
 	pathValue    func(r *http.Request, name string) string
 	contextValue func(ctx context.Context, name string) (string, bool)
+	err          error // the first invalid option
 }
 
 func defaultOptions() options {
@@ -40,28 +53,93 @@ func defaultOptions() options {
 	}
 }
 
+func (o *options) fail(err error) {
+	if o.err == nil {
+		o.err = err
+	}
+}
+
+// invalid is the error of an invalid option value.
+func invalid(option, format string, args ...any) error {
+	return fmt.Errorf("httplock: %s: "+format+": %w", append(append([]any{option}, args...), core.ErrInvalid)...)
+}
+
+// addLock checks opt on its own (so that the error names the httplock
+// option) and appends it to the lock options.
+func (o *options) addLock(name string, opt core.LockOption) {
+	if _, err := core.Combine(opt); err != nil {
+		o.fail(fmt.Errorf("httplock: %s: %w", name, err))
+		return
+	}
+	o.lockOpts = append(o.lockOpts, opt)
+}
+
 // WithWait sets how long a request waits for a busy lock before the busy
-// answer (429). 0 makes one attempt. Default: the Locker's (2s unless set
-// with core.WithWait in core.New).
+// answer (429). core.NoWait makes a single attempt; 0 sets nothing (the
+// Locker's wait applies, 2s unless set with core.WithWait in core.New, or
+// the one an earlier option set). Another negative value is an error of
+// New.
 func WithWait(d time.Duration) Option {
-	return func(o *options) { o.lockOpts = append(o.lockOpts, core.WithWait(d)) }
+	return func(o *options) {
+		switch {
+		case d == 0:
+		case d < 0 && d != core.NoWait:
+			o.fail(invalid("WithWait", "wait %v is negative (use core.NoWait for a single attempt)", d))
+		default:
+			o.addLock("WithWait", core.WithWait(d))
+		}
+	}
 }
 
 // WithTTL sets the lease time of the lock (renewed by the watchdog while the
-// handler runs). Default: the Locker's (30s unless set in core.New).
+// handler runs). 0 sets nothing (the Locker's TTL applies, 30s unless set in
+// core.New). Any other value below core.MinTTL (50ms) is an error of New.
 func WithTTL(d time.Duration) Option {
-	return func(o *options) { o.lockOpts = append(o.lockOpts, core.WithTTL(d)) }
+	return func(o *options) {
+		if d != 0 {
+			o.addLock("WithTTL", core.WithTTL(d))
+		}
+	}
+}
+
+// WithReleaseTimeout bounds how long the release after the handler waits
+// for Redis (core.WithReleaseTimeout): a release not answered in time is
+// logged and the lock expires after its TTL; the response is not held
+// longer. 0 sets nothing (the Locker's, 1s unless set in core.New); a
+// negative value is an error of New.
+func WithReleaseTimeout(d time.Duration) Option {
+	return func(o *options) {
+		switch {
+		case d == 0:
+		case d < 0:
+			o.fail(invalid("WithReleaseTimeout", "release timeout %v is negative", d))
+		default:
+			o.addLock("WithReleaseTimeout", core.WithReleaseTimeout(d))
+		}
+	}
 }
 
 // WithLockOptions passes further per-call options to core.Locker.Lock
-// (core.WithRetry, core.WithoutWatchdog, ...). Default none.
-func WithLockOptions(opts ...core.Option) Option {
-	return func(o *options) { o.lockOpts = append(o.lockOpts, opts...) }
+// (core.WithRetry, core.WithoutWatchdog, ...), applied in order with the
+// other lock options. They keep core's meaning (core.WithWait(0) is a
+// single attempt). Default none. A nil or invalid option is an error of
+// New.
+func WithLockOptions(opts ...core.LockOption) Option {
+	return func(o *options) {
+		for i, opt := range opts {
+			if opt == nil {
+				o.fail(invalid("WithLockOptions", "option %d is nil", i))
+				return
+			}
+			o.addLock("WithLockOptions", opt)
+		}
+	}
 }
 
 // WithBusyHandler replaces the answer to a request whose lock is still busy
-// when the wait ends. The Retry-After header (whole seconds, at least 1) is
-// already set when h runs. Default: 429 with {"error": "..."}.
+// when the wait ends. The Retry-After header (core.RetryAfterSeconds: when
+// the lock is likely free, in whole seconds, at least 1) is already set
+// when h runs. nil keeps the default: 429 with {"error": "..."}.
 func WithBusyHandler(h http.Handler) Option {
 	return func(o *options) {
 		if h != nil {
@@ -70,9 +148,10 @@ func WithBusyHandler(h http.Handler) Option {
 	}
 }
 
-// WithErrorHandler replaces the 400, 413 and 503 answers. Default: that
-// status with {"error": "..."}: the key error's text for 400 (it names the
-// part, never the value), a fixed text for 413 and 503.
+// WithErrorHandler replaces the 400, 413, 499 and 503 answers (see
+// ErrorHandler). nil keeps the default: that status with {"error": "..."}:
+// the key error's text for 400 (it names the part, never the value), fixed
+// texts otherwise — internal errors are never sent.
 func WithErrorHandler(h ErrorHandler) Option {
 	return func(o *options) {
 		if h != nil {
@@ -81,33 +160,43 @@ func WithErrorHandler(h ErrorHandler) Option {
 	}
 }
 
-// WithFailOpen makes a lock failure other than busy (Redis unreachable,
-// Locker closed) run the handler without the lock, logging a warning,
-// instead of answering 503. Default: fail closed (503, handler not run).
+// WithFailOpen makes the handler run without the lock, logging a warning,
+// when Redis is unavailable (the lock error matches core.ErrUnavailable)
+// and the request is still live. Every other failure is answered as
+// without it: the Locker closed (core.ErrClosed), an unsupported server, a
+// context that ended, bad input. Default: fail closed (503, handler not
+// run).
 func WithFailOpen() Option {
 	return func(o *options) { o.failOpen = true }
 }
 
 // WithLogger sets the logger of fail-open runs, lock failures and failed
-// releases. Default slog.Default().
+// releases. nil keeps the default, slog.Default() at construction.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.logger = l }
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
 }
 
 // WithMaxBodySize bounds the body read when the key uses {body.*}, {form.*}
-// or a bare name; a longer body is answered 413. Values below 1 are ignored.
-// Default keyfunc.DefaultMaxBodySize (1 MiB).
+// or a bare name; a longer body is answered 413. 0 sets nothing (default
+// keyfunc.DefaultMaxBodySize, 1 MiB); a negative value is an error of New.
 func WithMaxBodySize(n int64) Option {
 	return func(o *options) {
-		if n > 0 {
+		switch {
+		case n < 0:
+			o.fail(invalid("WithMaxBodySize", "%d is negative", n))
+		case n > 0:
 			o.maxBody = n
 		}
 	}
 }
 
 // WithPathValue sets how {path.name} is read, for routers other than
-// http.ServeMux; for chi: WithPathValue(chi.URLParam). Default
-// (*http.Request).PathValue.
+// http.ServeMux; for chi: WithPathValue(chi.URLParam). nil keeps the
+// default, (*http.Request).PathValue.
 func WithPathValue(f func(r *http.Request, name string) string) Option {
 	return func(o *options) {
 		if f != nil {
@@ -118,7 +207,8 @@ func WithPathValue(f func(r *http.Request, name string) string) Option {
 
 // WithContextValue sets how {ctx.name} is read from the request context,
 // for authentication middleware that store values under their own keys.
-// Default keyfunc.ContextValue (values stored with keyfunc.WithValue).
+// nil keeps the default, keyfunc.ContextValue (values stored with
+// keyfunc.WithValue).
 func WithContextValue(f func(ctx context.Context, name string) (string, bool)) Option {
 	return func(o *options) {
 		if f != nil {

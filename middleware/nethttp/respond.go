@@ -2,21 +2,18 @@ package httplock
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/lockgate/lockgate/core"
-	"github.com/lockgate/lockgate/keyfunc"
+	"github.com/lockgate/lockgate/internal/lockhttp"
 )
 
-// Texts of the default answers; internal errors are never sent.
-const (
-	msgBusy        = "resource is busy, retry later"
-	msgUnavailable = "lock service unavailable"
-	msgTooLarge    = "request body too large"
-	msgBadBody     = "request body could not be read"
-)
+// StatusClientClosedRequest (499, "client closed request", as nginx logs
+// it) answers a request whose context was cancelled while it waited for
+// the lock: the client went away, so nobody reads the answer, but the
+// access log tells it apart from a server failure.
+const StatusClientClosedRequest = lockhttp.StatusClientClosedRequest
 
 // writeJSONError writes {"error": msg} with status.
 func writeJSONError(w http.ResponseWriter, status int, msg string) {
@@ -30,22 +27,11 @@ func writeJSONError(w http.ResponseWriter, status int, msg string) {
 }
 
 func defaultBusy(w http.ResponseWriter, _ *http.Request) {
-	writeJSONError(w, http.StatusTooManyRequests, msgBusy)
+	writeJSONError(w, http.StatusTooManyRequests, lockhttp.MsgBusy)
 }
 
 func defaultError(w http.ResponseWriter, _ *http.Request, status int, err error) {
-	msg := msgUnavailable
-	switch status {
-	case http.StatusRequestEntityTooLarge:
-		msg = msgTooLarge
-	case http.StatusBadRequest:
-		msg = msgBadBody
-		var ke *keyfunc.Error
-		if errors.As(err, &ke) {
-			msg = ke.Error()
-		}
-	}
-	writeJSONError(w, status, msg)
+	writeJSONError(w, status, lockhttp.Message(status, err))
 }
 
 func setRetryAfter(w http.ResponseWriter, err error) {

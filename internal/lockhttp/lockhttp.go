@@ -1,0 +1,119 @@
+// Package lockhttp is what the HTTP adapters (httplock, fiberlock) share at
+// run time: how a failed Lock is answered, and the default texts. It holds
+// no framework code; each adapter writes the answer its own way.
+package lockhttp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/keyfunc"
+)
+
+// StatusClientClosedRequest (499, "client closed request", as nginx logs
+// it) answers a request whose context was cancelled while it waited for the
+// lock: nobody reads the answer, but the access log tells it apart from a
+// server failure.
+const StatusClientClosedRequest = 499
+
+// Texts of the default answers; internal errors are never sent.
+const (
+	MsgBusy        = "resource is busy, retry later"
+	MsgUnavailable = "lock service unavailable"
+	MsgDeadline    = "the request's deadline passed while waiting for the lock"
+	MsgCanceled    = "client closed request"
+	MsgTooLarge    = "request body too large"
+	MsgBadRequest  = "bad request"
+)
+
+// Decision is how to answer a failed Lock.
+type Decision struct {
+	// Status is the answer: 429 (busy: set Retry-After and run the busy
+	// handler), 499, or 503 (run the error handler); 0 runs the handler
+	// without the lock (fail-open).
+	Status int
+	// Level and Log say what to log (with the key and the error); Log is
+	// empty when nothing is logged.
+	Level slog.Level
+	Log   string
+}
+
+// outcome is what a Lock error means for the answer.
+type outcome int
+
+const (
+	failed      outcome = iota // anything else: 503, logged at error
+	busy                       // core.ErrNotObtained: 429
+	unavailable                // core.ErrUnavailable: 503 or fail-open
+	deadline                   // a plain context.DeadlineExceeded: 503
+	canceled                   // a plain context.Canceled: 499
+)
+
+// classify maps a Lock error to its outcome. A context error counts as the
+// client's doing only when no lockgate reason comes with it (a cause such
+// as core.ErrLockLost or core.ErrClosed is a failure).
+func classify(err error) outcome {
+	switch {
+	case errors.Is(err, core.ErrNotObtained):
+		return busy
+	case errors.Is(err, core.ErrUnavailable):
+		return unavailable
+	case errors.Is(err, core.ErrClosed), errors.Is(err, core.ErrLockLost),
+		errors.Is(err, core.ErrUnsupported), errors.Is(err, core.ErrInvalid):
+		return failed
+	case errors.Is(err, context.DeadlineExceeded):
+		return deadline
+	case errors.Is(err, context.Canceled):
+		return canceled
+	}
+	return failed
+}
+
+// Decide maps a Lock error to its answer. failOpen is the route's setting:
+// it applies only when Redis is unavailable (core.ErrUnavailable) and the
+// request (ctx) is still live, never to a closed Locker, an unsupported
+// server, bad input or a request that is over.
+func Decide(err error, failOpen bool, ctx context.Context) Decision {
+	switch classify(err) {
+	case busy:
+		return Decision{Status: http.StatusTooManyRequests}
+	case unavailable:
+		if failOpen && ctx.Err() == nil {
+			return Decision{Level: slog.LevelWarn, Log: "lockgate: redis unavailable; running the handler without the lock (fail-open)"}
+		}
+		return Decision{Status: http.StatusServiceUnavailable, Level: slog.LevelError, Log: "lockgate: redis unavailable; answering 503"}
+	case deadline:
+		return Decision{Status: http.StatusServiceUnavailable, Level: slog.LevelWarn, Log: "lockgate: the request's deadline passed while waiting for the lock; answering 503"}
+	case canceled:
+		return Decision{Status: StatusClientClosedRequest, Level: slog.LevelInfo, Log: "lockgate: request cancelled while waiting for the lock; answering 499"}
+	}
+	return Decision{Status: http.StatusServiceUnavailable, Level: slog.LevelError, Log: "lockgate: lock failed; answering 503"}
+}
+
+// Message is the default text of an error answer with status for err: the
+// key error's own text for 400 (it names the part, never the value), fixed
+// texts otherwise.
+func Message(status int, err error) string {
+	switch status {
+	case http.StatusTooManyRequests:
+		return MsgBusy
+	case http.StatusRequestEntityTooLarge:
+		return MsgTooLarge
+	case http.StatusBadRequest:
+		var ke *keyfunc.Error
+		if errors.As(err, &ke) {
+			return ke.Error()
+		}
+		return MsgBadRequest
+	case StatusClientClosedRequest:
+		return MsgCanceled
+	case http.StatusServiceUnavailable:
+		if classify(err) == deadline {
+			return MsgDeadline
+		}
+	}
+	return MsgUnavailable
+}

@@ -1,0 +1,28 @@
+package locktest
+
+import (
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// Build compiles the Go file at path (a program in a testdata folder,
+// which the go tool leaves out of ./...) with `go build`, discarding the
+// binary, and returns the compiler's output and error: for tests that a
+// misuse does not compile, each with a control that compiles. It skips the
+// test when the go tool is not on PATH.
+func Build(t testing.TB, path string) (string, error) {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go tool not on PATH")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(gobin, "build", "-o", filepath.Join(t.TempDir(), "out"), abs)
+	cmd.Dir = filepath.Dir(abs)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
