@@ -230,7 +230,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 // undo releases the hold this call's attempts may have added.
 func (a *acquisition) undo() {
 	if a.cross == nil {
-		a.l.undo(&a.keys, a.owner, a.o.releaseTimeout)
+		a.l.undo(&a.keys, a.owner, a.o)
 	}
 }
 

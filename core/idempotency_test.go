@@ -2,7 +2,10 @@ package core_test
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -35,6 +38,17 @@ func evalsha(key string) redistest.Matcher {
 	return redistest.MatchCommand("evalsha", "lockgate:{"+key+"}")
 }
 
+// script matches the script of scripts/<name>.lua (by its SHA1, as EVALSHA
+// names it) on key's lock hash.
+func script(t *testing.T, name, key string) redistest.Matcher {
+	t.Helper()
+	src, err := os.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return redistest.MatchCommand("evalsha", fmt.Sprintf("%x", sha1.Sum(src)), "lockgate:{"+key+"}")
+}
+
 // A fresh Lock whose reply is late runs twice in Redis and has the effect of
 // once: the same fence, not re-entrant, and the caller's one Unlock frees
 // the lock for the next owner at once (before: a hold count of 2, and the
@@ -47,14 +61,15 @@ func TestLateReplyFreshLock(t *testing.T) {
 	ctx := ctxT(t)
 	warm(t, l) // the server check and script load, so the hold hits the acquire
 
-	before := p.Count("evalsha")
-	h := p.HoldReply(evalsha("k"), lateReply)
+	acquire := script(t, "acquire", "k")
+	runs := p.Watch(acquire)
+	h := p.HoldReply(acquire, lateReply)
 	s, err := l.Lock(ctx, "k", core.WithTTL(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	within(t, h.Matched(), time.Second, "the held acquire")
-	if n := p.Count("evalsha") - before; n < 2 {
+	if n := runs.Count(); n < 2 {
 		t.Fatalf("%d acquire scripts reached Redis, want 2 or more (go-redis re-sends the late one): the fault did not happen", n)
 	}
 	if s.Reentrant() {
@@ -102,11 +117,12 @@ func TestLateReplyUnlock(t *testing.T) {
 		got <- s2
 	}()
 	waitSubscribers(t, direct, "lockgate:{k}", 1)
-	before := p.Count("evalsha")
-	h := p.HoldReply(evalsha("k"), lateReply)
+	release := script(t, "release", "k")
+	runs := p.Watch(release)
+	h := p.HoldReply(release, lateReply)
 	err = s.Unlock(ctx)
 	within(t, h.Matched(), time.Second, "the held release")
-	if n := p.Count("evalsha") - before; n < 2 {
+	if n := runs.Count(); n < 2 {
 		t.Fatalf("%d release scripts reached Redis, want 2 or more: the fault did not happen", n)
 	}
 	if err != nil {
@@ -148,12 +164,12 @@ func TestLateReplyInnerUnlock(t *testing.T) {
 	if err != nil || !inner.Reentrant() {
 		t.Fatalf("re-entry: %v, %v", inner, err)
 	}
-	h := p.HoldReply(evalsha("k"), lateReply)
-	before := p.Count("evalsha")
+	h := p.HoldReply(script(t, "release", "k"), lateReply)
+	scripts := p.Watch(evalsha("k"))
 	if err := inner.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := p.Count("evalsha") - before; n != 0 {
+	if n := scripts.Count(); n != 0 {
 		t.Fatalf("inner Unlock sent %d scripts", n)
 	}
 	if _, err := other.TryLock(ctx, "k"); !errors.Is(err, core.ErrNotObtained) {
@@ -187,7 +203,7 @@ func TestAbandonedNestedLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer outer.Unlock(ctx)
-	h := p.HoldReply(evalsha("stock:7"), 2*time.Second)
+	h := p.HoldReply(script(t, "acquire", "stock:7"), 2*time.Second)
 	start := time.Now()
 	_, err = l.Lock(outer.Context(), "stock:7", core.WithWait(200*time.Millisecond))
 	took := time.Since(start)

@@ -28,6 +28,9 @@ type Locker struct {
 	room   *waitRoom
 	hints  holdTimes
 	server serverCheck
+	// markerTTL is how long a done marker lives: longer than the client
+	// can take to re-send a call
+	markerTTL time.Duration
 
 	closed   atomic.Bool
 	done     chan struct{}
@@ -68,14 +71,16 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		return nil, o.err
 	}
 	o.call.box()
+	marker := markerTTL(client)
 	l := &Locker{
-		client: client,
-		be:     &single{c: client, windowArg: ms(o.fenceWindow), markerArg: ms(markerTTL(client))},
-		opts:   o,
-		epoch:  time.Now(),
-		idArg:  rand.Text(),
-		room:   newWaitRoom(client),
-		done:   make(chan struct{}),
+		client:    client,
+		be:        &single{c: client, windowArg: ms(o.fenceWindow), markerArg: ms(marker)},
+		markerTTL: marker,
+		opts:      o,
+		epoch:     time.Now(),
+		idArg:     rand.Text(),
+		room:      newWaitRoom(client),
+		done:      make(chan struct{}),
 	}
 	l.wd = newWatchdog(l)
 	return l, nil
@@ -202,15 +207,36 @@ func (l *Locker) stopBackground() {
 // undo releases owner's possible hold on k after an attempt whose outcome
 // the caller did not learn (no answer in time, an error, a grant too late
 // to use): exactly that hold, and a late copy of the attempt can no longer
-// take the lock (the release leaves owner's done marker). It runs in the
-// background, or inline once the Locker is closing.
-func (l *Locker) undo(k *lockKeys, owner string, timeout time.Duration) {
+// take the lock (the release leaves owner's done marker). Until a release
+// is answered nothing is sure (Redis may still run the attempt when it
+// comes back), so the release is sent again, backing off up to 1s, until
+// one is answered, the lock's TTL and the marker's lifetime have passed
+// (the attempt cannot be re-sent any more and any hold has expired), or the
+// Locker closes. It runs in the background, or once inline when the Locker
+// is closing.
+func (l *Locker) undo(k *lockKeys, owner string, o *callOptions) {
 	run := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		if _, err := l.be.release(ctx, k, owner); err != nil {
-			l.logger().Warn("lockgate: undoing an abandoned acquisition failed; the lock, if it was taken, expires after its TTL",
-				slog.Any("error", err))
+		giveUp := time.Now().Add(o.ttl + l.markerTTL)
+		backoff := 50 * time.Millisecond
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), o.releaseTimeout)
+			_, err := l.be.release(ctx, k, owner)
+			cancel()
+			if err == nil {
+				return
+			}
+			if !time.Now().Before(giveUp) || l.closed.Load() {
+				l.logger().Warn("lockgate: undoing an abandoned acquisition failed; the lock, if it was taken, expires after its TTL",
+					slog.Any("error", err))
+				return
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-l.done:
+			case <-t.C:
+			}
+			t.Stop()
+			backoff = min(2*backoff, time.Second)
 		}
 	}
 	if !l.goBackground(run) {

@@ -25,7 +25,7 @@ func TestLockRacingClose(t *testing.T) {
 	ctx := ctxT(t)
 	warm(t, l)
 
-	h := p.HoldReply(evalsha("k"), 300*time.Millisecond)
+	h := p.HoldReply(script(t, "acquire", "k"), 300*time.Millisecond)
 	type res struct {
 		s   *core.Lease
 		err error

@@ -51,6 +51,7 @@ type Proxy struct {
 	closed  bool
 	conns   map[*proxyConn]struct{}
 	holds   []*Hold // waiting for their command, oldest first
+	watches []*Watch
 	counts  map[string]int
 	latency time.Duration
 	refuse  bool
@@ -258,6 +259,33 @@ func (p *Proxy) Count(name string) int {
 	return p.counts[strings.ToUpper(name)]
 }
 
+// Watch counts the commands a Matcher selects, from when it was made.
+type Watch struct {
+	p *Proxy
+	m Matcher
+	n int
+}
+
+// Watch starts counting the commands m matches that are forwarded to Redis
+// from now on (a nil m matches every command).
+func (p *Proxy) Watch(m Matcher) *Watch {
+	if m == nil {
+		m = func([]string) bool { return true }
+	}
+	w := &Watch{p: p, m: m}
+	p.mu.Lock()
+	p.watches = append(p.watches, w)
+	p.mu.Unlock()
+	return w
+}
+
+// Count returns how many matching commands were forwarded so far.
+func (w *Watch) Count() int {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	return w.n
+}
+
 // accept serves the listener until Close.
 func (p *Proxy) accept() {
 	defer p.wg.Done()
@@ -435,6 +463,11 @@ func (c *proxyConn) requests() {
 		}
 		c.p.mu.Lock()
 		c.p.counts[name]++
+		for _, w := range c.p.watches {
+			if w.m(cmd) {
+				w.n++
+			}
+		}
 		c.p.mu.Unlock()
 		if req.hold != nil {
 			close(req.hold.matched)

@@ -525,3 +525,26 @@ func TestProxyClose(t *testing.T) {
 	c.Close()
 	goleak.VerifyNone(t, ignore)
 }
+
+// A Watch counts only the commands its Matcher selects, from its start.
+func TestProxyWatch(t *testing.T) {
+	srv := redistest.Start(t)
+	p := redistest.StartProxy(t, srv.Addr)
+	o := srv.Options()
+	o.Addr = p.Addr
+	c := redis.NewClient(o)
+	defer c.Close()
+	ctx := context.Background()
+	c.Set(ctx, "a", "1", 0)
+	w := p.Watch(redistest.MatchCommand("get", "a"))
+	all := p.Watch(nil)
+	c.Get(ctx, "a")
+	c.Get(ctx, "b")
+	c.Set(ctx, "a", "2", 0)
+	if n := w.Count(); n != 1 {
+		t.Fatalf("watch counted %d GETs of a, want 1", n)
+	}
+	if n := all.Count(); n != 3 {
+		t.Fatalf("nil watch counted %d, want 3", n)
+	}
+}

@@ -141,7 +141,7 @@ func TestBusyAndUnavailable(t *testing.T) {
 			// Another node holds user 1's lock.
 			client := redis.NewClient(&redis.Options{Addr: srv.Addr})
 			defer client.Close()
-			other := core.New(client)
+			other := core.Must(core.New(client))
 			defer other.Close()
 			lease, err := other.Lock(context.Background(), OrderKey(1, testVoucher), core.WithTTL(20*time.Second))
 			if err != nil {

@@ -51,7 +51,7 @@ func TestServiceStaleLease(t *testing.T) {
 	srv := redistest.Start(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer client.Close()
-	locker := core.New(client)
+	locker := core.Must(core.New(client))
 	defer locker.Close()
 	st := openStore(t, "")
 	seed(t, st, 10)

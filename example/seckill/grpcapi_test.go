@@ -61,7 +61,7 @@ func TestGRPC(t *testing.T) {
 	seed(t, st, 2)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer client.Close()
-	locker := core.New(client, core.WithWait(100*time.Millisecond))
+	locker := core.Must(core.New(client, core.WithWait(100*time.Millisecond)))
 	defer locker.Close()
 	conn := serveGRPCTest(t, Config{Service: &Service{Store: st}, Mode: LockRedis, Locker: locker})
 	c := seckillv1.NewSeckillClient(conn)

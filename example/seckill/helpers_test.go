@@ -37,6 +37,10 @@ type nodeOpts struct {
 	http  string // "fiber" (default) or "nethttp"
 	redis *redistest.Server
 	wait  time.Duration
+	// orderKey replaces OrderKeyTemplate (LockRedis on HTTP).
+	orderKey string
+	// readTimeout is the Redis clients' (default go-redis's).
+	readTimeout time.Duration
 }
 
 // startNodes starts n nodes in this process, each with its own Store
@@ -47,10 +51,10 @@ func startNodes(t *testing.T, n int, dsn string, o nodeOpts) []string {
 	var urls []string
 	for range n {
 		st := openStore(t, dsn)
-		cfg := Config{Service: &Service{Store: st}, Mode: o.mode, Wait: o.wait}
+		cfg := Config{Service: &Service{Store: st}, Mode: o.mode, Wait: o.wait, orderKey: o.orderKey}
 		if o.mode == LockRedis {
-			client := redis.NewClient(&redis.Options{Addr: o.redis.Addr})
-			locker := core.New(client)
+			client := redis.NewClient(&redis.Options{Addr: o.redis.Addr, ReadTimeout: o.readTimeout})
+			locker := core.Must(core.New(client))
 			t.Cleanup(func() { locker.Close(); client.Close() })
 			cfg.Locker = locker
 		}

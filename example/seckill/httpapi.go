@@ -67,6 +67,8 @@ type Config struct {
 	Logger *slog.Logger
 	// local holds the mutexes of LockLocal.
 	local *LocalLocks
+	// orderKey replaces OrderKeyTemplate in tests.
+	orderKey string
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -69,8 +69,17 @@ Several nodes may share one -db and one -redis.`)
 		}
 		client := redis.NewClient(opt)
 		defer client.Close()
-		locker := core.New(client, core.WithTTL(f.ttl), core.WithWait(f.wait))
-		defer locker.Close()
+		locker, err := core.New(client, core.WithTTL(f.ttl), core.WithWait(f.wait))
+		if err != nil {
+			return fmt.Errorf("-ttl, -wait: %w", err)
+		}
+		defer func() {
+			// Release what is still held, so that a restart does not leave
+			// in-flight locks for their TTL.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			locker.Shutdown(ctx)
+		}()
 		cfg.Locker = locker
 	}
 
