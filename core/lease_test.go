@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +15,16 @@ import (
 // first TTL, its validity moves, and Extend of a lost lease is ErrNotHeld.
 func TestExtendByHand(t *testing.T) {
 	srv := redistest.Start(t)
-	a, _ := newLocker(t, srv)
+	var mu sync.Mutex
+	var extended []error
+	obs := core.ObserverFunc(func(_ context.Context, e core.Event) {
+		if e.Kind == core.EventExtended {
+			mu.Lock()
+			extended = append(extended, e.Err)
+			mu.Unlock()
+		}
+	})
+	a, _ := newLocker(t, srv, core.WithObserver(obs))
 	b, _ := newLocker(t, srv)
 	ctx := ctxT(t)
 	s, err := a.Lock(ctx, "k", core.WithTTL(200*time.Millisecond), core.WithoutWatchdog())
@@ -46,6 +56,13 @@ func TestExtendByHand(t *testing.T) {
 	within(t, s.Done(), time.Second, "lease ended after a failed Extend")
 	if !errors.Is(context.Cause(s.Context()), core.ErrLockLost) {
 		t.Fatalf("cause %v", context.Cause(s.Context()))
+	}
+	// The Observer is told of each Extend that reached Redis, with its
+	// outcome (the one below MinTTL is refused before).
+	mu.Lock()
+	defer mu.Unlock()
+	if len(extended) != 2 || extended[0] != nil || !errors.Is(extended[1], core.ErrNotHeld) {
+		t.Fatalf("observed Extend outcomes %v, want [nil, ErrNotHeld]", extended)
 	}
 }
 

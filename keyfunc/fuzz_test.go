@@ -21,10 +21,7 @@ func canon(typ keyfunc.ValueType, v string) (string, bool) {
 		n, err := strconv.ParseInt(v, 10, 64)
 		return strconv.FormatInt(n, 10), err == nil
 	case keyfunc.TypeUint:
-		if strings.HasPrefix(v, "+") {
-			v = v[1:]
-		}
-		n, err := strconv.ParseUint(v, 10, 64)
+		n, err := strconv.ParseUint(strings.TrimPrefix(v, "+"), 10, 64)
 		return strconv.FormatUint(n, 10), err == nil
 	case keyfunc.TypeUUID:
 		u, err := uuid.Parse(v)

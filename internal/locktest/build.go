@@ -9,13 +9,14 @@ import (
 // Build compiles the Go file at path (a program in a testdata folder,
 // which the go tool leaves out of ./...) with `go build`, discarding the
 // binary, and returns the compiler's output and error: for tests that a
-// misuse does not compile, each with a control that compiles. It skips the
-// test when the go tool is not on PATH.
+// misuse does not compile, each with a control that compiles. path is a
+// file or a package directory. The go tool must be on PATH (make test runs
+// it).
 func Build(t testing.TB, path string) (string, error) {
 	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("go tool not on PATH")
+		t.Fatal("the go tool is not on PATH:", err)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {

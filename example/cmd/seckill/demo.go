@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockgate/lockgate/example/seckill"
 	"github.com/lockgate/lockgate/redistest"
 )
@@ -338,26 +336,4 @@ func checkLoopbackURL(raw string) error {
 		return nil
 	}
 	return fmt.Errorf("-redis %q: the demo only talks to loopback addresses", raw)
-}
-
-func waitRedis(ctx context.Context, n *node, port int) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), MaxRetries: -1, DialTimeout: time.Second})
-	defer c.Close()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if c.Ping(ctx).Err() == nil {
-			return nil
-		}
-		select {
-		case <-n.exited:
-			b, _ := os.ReadFile(n.log)
-			return fmt.Errorf("redis-server exited: %s", tail(string(b), 400))
-		case <-ctx.Done():
-			return fmt.Errorf("redis-server not ready: %w", ctx.Err())
-		case <-tick.C:
-		}
-	}
 }
