@@ -192,32 +192,37 @@ func TestBusyErrorsTellTheHolder(t *testing.T) {
 	}
 }
 
-// A stall that outlasts the client's own timeouts: go-redis gives up on the
-// attempt (and on the first undo) while the acquire sits in Redis's socket
-// and runs when the server resumes. The undo is retried until Redis
-// answers, so nothing stays held for the TTL. The probe: the acquire and
-// its undo ran in Redis after the stall.
-func TestUndoOutlastsStall(t *testing.T) {
+// The attempt's outcome stays unknown for longer than the client's own
+// timeouts: the acquire runs in Redis but its reply is held, the client
+// gives up, and then the network refuses every connection for a second, so
+// the first tries of the undo fail too. The undo is sent again until Redis
+// answers, so nothing stays held for the TTL. The probe: the acquire held
+// the lock in Redis while its caller was told ErrUnavailable.
+func TestUndoOutlastsOutage(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	p := redistest.StartProxy(t, srv.Addr)
+	c := redis.NewClient(&redis.Options{Addr: p.Addr, ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	l := lockerOn(t, c)
 	_, direct := newLocker(t, srv)
 	ctx := ctxT(t)
-	warm(t, l) // an idle connection, on which the attempt is written
-	before := readCommands(t, direct)
-	resume := pause(t, srv)
-	_, err := l.Lock(ctx, "stall", core.WithWait(time.Second), core.WithTTL(time.Minute))
+	warm(t, l)
+	h := p.HoldReply(script(t, "acquire", "outage"), 5*time.Second)
+	_, err := l.Lock(ctx, "outage", core.WithWait(time.Second), core.WithTTL(time.Minute))
 	if !errors.Is(err, core.ErrUnavailable) {
-		t.Fatalf("Lock on a hung Redis = %v", err)
+		t.Fatalf("Lock whose reply never came = %v", err)
 	}
-	time.Sleep(time.Second) // the fault goes on: the undo's first tries fail too
-	resume()
-	waitGone(t, direct, "lockgate:{stall}")
-	after := readCommands(t, direct)
-	if n := after.client["evalsha"] + after.client["eval"] - before.client["evalsha"] - before.client["eval"]; n < 2 {
-		t.Fatalf("probe: %d scripts ran after the stall, want the attempt and its undo", n)
+	p.SetRefuse(true)
+	within(t, h.Matched(), time.Second, "the held acquire")
+	if n := direct.Exists(ctx, "lockgate:{outage}").Val(); n != 1 {
+		t.Fatal("probe: the acquire holds nothing in Redis")
 	}
+	time.Sleep(time.Second) // the fault goes on: the undo's first tries fail
+	if n := direct.Exists(ctx, "lockgate:{outage}").Val(); n != 1 {
+		t.Fatal("probe: the undo got through a refusing network")
+	}
+	p.SetRefuse(false)
+	waitGone(t, direct, "lockgate:{outage}")
 }
 
 // waitGone waits (bounded, 10s) until key no longer exists.
