@@ -172,9 +172,8 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		if a.cross == nil {
 			a.undo() // it may have taken the lock before failing
 		}
-		if ctx.Err() != nil && (errors.Is(r.err, context.Canceled) || errors.Is(r.err, context.DeadlineExceeded)) {
-			return nil, a.ended(ctx, nil) // the caller's end, not Redis's
-		}
+		// The call's context is not the caller's (bounded detaches it):
+		// a context error here is the budget ending before Redis answered.
 		err := unavailable("acquire", r.err)
 		if ctx.Err() != nil {
 			err = errors.Join(err, ctxErr(ctx))

@@ -43,6 +43,19 @@ func benchClient(b *testing.B) *redis.Client {
 	return c
 }
 
+// benchClientKind is benchClient, with ContextTimeoutEnabled for kind
+// "ctxtimeout".
+func benchClientKind(b *testing.B, kind string) *redis.Client {
+	if kind != "ctxtimeout" {
+		return benchClient(b)
+	}
+	o := benchServer(b).Options()
+	o.PoolSize, o.MaxRetries, o.ContextTimeoutEnabled = 80, 0, true
+	c := redis.NewClient(o)
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
 func distinctKey() string { return "bench:" + strconv.FormatInt(benchSeq.Add(1), 10) }
 
 var casDel = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
@@ -104,17 +117,21 @@ func BenchmarkFloor(b *testing.B) {
 	}
 }
 
-// BenchmarkLockUnlock is an uncontended Lock then Unlock on distinct keys.
+// BenchmarkLockUnlock is an uncontended Lock then Unlock on distinct keys,
+// with go-redis's default client and with ContextTimeoutEnabled (see
+// BenchmarkVsFloor).
 func BenchmarkLockUnlock(b *testing.B) {
-	for _, p := range []int{1, 64} {
-		b.Run("p="+strconv.Itoa(p), func(b *testing.B) {
-			l := lockerOn(b, benchClient(b))
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			parallel(b, p, func() { lockCycle(b, ctx, l) })
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
-		})
+	for _, kind := range []string{"default", "ctxtimeout"} {
+		for _, p := range []int{1, 64} {
+			b.Run("client="+kind+"/p="+strconv.Itoa(p), func(b *testing.B) {
+				l := lockerOn(b, benchClientKind(b, kind))
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				parallel(b, p, func() { lockCycle(b, ctx, l) })
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
+			})
+		}
 	}
 }
 
@@ -250,16 +267,20 @@ func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
 // floor's. (At high parallelism alternating inside one loop would only
 // measure the shared queue; compare BenchmarkFloor/p=64 and
 // BenchmarkLockUnlock/p=64 there.)
+//
+// client=ctxtimeout uses ContextTimeoutEnabled: go-redis itself then bounds
+// each call by the caller's budget, and lockgate runs it on the caller's
+// goroutine; client=default bounds it from a goroutine of its own.
 func BenchmarkVsFloor(b *testing.B) {
-	for _, p := range []int{1} {
-		b.Run("p="+strconv.Itoa(p), func(b *testing.B) {
+	for _, kind := range []string{"default", "ctxtimeout"} {
+		b.Run("client="+kind, func(b *testing.B) {
 			c := benchClient(b)
-			l := lockerOn(b, c)
+			l := lockerOn(b, benchClientKind(b, kind))
 			ctx := context.Background()
 			casDel.Load(ctx, c)
 			var floorNs, lockNs atomic.Int64
 			b.ResetTimer()
-			parallel(b, p, func() {
+			parallel(b, 1, func() {
 				t0 := time.Now()
 				floorCycle(b, ctx, c)
 				t1 := time.Now()

@@ -18,17 +18,27 @@ var errLate = errors.New("no answer in time")
 // bounded runs call (which talks to Redis with the context it is given)
 // so that the caller waits at most until deadline (zero: no deadline) or
 // the end of ctx, plus replyGrace, whatever the client's timeouts and
-// retries. If the wait ends first it returns errLate and the result, when
-// it comes, goes to orphan (which undoes what the call may have done). The
-// context given to call keeps ctx's values but not its cancellation, and
-// ends at deadline+replyGrace, so that go-redis stops retrying then. Errors:
-// errLate, or ErrClosed when the Locker is closed.
+// retries. The context given to call keeps ctx's values but not its
+// cancellation, and ends at deadline+replyGrace, so that go-redis stops
+// retrying then.
+//
+// A client that honours context deadlines (ContextTimeoutEnabled) bounds
+// the call itself: it runs on the caller's goroutine, and a call cut short
+// returns the client's timeout error. Otherwise it runs on a goroutine of
+// the Locker: if the wait ends first, bounded returns errLate and the
+// result, when it comes, goes to orphan (which undoes what the call may
+// have done). Errors: errLate, or ErrClosed when the Locker is closed.
 func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call func(context.Context) T, orphan func(T)) (T, error) {
 	var zero T
-	if deadline.IsZero() && ctx.Done() == nil {
+	if deadline.IsZero() && (ctx.Done() == nil || l.ctxDeadlines) {
 		return call(ctx), nil // nothing but the client's timeouts can bound it
 	}
 	base := context.WithoutCancel(ctx)
+	if l.ctxDeadlines {
+		cctx, cancel := context.WithDeadline(base, deadline.Add(replyGrace))
+		defer cancel()
+		return call(cctx), nil
+	}
 	var cctx context.Context
 	var cancel context.CancelFunc
 	if deadline.IsZero() {

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -41,10 +42,22 @@ func pause(t *testing.T, srv *redistest.Server) (resume func()) {
 // budget whatever the client's timeouts (before: ErrNotObtained after 10s
 // with a 200ms budget). The attempt left in flight is undone once Redis
 // answers. Control: the same budget on a healthy Redis with the lock held
-// gives ErrNotObtained.
+// gives ErrNotObtained. Both ways of bounding a call are attacked: a
+// default client (the call runs on a goroutine the caller stops waiting
+// for) and one with ContextTimeoutEnabled (go-redis bounds it itself).
 func TestHungRedisWithinBudget(t *testing.T) {
+	for _, kind := range []string{"default", "ctxtimeout"} {
+		t.Run("client="+kind, func(t *testing.T) { testHungRedisWithinBudget(t, kind) })
+	}
+}
+
+func testHungRedisWithinBudget(t *testing.T, kind string) {
 	srv := redistest.Start(t)
 	c := defaultsClient(t, srv)
+	if kind == "ctxtimeout" {
+		c = redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { c.Close() })
+	}
 	l := lockerOn(t, c)
 	holder, direct := newLocker(t, srv)
 	ctx := ctxT(t)
@@ -91,13 +104,21 @@ func TestHungRedisWithinBudget(t *testing.T) {
 				t.Fatalf("Lock took %v with a 200ms budget", took)
 			}
 			resume()
-			// The attempt reached Redis's socket and ran on resume; the
-			// Locker undoes it when go-redis returns. Nothing stays held.
-			waitGone(t, direct, "lockgate:{hung:"+tc.name+"}")
-			// Probe: the attempt and its undo both ran in Redis.
-			after := readCommands(t, direct)
-			if n := after.client["evalsha"] + after.client["eval"] - before.client["evalsha"] - before.client["eval"]; n < 2 {
-				t.Fatalf("%d scripts ran after the pause, want the attempt and its undo", n)
+			// The attempt reached Redis's socket and runs on resume; the
+			// Locker undoes it when go-redis returns. Nothing stays held,
+			// and (probe) both the attempt and its undo ran in Redis.
+			key := "lockgate:{hung:" + tc.name + "}"
+			for i := 0; ; i++ {
+				after := readCommands(t, direct)
+				ran := after.client["evalsha"] + after.client["eval"] - before.client["evalsha"] - before.client["eval"]
+				held := direct.Exists(ctx, key).Val() == 1
+				if ran >= 2 && !held {
+					break
+				}
+				if i == 200 {
+					t.Fatalf("10s after the pause: %d scripts ran (want the attempt and its undo), %s held: %v", ran, key, held)
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
 		})
 	}
@@ -199,9 +220,15 @@ func TestBusyErrorsTellTheHolder(t *testing.T) {
 // answers, so nothing stays held for the TTL. The probe: the acquire held
 // the lock in Redis while its caller was told ErrUnavailable.
 func TestUndoOutlastsOutage(t *testing.T) {
+	for _, ctxTimeout := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeout), func(t *testing.T) { testUndoOutlastsOutage(t, ctxTimeout) })
+	}
+}
+
+func testUndoOutlastsOutage(t *testing.T, ctxTimeout bool) {
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr)
-	c := redis.NewClient(&redis.Options{Addr: p.Addr, ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: p.Addr, ReadTimeout: 200 * time.Millisecond, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeout})
 	t.Cleanup(func() { c.Close() })
 	l := lockerOn(t, c)
 	_, direct := newLocker(t, srv)

@@ -84,8 +84,9 @@
 // Keys expire on the server's clock: a forward step of it expires a lock
 // early, like a pause of the holder; fencing is what makes that harmless.
 //
-// Recommended go-redis settings: a ReadTimeout well below your wait budgets
-// (the default 5s is fine, budgets bound every call anyway), and
-// ContextTimeoutEnabled: true so that go-redis itself stops reading when a
-// budget ends.
+// Recommended go-redis settings: ContextTimeoutEnabled: true, so that
+// go-redis itself stops reading when a budget ends and calls run on the
+// caller's goroutine (without it they run on a goroutine of the Locker that
+// the caller stops waiting for: correct, but slower), and a ReadTimeout
+// below your wait budgets, so that a retry happens inside the budget.
 package core

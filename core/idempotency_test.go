@@ -26,9 +26,14 @@ const (
 // lateClient returns a proxy in front of srv and a client through it with
 // go-redis's default retries and the read timeout given.
 func lateClient(t *testing.T, srv *redistest.Server, readTimeout time.Duration) (*redistest.Proxy, *redis.Client) {
+	return lateClientCtx(t, srv, readTimeout, false)
+}
+
+// lateClientCtx is lateClient, with ContextTimeoutEnabled as given.
+func lateClientCtx(t *testing.T, srv *redistest.Server, readTimeout time.Duration, ctxTimeout bool) (*redistest.Proxy, *redis.Client) {
 	t.Helper()
 	p := redistest.StartProxy(t, srv.Addr)
-	c := redis.NewClient(&redis.Options{Addr: p.Addr, ReadTimeout: readTimeout, WriteTimeout: readTimeout})
+	c := redis.NewClient(&redis.Options{Addr: p.Addr, ReadTimeout: readTimeout, WriteTimeout: readTimeout, ContextTimeoutEnabled: ctxTimeout})
 	t.Cleanup(func() { c.Close() })
 	return p, c
 }
@@ -54,8 +59,14 @@ func script(t *testing.T, name, key string) redistest.Matcher {
 // the lock for the next owner at once (before: a hold count of 2, and the
 // lock held by nobody for its TTL).
 func TestLateReplyFreshLock(t *testing.T) {
+	for _, ctxTimeout := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeout), func(t *testing.T) { testLateReplyFreshLock(t, ctxTimeout) })
+	}
+}
+
+func testLateReplyFreshLock(t *testing.T, ctxTimeout bool) {
 	srv := redistest.Start(t)
-	p, c := lateClient(t, srv, lateReadTimeout)
+	p, c := lateClientCtx(t, srv, lateReadTimeout, ctxTimeout)
 	l := lockerOn(t, c)
 	other, direct := newLocker(t, srv)
 	ctx := ctxT(t)
@@ -191,8 +202,14 @@ func TestLateReplyInnerUnlock(t *testing.T) {
 // nothing held: the hold it added in Redis is undone (before, an owner
 // carried in the context was never undone).
 func TestAbandonedNestedLock(t *testing.T) {
+	for _, ctxTimeout := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeout), func(t *testing.T) { testAbandonedNestedLock(t, ctxTimeout) })
+	}
+}
+
+func testAbandonedNestedLock(t *testing.T, ctxTimeout bool) {
 	srv := redistest.Start(t)
-	p, c := lateClient(t, srv, time.Second) // the client gives up on the held reply after 1s, long after the Lock
+	p, c := lateClientCtx(t, srv, time.Second, ctxTimeout) // without ContextTimeoutEnabled, the client gives up on the held reply after 1s, long after the Lock
 	l := lockerOn(t, c)
 	other, direct := newLocker(t, srv)
 	ctx := ctxT(t)

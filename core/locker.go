@@ -31,6 +31,9 @@ type Locker struct {
 	// markerTTL is how long a done marker lives: longer than the client
 	// can take to re-send a call
 	markerTTL time.Duration
+	// ctxDeadlines: the client honours context deadlines
+	// (ContextTimeoutEnabled), so calls need no goroutine to be bounded
+	ctxDeadlines bool
 
 	closed   atomic.Bool
 	done     chan struct{}
@@ -73,14 +76,15 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	o.call.box()
 	marker := markerTTL(client)
 	l := &Locker{
-		client:    client,
-		be:        &single{c: client, windowArg: ms(o.fenceWindow), markerArg: ms(marker)},
-		markerTTL: marker,
-		opts:      o,
-		epoch:     time.Now(),
-		idArg:     rand.Text(),
-		room:      newWaitRoom(client),
-		done:      make(chan struct{}),
+		client:       client,
+		be:           &single{c: client, windowArg: ms(o.fenceWindow), markerArg: ms(marker)},
+		markerTTL:    marker,
+		ctxDeadlines: honoursDeadlines(client),
+		opts:         o,
+		epoch:        time.Now(),
+		idArg:        rand.Text(),
+		room:         newWaitRoom(client),
+		done:         make(chan struct{}),
 	}
 	l.wd = newWatchdog(l)
 	return l, nil

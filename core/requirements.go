@@ -150,3 +150,17 @@ func markerTTL(c redis.UniversalClient) time.Duration {
 	t := time.Duration(retries+1) * (dial + write + read + backoff)
 	return min(max(t, time.Second), 10*time.Minute)
 }
+
+// honoursDeadlines reports whether the client bounds its reads and writes
+// by the context's deadline (ContextTimeoutEnabled).
+func honoursDeadlines(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}

@@ -3,11 +3,13 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // Unlock with the context of a request that is already over still
@@ -34,8 +36,15 @@ func TestUnlockWithEndedContext(t *testing.T) {
 // release timeout (whatever the client's timeouts) and is retried by
 // calling Unlock again; the retry finds it released.
 func TestUnlockRetryAfterFailure(t *testing.T) {
+	for _, ctxTimeout := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeout), func(t *testing.T) { testUnlockRetryAfterFailure(t, ctxTimeout) })
+	}
+}
+
+func testUnlockRetryAfterFailure(t *testing.T, ctxTimeout bool) {
 	srv := redistest.Start(t)
-	c := defaultsClient(t, srv)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: ctxTimeout})
+	t.Cleanup(func() { c.Close() })
 	l := lockerOn(t, c)
 	_, direct := newLocker(t, srv)
 	ctx := ctxT(t)
