@@ -1,13 +1,13 @@
 # lockgate — make demo (the flash-sale proof) and make test (everything CI runs).
 SHELL := /bin/bash
 GO ?= go
-# Every Go module of the repo: the library, the example, the benchmarks.
-MODULES := . $(patsubst %/go.mod,%,$(wildcard example/go.mod bench/go.mod))
+# Every Go module of the repo: the library, the example, the fault rig, the benchmarks.
+MODULES := . $(patsubst %/go.mod,%,$(wildcard example/go.mod torture/go.mod bench/go.mod))
 USERS ?= 300
 DUP ?= 8
 STOCK ?= 200
 
-.PHONY: test vet redis demo seckill proto bench
+.PHONY: test vet redis demo seckill proto bench torture
 
 ## test: ensure redis-server, then go vet and go test -race in every module
 test: redis
@@ -32,6 +32,17 @@ demo: redis seckill
 ## proto: regenerate the Go code of the proto annotations
 proto:
 	@scripts/proto.sh
+
+## torture: the fault-injection rig at full size (DURATION=10m; SEED=, TOPOLOGY=single|sentinel, WORKERS=6, KEYS=3)
+DURATION ?= 10m
+TOPOLOGY ?= single
+WORKERS ?= 6
+KEYS ?= 3
+SEED ?= 0
+torture: redis
+	@mkdir -p bin
+	cd torture && $(GO) build -o ../bin/torture ./cmd/torture
+	bin/torture run -duration $(DURATION) -topology $(TOPOLOGY) -workers $(WORKERS) -keys $(KEYS) -seed $(SEED)
 
 ## bench: core benchmarks (floor, lock/unlock, contended)
 bench: redis

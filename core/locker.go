@@ -252,7 +252,11 @@ func (l *Locker) undo(k *lockKeys, owner string, o *callOptions) {
 // at most the wait budget (WithWait, default 2s) or until ctx ends,
 // whichever is first, and returning by then plus at most 50ms for a reply
 // already on its way — whatever the client's timeouts and retries (a call
-// still in flight then is undone if it took the lock). Waiting does not
+// still in flight then is undone if it took the lock). A cancellation of
+// ctx is noticed at once while waiting and within 50ms while a call to
+// Redis is in flight, except with a client that has ContextTimeoutEnabled:
+// its calls run on the caller's goroutine and end when go-redis returns,
+// within the budget. Waiting does not
 // poll: the waiter is woken by the holder's release (Pub/Sub), with the
 // retry strategy and the holder's remaining TTL as a fallback. Waiters of
 // one Locker for one key queue in FIFO order.

@@ -1,0 +1,389 @@
+package rig
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Limits the checker holds a run to.
+type Limits struct {
+	TTL time.Duration
+	// Margin is how long after a holder stopped holding (its unlock, loss,
+	// death or Close) its lock may still answer "busy" to others beyond the
+	// TTL: turns, fallback timers, the undo of abandoned attempts.
+	Margin time.Duration
+	// Bound is how far past its budget a call may return.
+	Bound time.Duration
+}
+
+// Report is what the checker found.
+type Report struct {
+	Calls, Acquired, Busy, Unavailable, Canceled, Other int
+	Writes, Accepted, Rejected                         int
+	Faults                                             map[string]int
+
+	// Violations, each a list of descriptions.
+	Interleaved  []string // (a) with fencing, two holders' accepted writes interleave for a key
+	WriteAfter   []string // a holder wrote although its lease context had ended
+	Dishonest    []string // (d) a holder still believed it held the lock when the next one wrote
+	Deadlocks    []string // (c) "busy" long after every holder of the key had stopped
+	BusyWhenHung []string // (e) "busy" from a call made while Redis could not answer
+	Overlong     []string // (e) a call past its budget plus the bound
+	BadReentry   []string // a re-entry with another fence, or not re-entrant
+
+	// Explained overlaps: a holder that still believed it held the lock
+	// when the next wrote, because it was frozen, or the lock was lost with
+	// Redis's data (restart, failover).
+	FrozenOverlaps, StateLossOverlaps int
+	// OverlapsUnfenced counts writes that fencing rejected because a newer
+	// holder had written: without fencing they would have been accepted.
+	OverlapsUnfenced int
+
+	Recovery     map[string]time.Duration // max time to the next acquisition of every key after a fault of the kind
+	HungDuration []time.Duration          // durations of calls made while Redis was hung
+}
+
+// Violations is the number of violations of every kind but deadlocks.
+func (r *Report) Violations() int {
+	return len(r.Interleaved) + len(r.WriteAfter) + len(r.Dishonest) + len(r.BusyWhenHung) + len(r.Overlong) + len(r.BadReentry)
+}
+
+// FaultTotal is the number of faults injected.
+func (r *Report) FaultTotal() int {
+	n := 0
+	for _, v := range r.Faults {
+		n += v
+	}
+	return n
+}
+
+// hold is one acquisition as its worker saw it.
+type holdSpan struct {
+	holder, worker, key string
+	fence               int64
+	asked               int64 // the acquiring call's start: the lock may be taken in Redis from then on
+	acq, end            int64 // believed from the Lock's return to the end event (or death)
+	firstWrite          int64 // first accepted write at the resource, 0 if none
+}
+
+type interval struct{ start, end int64 }
+
+func (iv interval) covers(t int64) bool { return iv.start <= t && t <= iv.end }
+
+// Check reads a run's logs and judges it.
+func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
+	r := &Report{Faults: map[string]int{}, Recovery: map[string]time.Duration{}}
+	for _, f := range faults {
+		r.Faults[f.Kind]++
+	}
+	// Windows of each kind, and the frozen intervals of each worker.
+	frozen := map[string][]interval{}
+	var hung, lossAt []interval
+	killedAt := map[string]int64{}
+	var runEnd int64
+	for _, f := range faults {
+		iv := interval{f.Start, f.End}
+		switch f.Kind {
+		case FaultPause:
+			frozen[f.Target] = append(frozen[f.Target], iv)
+		case FaultKill:
+			killedAt[f.Target] = f.Start
+		case FaultHangShort, FaultHangLong, FaultMasterHang:
+			hung = append(hung, iv)
+		case FaultRestart, FaultFailover:
+			lossAt = append(lossAt, iv)
+		}
+		runEnd = max(runEnd, f.End)
+	}
+	// Holds from the workers' logs.
+	holds := map[string]*holdSpan{}
+	var calls []Event
+	for _, e := range events {
+		runEnd = max(runEnd, e.End)
+		switch e.Ev {
+		case "call":
+			calls = append(calls, e)
+			if e.Res == ResAcquired && e.Holder != "" {
+				holds[e.Holder] = &holdSpan{holder: e.Holder, worker: e.Worker, key: e.Key, fence: e.Fence, asked: e.Start, acq: e.End}
+			}
+		case "end":
+			if h := holds[e.Holder]; h != nil && h.end == 0 {
+				h.end = e.End
+			}
+		case "write":
+			r.Writes++
+			if !e.Live {
+				r.WriteAfter = append(r.WriteAfter, fmt.Sprintf("%s wrote %s at %s after its lease context ended", e.Holder, e.Key, ts(e.Start)))
+			}
+		}
+	}
+	for _, h := range holds {
+		if h.end == 0 {
+			// No end logged: the worker was killed (its lock expires), or
+			// the run ended first.
+			h.end = runEnd
+			if t, ok := killedAt[h.worker]; ok && t >= h.acq {
+				h.end = t
+			}
+		}
+	}
+	for _, w := range writes {
+		if w.Accepted {
+			r.Accepted++
+			if h := holds[w.Holder]; h != nil && h.firstWrite == 0 {
+				h.firstWrite = w.At
+			}
+		} else {
+			r.Rejected++
+		}
+	}
+
+	// (a) interleaving of accepted writes; stale writes (a lower fence than
+	// one already seen for the key: rejected by fencing, accepted without).
+	r.Interleaved = interleavings(writes)
+	highest := map[string]int64{}
+	for _, w := range writes {
+		if w.Fence < highest[w.Key] {
+			r.OverlapsUnfenced++
+		}
+		highest[w.Key] = max(highest[w.Key], w.Fence)
+	}
+
+	// (d) honesty: consecutive holds of a key.
+	byKey := map[string][]*holdSpan{}
+	for _, h := range holds {
+		byKey[h.key] = append(byKey[h.key], h)
+	}
+	for key, hs := range byKey {
+		sort.Slice(hs, func(i, j int) bool { return hs[i].acq < hs[j].acq })
+		for j := 1; j < len(hs); j++ {
+			y := hs[j]
+			t := y.firstWrite
+			if t == 0 {
+				continue // nothing written under it: nothing to protect
+			}
+			for i := j - 1; i >= 0 && i >= j-8; i-- {
+				x := hs[i]
+				if x.worker == y.worker || x.end <= t {
+					continue
+				}
+				switch {
+				case anyCovers(frozen[x.worker], t) || anyIn(frozen[x.worker], x.acq, t):
+					r.FrozenOverlaps++
+				case anyIn(lossAt, x.acq, y.acq):
+					r.StateLossOverlaps++
+				default:
+					r.Dishonest = append(r.Dishonest, fmt.Sprintf("%s: %s (fence %d) still held it until %s when %s (fence %d) wrote at %s",
+						key, x.holder, x.fence, ts(x.end), y.holder, y.fence, ts(t)))
+				}
+			}
+		}
+	}
+
+	// (c) deadlocks, (e) outcomes. A call Redis did not answer (or that
+	// failed) may have taken the lock: it counts as held until the Locker
+	// could undo it, Margin after Redis was back.
+	unknown := map[string][]interval{}
+	for _, c := range calls {
+		if c.Res != ResUnavailable && !strings.HasPrefix(c.Res, ResOther) {
+			continue
+		}
+		end := c.End
+		for _, h := range hung {
+			if h.start <= end && h.end >= c.Start {
+				end = max(end, h.end)
+			}
+		}
+		unknown[c.Key] = append(unknown[c.Key], interval{c.Start, end + int64(lim.Margin)})
+	}
+	window := int64(lim.TTL + lim.Margin)
+	for _, c := range calls {
+		if c.Op == "reenter" && strings.HasPrefix(c.Res, ResOther) {
+			r.BadReentry = append(r.BadReentry, fmt.Sprintf("%s %s: %s", c.Holder, c.Key, c.Res))
+		}
+		if c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel" {
+			r.Calls++
+			switch {
+			case c.Res == ResAcquired:
+				r.Acquired++
+			case c.Res == ResBusy:
+				r.Busy++
+			case c.Res == ResUnavailable:
+				r.Unavailable++
+			case c.Res == ResCanceled || c.Res == ResDeadline:
+				r.Canceled++
+			default:
+				r.Other++
+			}
+		}
+		froze := anyIn(frozen[c.Worker], c.Start, c.End)
+		if c.Budget > 0 && c.End-c.Start > c.Budget+int64(lim.Bound) && !froze {
+			r.Overlong = append(r.Overlong, fmt.Sprintf("%s %s %s took %v from %s (%s), budget %v, during %s", c.Worker, c.Op, c.Key,
+				time.Duration(c.End-c.Start), ts(c.Start), c.Res, time.Duration(c.Budget), during(faults, c.Start, c.End)))
+		}
+		if c.Res == ResBusy && (c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel") {
+			for _, h := range hung {
+				if h.start <= c.Start && c.End <= h.end && !froze {
+					r.BusyWhenHung = append(r.BusyWhenHung, fmt.Sprintf("%s %s %s answered busy from %s to %s while Redis was hung", c.Worker, c.Op, c.Key, ts(c.Start), ts(c.End)))
+				}
+			}
+			if !heldNear(byKey[c.Key], unknown[c.Key], c.End, window) && !anyIn(lossAt, c.End-window, c.End) {
+				r.Deadlocks = append(r.Deadlocks, fmt.Sprintf("%s %s %s answered busy at %s, but nobody had held it for %v", c.Worker, c.Op, c.Key, ts(c.End), time.Duration(window)))
+			}
+		}
+		for _, h := range hung {
+			if h.start <= c.Start && c.Start <= h.end && (c.Op == "lock" || c.Op == "trylock") {
+				r.HungDuration = append(r.HungDuration, time.Duration(c.End-c.Start))
+			}
+		}
+	}
+
+	// Recovery after each fault: the time until every key had been
+	// acquired again.
+	acqs := map[string][]int64{}
+	for _, h := range holds {
+		acqs[h.key] = append(acqs[h.key], h.acq)
+	}
+	for _, a := range acqs {
+		slices.Sort(a)
+	}
+	for _, f := range faults {
+		var worst int64
+		ok := true
+		for _, a := range acqs {
+			i, _ := slices.BinarySearch(a, f.End)
+			if i == len(a) {
+				ok = false // the run ended first
+				break
+			}
+			worst = max(worst, a[i]-f.End)
+		}
+		if ok {
+			r.Recovery[f.Kind] = max(r.Recovery[f.Kind], time.Duration(worst))
+		}
+	}
+	return r
+}
+
+// interleavings lists, per key, the accepted writes by a holder whose fence
+// is not above that of the previous accepted writer (another holder): two
+// holders with one fence, or a holder that came back after another wrote.
+func interleavings(writes []Write) []string {
+	var out []string
+	type last struct {
+		holder string
+		fence  int64
+	}
+	prev := map[string]last{}
+	for _, w := range writes {
+		if !w.Accepted {
+			continue
+		}
+		p, ok := prev[w.Key]
+		if ok && p.holder != w.Holder && w.Fence <= p.fence {
+			out = append(out, fmt.Sprintf("%s: %s (fence %d) wrote at %s after %s (fence %d)", w.Key, w.Holder, w.Fence, ts(w.At), p.holder, p.fence))
+		}
+		prev[w.Key] = last{w.Holder, w.Fence}
+	}
+	return out
+}
+
+// heldNear reports whether some hold of the key (from its acquiring call's
+// start), or a call whose outcome was unknown, was there within window
+// before t.
+func heldNear(hs []*holdSpan, unknown []interval, t, window int64) bool {
+	for _, h := range hs {
+		if h.asked <= t && h.end >= t-window {
+			return true
+		}
+	}
+	for _, u := range unknown {
+		if u.start <= t && u.end >= t-window {
+			return true
+		}
+	}
+	return false
+}
+
+func anyCovers(ivs []interval, t int64) bool {
+	for _, iv := range ivs {
+		if iv.covers(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyIn reports whether some interval overlaps [a, b].
+func anyIn(ivs []interval, a, b int64) bool {
+	for _, iv := range ivs {
+		if iv.start <= b && iv.end >= a {
+			return true
+		}
+	}
+	return false
+}
+
+// during names the faults that overlap [a, b].
+func during(faults []Fault, a, b int64) string {
+	var kinds []string
+	for _, f := range faults {
+		if f.Start <= b && f.End >= a {
+			kinds = append(kinds, f.Kind)
+		}
+	}
+	if len(kinds) == 0 {
+		return "no fault"
+	}
+	return strings.Join(kinds, ",")
+}
+
+func ts(t int64) string { return time.Unix(0, t).Format("15:04:05.000000") }
+
+// Print writes the summary table and the closing line.
+func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
+	fmt.Fprintf(w, "\nseed %d, %v\n", seed, d.Round(time.Second))
+	fmt.Fprintf(w, "operations  Lock/TryLock %d: acquired %d, busy %d, unavailable %d, cancelled %d, other %d; writes %d: accepted %d, rejected by fencing %d\n",
+		r.Calls, r.Acquired, r.Busy, r.Unavailable, r.Canceled, r.Other, r.Writes, r.Accepted, r.Rejected)
+	kinds := make([]string, 0, len(r.Faults))
+	for k := range r.Faults {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	fmt.Fprintf(w, "faults      %d:", r.FaultTotal())
+	for _, k := range kinds {
+		fmt.Fprintf(w, " %s %d", k, r.Faults[k])
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "violations  fenced interleaving %d, writes after loss %d, dishonest holders %d, busy while hung %d, calls past budget %d, bad re-entries %d; deadlocks %d\n",
+		len(r.Interleaved), len(r.WriteAfter), len(r.Dishonest), len(r.BusyWhenHung), len(r.Overlong), len(r.BadReentry), len(r.Deadlocks))
+	fmt.Fprintf(w, "overlaps    without fencing %d (stale writes: a lower fence than the key had seen); holders still believing when the next wrote, explained: frozen %d, Redis data lost %d\n",
+		r.OverlapsUnfenced, r.FrozenOverlaps, r.StateLossOverlaps)
+	fmt.Fprintf(w, "recovery    max time until every key was acquired again:")
+	for _, k := range kinds {
+		if d, ok := r.Recovery[k]; ok {
+			fmt.Fprintf(w, " %s %v", k, d.Round(time.Millisecond))
+		}
+	}
+	fmt.Fprintln(w)
+	if n := len(r.HungDuration); n > 0 {
+		s := slices.Clone(r.HungDuration)
+		slices.Sort(s)
+		fmt.Fprintf(w, "while hung  %d Lock/TryLock calls: p50 %v, p99 %v, max %v\n", n,
+			s[n/2].Round(time.Millisecond), s[n*99/100].Round(time.Millisecond), s[n-1].Round(time.Millisecond))
+	}
+	for _, list := range [][]string{r.Interleaved, r.WriteAfter, r.Dishonest, r.BusyWhenHung, r.Overlong, r.BadReentry, r.Deadlocks} {
+		for i, s := range list {
+			if i == 5 {
+				fmt.Fprintf(w, "  ... and %d more\n", len(list)-5)
+				break
+			}
+			fmt.Fprintln(w, "  "+s)
+		}
+	}
+	fmt.Fprintf(w, "faults=%d violations=%d overlaps_unfenced=%d deadlocks=%d\n", r.FaultTotal(), r.Violations(), r.OverlapsUnfenced, len(r.Deadlocks))
+}

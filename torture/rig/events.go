@@ -1,0 +1,144 @@
+// Package rig is lockgate's fault-injection rig: worker processes compete
+// for a few keys and write under their locks to a fenced resource, a chaos
+// controller injects faults on a schedule drawn from a seed, and a checker
+// reads what happened and counts violations. See cmd/torture.
+package rig
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// now is the wall clock in nanoseconds: every process of a run is on one
+// machine, so the kernel's clock orders their events (to a few µs).
+func now() int64 { return time.Now().UnixNano() }
+
+// Event is one line of a worker's log.
+type Event struct {
+	// Ev is what happened:
+	//   call:  a Lock, TryLock, re-entry, Extend or Unlock (Op) and its result
+	//   end:   the holder stopped believing it holds the lock (Why)
+	//   write: a write to the resource under a hold
+	Ev     string `json:"ev"`
+	Worker string `json:"w"`
+	Key    string `json:"k,omitempty"`
+	Holder string `json:"h,omitempty"`
+	Op     string `json:"op,omitempty"`
+	Start  int64  `json:"t0,omitempty"`
+	End    int64  `json:"t1,omitempty"`
+	// Budget is how long the call may take (ns): the wait budget, or the
+	// context's deadline when earlier.
+	Budget int64  `json:"b,omitempty"`
+	Res    string `json:"r,omitempty"`
+	Fence  int64  `json:"f,omitempty"`
+	// Live: the holder's lease context was live when it decided to write.
+	Live bool   `json:"live,omitempty"`
+	Why  string `json:"why,omitempty"`
+}
+
+// Results of a call.
+const (
+	ResAcquired    = "acquired"
+	ResReentered   = "reentered"
+	ResBusy        = "busy"
+	ResUnavailable = "unavailable"
+	ResCanceled    = "canceled"
+	ResDeadline    = "deadline"
+	ResClosed      = "closed"
+	ResOK          = "ok"
+	ResNotHeld     = "not_held"
+	ResOther       = "other"
+)
+
+// Write is one write the resource received.
+type Write struct {
+	Seq      int64  `json:"seq"`
+	At       int64  `json:"t"`
+	Key      string `json:"k"`
+	Holder   string `json:"h"`
+	Fence    int64  `json:"f"`
+	Live     bool   `json:"live"`
+	Accepted bool   `json:"acc"`
+}
+
+// Fault is one injected fault.
+type Fault struct {
+	Kind   string `json:"fault"`
+	Target string `json:"target,omitempty"`
+	Start  int64  `json:"t0"`
+	End    int64  `json:"t1"`
+}
+
+// Fault kinds.
+const (
+	FaultPause      = "pause_holder"     // a worker SIGSTOPped past the TTL
+	FaultKill       = "kill_holder"      // a worker SIGKILLed (and started again)
+	FaultRestart    = "redis_restart"    // Redis restarted empty
+	FaultHangShort  = "redis_hang_short" // Redis SIGSTOPped for less than the read timeout
+	FaultHangLong   = "redis_hang_long"  // ... for more
+	FaultLateReply  = "late_reply"       // one reply held past the read timeout
+	FaultCut        = "cut"              // every connection cut
+	FaultLatency    = "latency"          // latency added to every reply
+	FaultFailover   = "failover"         // Sentinel failover forced
+	FaultMasterHang = "master_hang"      // the Sentinel master SIGSTOPped briefly
+)
+
+// jsonLog appends JSON lines to a file, one per record, safe for
+// concurrent use. Each line is written whole, so a process killed mid-run
+// leaves at worst a torn last line.
+type jsonLog struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+	f  *os.File
+}
+
+func createLog(path string) (*jsonLog, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &jsonLog{w: bufio.NewWriterSize(f, 64<<10), f: f}, nil
+}
+
+// add writes v; flush makes it durable against a SIGKILL.
+func (l *jsonLog) add(v any, flush bool) {
+	b, _ := json.Marshal(v)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.w.Write(append(b, '\n'))
+	if flush {
+		l.w.Flush()
+	}
+}
+
+func (l *jsonLog) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.w.Flush()
+	return l.f.Close()
+}
+
+// readLines decodes every whole JSON line of path into a new T, skipping a
+// torn last line.
+func readLines[T any](path string) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []T
+	dec := json.NewDecoder(f)
+	for {
+		var v T
+		if err := dec.Decode(&v); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return out, nil // a torn last line of a killed process
+		}
+		out = append(out, v)
+	}
+}
