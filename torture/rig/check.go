@@ -23,8 +23,8 @@ type Limits struct {
 // Report is what the checker found.
 type Report struct {
 	Calls, Acquired, Busy, Unavailable, Canceled, Other int
-	Writes, Accepted, Rejected                         int
-	Faults                                             map[string]int
+	Writes, Accepted, Rejected                          int
+	Faults                                              map[string]int
 
 	// Violations, each a list of descriptions.
 	Interleaved  []string // (a) with fencing, two holders' accepted writes interleave for a key

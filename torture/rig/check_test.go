@@ -13,7 +13,9 @@ func TestCheckRules(t *testing.T) {
 	acq := func(w, h string, start, end int, fence int64) Event {
 		return Event{Ev: "call", Worker: w, Key: "k", Holder: h, Op: "lock", Start: ms(start), End: ms(end), Budget: int64(time.Second), Res: ResAcquired, Fence: fence}
 	}
-	end := func(w, h string, at int) Event { return Event{Ev: "end", Worker: w, Key: "k", Holder: h, End: ms(at), Why: "unlock"} }
+	end := func(w, h string, at int) Event {
+		return Event{Ev: "end", Worker: w, Key: "k", Holder: h, End: ms(at), Why: "unlock"}
+	}
 	write := func(seq int64, h string, at int, fence int64, ok bool) Write {
 		return Write{Seq: seq, At: ms(at), Key: "k", Holder: h, Fence: fence, Live: true, Accepted: ok}
 	}
