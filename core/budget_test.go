@@ -235,12 +235,16 @@ func testUndoOutlastsOutage(t *testing.T, ctxTimeout bool) {
 	ctx := ctxT(t)
 	warm(t, l)
 	h := p.HoldReply(script(t, "acquire", "outage"), 5*time.Second)
-	_, err := l.Lock(ctx, "outage", core.WithWait(time.Second), core.WithTTL(time.Minute))
-	if !errors.Is(err, core.ErrUnavailable) {
+	got := make(chan error, 1)
+	go func() {
+		_, err := l.Lock(ctx, "outage", core.WithWait(time.Second), core.WithTTL(time.Minute))
+		got <- err
+	}()
+	within(t, h.Matched(), time.Second, "the held acquire")
+	p.SetRefuse(true) // cuts the connection waiting for the reply, and every undo
+	if err := <-got; !errors.Is(err, core.ErrUnavailable) {
 		t.Fatalf("Lock whose reply never came = %v", err)
 	}
-	p.SetRefuse(true)
-	within(t, h.Matched(), time.Second, "the held acquire")
 	if n := direct.Exists(ctx, "lockgate:{outage}").Val(); n != 1 {
 		t.Fatal("probe: the acquire holds nothing in Redis")
 	}
