@@ -1,11 +1,15 @@
 package keyfunc_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -274,6 +278,222 @@ func FuzzTyped(f *testing.F) {
 			if (ka == kb) != (ca == cb) {
 				t.Fatalf("%s: %q gives %q and %q gives %q", typ, a, ka, b, kb)
 			}
+		}
+	})
+}
+
+// refValid is the rule for a value, from the documentation: valid UTF-8
+// without control characters (C0, DEL, C1).
+func refValid(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// refJSON is the reference of JSONBody.Lookup, from its documentation: the
+// scalar at the dotted path of a JSON body (numbers as written, booleans as
+// true/false, a decimal segment indexing an array), absent for a missing
+// field or null, bad for a body that is not JSON or a field that is an
+// object or an array; an empty or all-space body has no fields.
+func refJSON(body []byte, path string) (v string, present, bad bool) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return "", false, false
+	}
+	if !json.Valid(body) {
+		return "", false, true
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var cur any
+	if err := dec.Decode(&cur); err != nil {
+		return "", false, true
+	}
+	for _, seg := range strings.Split(path, ".") {
+		switch x := cur.(type) {
+		case map[string]any:
+			cur = x[seg]
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(x) {
+				return "", false, false
+			}
+			cur = x[i]
+		default:
+			return "", false, false
+		}
+	}
+	switch x := cur.(type) {
+	case nil:
+		return "", false, false
+	case string:
+		return x, true, false
+	case json.Number:
+		return x.String(), true, false
+	case bool:
+		return strconv.FormatBool(x), true, false
+	}
+	return "", false, true
+}
+
+// FuzzRequestValues checks Key on request values as the HTTP adapters hand
+// them over, against a reference written from the documentation: the
+// template k:{v}:{body.<field>}, each placeholder untyped or typed (int,
+// uint, uuid), {v} a bare name resolved in HTTPBareOrder (path, query,
+// form, body, header: the first non-empty value wins, a body that cannot
+// be read stops the search) and the second part a field of a JSON body
+// read through JSONBody. Invariants: no panic; the key is exactly the
+// canonical values, encoded; every failure is a *Error naming the
+// placeholder with the documented reason (ErrMissing, ErrInvalidValue,
+// ErrTooLong), whose text never starts with the package name. FuzzKey
+// covers arbitrary templates; this covers the sources behind them.
+func FuzzRequestValues(f *testing.F) {
+	// Seeds: types (v in the low 2 bits, body field in the next 2), path,
+	// query, form, header values, body, body field.
+	f.Add(uint8(0), "", "", "", "", []byte(`{"v": 7, "a": {"b": "x"}}`), "a.b")
+	f.Add(uint8(1), "", "007", "", "", []byte(`{"a": {"b": "+1"}}`), "a.b")
+	f.Add(uint8(1|1<<2), "", "", "", "", []byte(`{"v": 1e3, "n": -0}`), "n")
+	f.Add(uint8(0), "", "", "", "h", []byte(`{"v":`), "v")
+	f.Add(uint8(0), "p", "", "", "", []byte(`{"v": {}, "a": [1, {"b": true}]}`), "a.1.b")
+	f.Add(uint8(2<<2), "", "", "f", "", []byte(`{"a": [10, 20]}`), "a.+1")
+	f.Add(uint8(2|2<<2), "5", "", "", "", []byte(`{"a": [10, 20]}`), "a.-1")
+	f.Add(uint8(3), "", "", "", "{6BA7B810-9DAD-11D1-80B4-00C04FD430C8}", []byte(` `), "u")
+	f.Add(uint8(3<<2), "", "", "", "1", []byte(`{"u": "urn:uuid:6ba7b810-9dad-11d1-80b4-00c04fd430c8"}`), "u")
+	f.Add(uint8(0), "", "", "", "", []byte(`{"v": "\u0085", "c": "a\u0000b"}`), "c")
+	f.Add(uint8(0), "", "", "", "", []byte(`{"v": 1, "v": 2, "s": "\ud800\udc00\ud800"}`), "s")
+	f.Add(uint8(0), "", "", "", "", []byte("{\"v\": \"\xff\", \"n\": null}"), "n")
+	f.Add(uint8(0), strings.Repeat(":", 256), "", "", "", []byte(`{"k": "`+strings.Repeat("%", 256)+`"}`), "k")
+	f.Add(uint8(0), strings.Repeat("p", 257), "", "", "", []byte(`{}`), "k")
+	f.Add(uint8(1), "", "", "", "", []byte(`[1] 2`), "0")
+	f.Add(uint8(0), "", "", "", "", []byte(`{"a.b": 1}`), "a..b")
+	f.Fuzz(func(t *testing.T, sel uint8, pathV, queryV, formV, headerV string, body []byte, field string) {
+		types := []keyfunc.ValueType{keyfunc.TypeNone, keyfunc.TypeInt, keyfunc.TypeUint, keyfunc.TypeUUID}
+		vPart, bPart := keyfunc.Any("v"), keyfunc.Body(field)
+		vPart.Type, bPart.Type = types[sel&3], types[sel>>2&3]
+		tmpl, err := keyfunc.JoinWith(":", []keyfunc.Part{keyfunc.Const("k"), vPart, bPart}, keyfunc.HTTP())
+		if err != nil {
+			if !errors.Is(err, keyfunc.ErrBadTemplate) {
+				t.Fatalf("Join with field %q: %v, want ErrBadTemplate", field, err)
+			}
+			return
+		}
+		jb := keyfunc.NewJSONBody(body)
+		lookup := func(src keyfunc.Source, name string) (string, bool, error) {
+			switch src {
+			case keyfunc.SourcePath:
+				return pathV, pathV != "", nil
+			case keyfunc.SourceQuery:
+				return queryV, queryV != "", nil
+			case keyfunc.SourceForm:
+				return formV, formV != "", nil
+			case keyfunc.SourceHeader:
+				return headerV, headerV != "", nil
+			case keyfunc.SourceBody:
+				return jb.Lookup(name)
+			}
+			t.Fatalf("lookup of %s.%s: not a source of this template", src, name)
+			return "", false, nil
+		}
+
+		// The reference: each part's value, or the part that fails and
+		// the reasons it may give.
+		var wantKey, wantPart string
+		var reasons []error
+		value := func(part string, typ keyfunc.ValueType, v string) (string, bool) {
+			if typ != keyfunc.TypeNone {
+				c, ok := canon(typ, v)
+				if !ok {
+					wantPart, reasons = part, []error{keyfunc.ErrInvalidValue}
+					return "", false
+				}
+				v = c
+			}
+			if len(v) > keyfunc.DefaultMaxValueLen {
+				reasons = append(reasons, keyfunc.ErrTooLong)
+			}
+			if !refValid(v) {
+				reasons = append(reasons, keyfunc.ErrInvalidValue)
+			}
+			if len(reasons) > 0 {
+				wantPart = part
+				return "", false
+			}
+			return v, true
+		}
+		enc := strings.NewReplacer("%", "%25", ":", "%3A")
+		func() {
+			var v string
+			found := false
+			for _, src := range keyfunc.HTTPBareOrder {
+				var s string
+				switch src {
+				case keyfunc.SourcePath:
+					s = pathV
+				case keyfunc.SourceQuery:
+					s = queryV
+				case keyfunc.SourceForm:
+					s = formV
+				case keyfunc.SourceHeader:
+					s = headerV
+				case keyfunc.SourceBody:
+					var bad bool
+					s, _, bad = refJSON(body, "v")
+					if bad {
+						wantPart, reasons = "v", []error{keyfunc.ErrInvalidValue}
+						return
+					}
+				}
+				if s != "" {
+					v, found = s, true
+					break
+				}
+			}
+			if !found {
+				wantPart, reasons = "v", []error{keyfunc.ErrMissing}
+				return
+			}
+			cv, ok := value("v", vPart.Type, v)
+			if !ok {
+				return
+			}
+			bpart := "body." + field
+			b, present, bad := refJSON(body, field)
+			switch {
+			case bad:
+				wantPart, reasons = bpart, []error{keyfunc.ErrInvalidValue}
+				return
+			case !present || b == "":
+				wantPart, reasons = bpart, []error{keyfunc.ErrMissing}
+				return
+			}
+			cb, ok := value(bpart, bPart.Type, b)
+			if !ok {
+				return
+			}
+			wantKey = "k:" + enc.Replace(cv) + ":" + enc.Replace(cb)
+			if len(wantKey) > keyfunc.MaxKeyLen {
+				wantKey, wantPart, reasons = "", bpart, []error{keyfunc.ErrTooLong}
+			}
+		}()
+
+		key, err := tmpl.Key(lookup)
+		if err == nil {
+			if wantPart != "" || key != wantKey {
+				t.Fatalf("key %q, want %q or an error naming %q (%v)", key, wantKey, wantPart, reasons)
+			}
+			return
+		}
+		var ke *keyfunc.Error
+		if !errors.As(err, &ke) || ke.Part != wantPart || !slices.ContainsFunc(reasons, func(r error) bool { return errors.Is(err, r) }) {
+			t.Fatalf("Key: %v, want a *Error naming %q with one of %v (reference key %q)", err, wantPart, reasons, wantKey)
+		}
+		if strings.HasPrefix(err.Error(), "keyfunc:") {
+			t.Fatalf("request error %q names the package", err)
 		}
 	})
 }

@@ -28,4 +28,8 @@ const (
 	MsgStaleFence       = "Lock lost before the write, please retry"
 	MsgInternal         = "Internal server error"
 	MsgBodyTooLarge     = "Request body too large"
+	// MsgBadFraming answers a request whose body length is ambiguous
+	// (several Content-Length headers, or a Transfer-Encoding); see
+	// NewFiberApp and NewHTTPHandler.
+	MsgBadFraming = "Ambiguous request framing: send at most one Content-Length and no Transfer-Encoding"
 )

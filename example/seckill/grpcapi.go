@@ -30,7 +30,10 @@ func NewGRPCServer(cfg Config) (*grpc.Server, error) {
 	chain := []grpc.UnaryServerInterceptor{cfg.grpcValidate}
 	switch cfg.Mode {
 	case LockRedis:
-		ic, err := grpclock.New(cfg.Locker, grpclock.WithLogger(cfg.Logger))
+		// cfg.Wait and cfg.TTL, as on the HTTP routes (an annotation's own
+		// wait or ttl would win); before, gRPC took the Locker's defaults.
+		ic, err := grpclock.New(cfg.Locker, grpclock.WithLogger(cfg.Logger),
+			grpclock.WithLockOptions(core.WithWait(cfg.Wait), core.WithTTL(cfg.TTL)))
 		if err != nil {
 			return nil, err
 		}

@@ -63,7 +63,7 @@ func TestGRPC(t *testing.T) {
 	defer client.Close()
 	locker := core.Must(core.New(client, core.WithWait(100*time.Millisecond)))
 	defer locker.Close()
-	conn := serveGRPCTest(t, Config{Service: &Service{Store: st}, Mode: LockRedis, Locker: locker})
+	conn := serveGRPCTest(t, Config{Service: &Service{Store: st}, Mode: LockRedis, Locker: locker, Wait: 100 * time.Millisecond})
 	c := seckillv1.NewSeckillClient(conn)
 	ctx := context.Background()
 	order := func(user, voucher int64) (int64, codes.Code, string) {

@@ -45,6 +45,78 @@ const (
 	DefaultBodyLimit = 1024             // bytes; the order endpoint takes no body
 )
 
+// Defaults of Timeouts (and of the flags of `seckill serve`).
+const (
+	// DefaultReadHeaderTimeout bounds the request line and headers: a few
+	// hundred bytes that any live client sends at once.
+	DefaultReadHeaderTimeout = 2 * time.Second
+	// DefaultReadTimeout bounds the whole request, body (at most
+	// BodyLimit, 1 KiB) included.
+	DefaultReadTimeout = 5 * time.Second
+	// DefaultWriteTimeout bounds the answer: longer than the read timeout,
+	// the lock wait (DefaultWait, 2s) and the handler's work together, since
+	// on net/http it runs from the end of the request header.
+	DefaultWriteTimeout = 15 * time.Second
+	// DefaultIdleTimeout bounds an idle keep-alive connection.
+	DefaultIdleTimeout = 60 * time.Second
+)
+
+// Timeouts bound how long a client may take over each part of an HTTP
+// exchange, so that a slow or idle client (slowloris: a header sent one
+// byte at a time) cannot hold a connection, its goroutine and its buffers
+// for ever. Both HTTP stacks apply all four (NewFiberApp, NewHTTPServer);
+// a zero field takes its default, a negative one is an error.
+type Timeouts struct {
+	// ReadHeader bounds reading the request line and headers, from the
+	// first byte of the request. Default DefaultReadHeaderTimeout (2s).
+	// net/http: http.Server.ReadHeaderTimeout. Fiber: fiber.Config's
+	// ReadTimeout, which fasthttp arms when a request starts, extended for
+	// the body once the header is in (see NewFiberApp).
+	ReadHeader time.Duration
+	// Read bounds reading the whole request, body included; at least
+	// ReadHeader. Default DefaultReadTimeout (5s).
+	Read time.Duration
+	// Write bounds sending the answer. Default DefaultWriteTimeout (15s).
+	// net/http (http.Server.WriteTimeout) counts it from the end of the
+	// request header, so it covers the body, the lock wait and the handler
+	// too: it must be longer than Config.Wait, or a request waiting for
+	// the lock loses its connection instead of getting its 429. Fiber
+	// (fasthttp) counts it from the end of the handler.
+	Write time.Duration
+	// Idle bounds the wait for the next request on a keep-alive
+	// connection. Default DefaultIdleTimeout (60s).
+	Idle time.Duration
+}
+
+// withDefaults fills the zero fields and checks the others against each
+// other and the lock wait.
+func (t Timeouts) withDefaults(wait time.Duration) (Timeouts, error) {
+	for _, f := range []struct {
+		name string
+		d    *time.Duration
+		def  time.Duration
+	}{
+		{"ReadHeader", &t.ReadHeader, DefaultReadHeaderTimeout},
+		{"Read", &t.Read, DefaultReadTimeout},
+		{"Write", &t.Write, DefaultWriteTimeout},
+		{"Idle", &t.Idle, DefaultIdleTimeout},
+	} {
+		if *f.d < 0 {
+			return t, fmt.Errorf("seckill: Timeouts.%s %v is negative", f.name, *f.d)
+		}
+		if *f.d == 0 {
+			*f.d = f.def
+		}
+	}
+	if t.ReadHeader > t.Read {
+		return t, fmt.Errorf("seckill: Timeouts.ReadHeader %v is longer than Timeouts.Read %v, which bounds the whole request", t.ReadHeader, t.Read)
+	}
+	if t.Write <= wait {
+		return t, fmt.Errorf("seckill: Timeouts.Write %v must be longer than the lock wait %v (on net/http it bounds the wait and the handler too)", t.Write, wait)
+	}
+	return t, nil
+}
+
 // Config configures the HTTP and gRPC servers of the service.
 type Config struct {
 	// Service is the order logic. Required.
@@ -65,6 +137,9 @@ type Config struct {
 	// Logger receives internal errors, which are never sent to clients.
 	// Default slog.Default().
 	Logger *slog.Logger
+	// Timeouts bound slow and idle HTTP clients. Zero fields take their
+	// defaults (2s header, 5s request, 15s answer, 60s idle).
+	Timeouts Timeouts
 	// local holds the mutexes of LockLocal.
 	local *LocalLocks
 	// orderKey replaces OrderKeyTemplate in tests.
@@ -96,6 +171,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	t, err := c.Timeouts.withDefaults(c.Wait)
+	if err != nil {
+		return c, err
+	}
+	c.Timeouts = t
 	c.local = &LocalLocks{}
 	return c, nil
 }

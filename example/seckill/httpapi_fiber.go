@@ -1,10 +1,12 @@
 package seckill
 
 import (
+	"bytes"
 	"context"
 	"errors"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 type ctxKey int
@@ -24,17 +26,73 @@ const (
 // (404) before any lock is taken, then locks per cfg.Mode: with LockRedis
 // through the one-line lockgate middleware (429 with Retry-After when
 // busy, 503 when Redis is down). Bodies over cfg.BodyLimit are 413.
-// Errors: a Config without Service, or without Locker in LockRedis.
+//
+// Against slow and hostile clients the server applies cfg.Timeouts (a
+// client that takes longer than the header or request timeout is answered
+// 408 and disconnected, an idle keep-alive connection is closed) and
+// refuses ambiguous framing (fiberFraming). Each knob is documented where
+// it is set.
+// Errors: a Config without Service, or without Locker in LockRedis, or
+// bad Timeouts.
 func NewFiberApp(cfg Config) (*fiber.App, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
+	to := cfg.Timeouts
 	app := fiber.New(fiber.Config{
+		// A larger declared body, or a chunked one that grows past it, is
+		// refused with 413 by fasthttp before any handler runs.
 		BodyLimit:             cfg.BodyLimit,
 		DisableStartupMessage: true,
 		ErrorHandler:          fiberError,
+		// fasthttp arms ReadTimeout when a request starts (its first byte
+		// on a keep-alive connection) and has no header timeout of its
+		// own: it is the header timeout here, and HeaderReceived below
+		// extends it for the body, so that the whole request gets
+		// to.Read. Without it (the default: unlimited) a header sent one
+		// byte at a time holds the connection for as long as the client
+		// likes.
+		ReadTimeout: to.ReadHeader,
+		// WriteTimeout bounds writing the answer; fasthttp arms it when
+		// the handler returns, so the lock wait is not part of it.
+		WriteTimeout: to.Write,
+		// IdleTimeout bounds the wait for the next request of a keep-alive
+		// connection (it defaults to ReadTimeout, here the 2s header
+		// timeout, which would cut healthy keep-alive clients).
+		IdleTimeout: to.Idle,
+		// ReadBufferSize bounds the request line and headers together
+		// (fasthttp answers 431 past it): 4 KiB, fasthttp's default, set
+		// so that it does not change under us.
+		ReadBufferSize: 4096,
+		// The body is read in full, within the read timeout and BodyLimit,
+		// before any handler runs. Streaming (true) would run handlers
+		// with the body still on the wire, outside both bounds.
+		StreamRequestBody: false,
+		// No route takes a form: do not parse multipart bodies (CPU and
+		// memory for every part) before the handler.
+		DisablePreParseMultipartForm: true,
+		// Route parameters stay as sent (%31 is not "1"): the handler and
+		// the lock key read the same text, and a path cannot be decoded
+		// into another route or id after routing.
+		UnescapePath: false,
+		// ProxyHeader stays empty and trusted-proxy checks off: nothing
+		// here reads c.IP() or X-Forwarded-*, and no client header is
+		// trusted.
 	})
+	srv := app.Server()
+	if extra := to.Read - to.ReadHeader; extra > 0 {
+		// Called once the header is in: the body gets the rest of the
+		// request's time (a new read deadline of Read - ReadHeader).
+		srv.HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+			return fasthttp.RequestConfig{ReadTimeout: extra}
+		}
+	}
+	// Answers sent while the server shuts down carry Connection: close, so
+	// keep-alive clients go elsewhere instead of reusing a closing node.
+	srv.CloseOnShutdown = true
+	// First of every route: requests whose body length is ambiguous.
+	app.Use(fiberFraming)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	app.Get("/vouchers/:voucher_id", func(c *fiber.Ctx) error {
 		id, err := parseID("voucher_id", c.Params("voucher_id"))
@@ -50,6 +108,43 @@ func NewFiberApp(cfg Config) (*fiber.App, error) {
 	})
 	app.Post("/voucher-order/seckill/:voucher_id", cfg.fiberValidate, cfg.fiberLock(), cfg.fiberOrder)
 	return app, nil
+}
+
+// fiberFraming refuses, with 400 and Connection: close, a request with
+// more than one Content-Length header or with any Transfer-Encoding: the
+// request-smuggling shapes that fasthttp (v1.51, under Fiber v2.52)
+// accepts. It takes the last of several Content-Length headers (so
+// "Content-Length: 40" then "Content-Length: 0" reads no body, and the 40
+// bytes after the header are served as a second request on the same
+// connection); it reads every Transfer-Encoding but "identity" ("gzip",
+// "xchunked") as chunked, Content-Length or not; and in both cases keeps
+// the connection open. Fiber has no setting for this (fiber.Config only
+// sets the body limit, streaming and timeouts), so the check is the first
+// handler of the app, reading the raw header lines fasthttp keeps. The
+// service takes no chunked body. Closing the connection drops whatever the
+// client sent after the body: it is never parsed as a request. (A
+// malformed or non-numeric Content-Length, or a space before the colon of
+// a header name, fasthttp already refuses with 400 and closes.)
+func fiberFraming(c *fiber.Ctx) error {
+	var lengths, encodings int
+	for _, line := range bytes.Split(c.Request().Header.RawHeaders(), []byte("\n")) {
+		name, _, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		name = bytes.TrimSpace(name)
+		switch {
+		case bytes.EqualFold(name, []byte(fiber.HeaderContentLength)):
+			lengths++
+		case bytes.EqualFold(name, []byte(fiber.HeaderTransferEncoding)):
+			encodings++
+		}
+	}
+	if lengths > 1 || encodings > 0 {
+		c.Context().SetConnectionClose()
+		return c.Status(fiber.StatusBadRequest).JSON(errorReply{MsgBadFraming})
+	}
+	return c.Next()
 }
 
 // fiberValidate checks the ids and that the voucher exists; nothing is

@@ -14,7 +14,8 @@ type ids struct{ user, voucher int64 }
 
 // NewHTTPHandler is NewFiberApp on net/http (serve -http nethttp): the
 // same routes, checks and outcomes. With LockRedis the order route is
-// wrapped by the lockgate net/http middleware.
+// wrapped by the lockgate net/http middleware. Serve it with
+// NewHTTPServer, which sets the timeouts.
 // Errors: as NewFiberApp.
 func NewHTTPHandler(cfg Config) (http.Handler, error) {
 	cfg, err := cfg.withDefaults()
@@ -38,7 +39,64 @@ func NewHTTPHandler(cfg Config) (http.Handler, error) {
 		writeJSON(w, http.StatusOK, v)
 	})
 	mux.Handle("POST /voucher-order/seckill/{voucher_id}", cfg.httpValidate(cfg.httpLock(http.HandlerFunc(cfg.httpOrder))))
-	return mux, nil
+	return httpFraming(mux), nil
+}
+
+// NewHTTPServer returns the http.Server of `seckill serve -http nethttp`:
+// NewHTTPHandler(cfg) with cfg.Timeouts as the server's ReadHeaderTimeout,
+// ReadTimeout, WriteTimeout and IdleTimeout (before, only the header was
+// bounded, at 5s), and request headers bounded to MaxHeaderBytes. A client
+// past the header or request timeout is disconnected. Call Serve with a
+// listener. Errors: as NewFiberApp.
+func NewHTTPServer(cfg Config) (*http.Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	h, err := NewHTTPHandler(cfg)
+	if err != nil {
+		return nil, err
+	}
+	to := cfg.Timeouts
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: to.ReadHeader,
+		// ReadTimeout covers the header and the body.
+		ReadTimeout: to.Read,
+		// WriteTimeout runs from the end of the request header to the end
+		// of the answer: the body, the lock wait, the handler and the
+		// write (Timeouts checks that it is longer than the wait).
+		WriteTimeout: to.Write,
+		IdleTimeout:  to.Idle,
+		// The request line and headers: 8 KiB (net/http's default is
+		// 1 MiB; Fiber's buffer bounds them to 4 KiB). Larger is 431.
+		MaxHeaderBytes: MaxHeaderBytes,
+	}, nil
+}
+
+// MaxHeaderBytes is the http.Server.MaxHeaderBytes of NewHTTPServer.
+const MaxHeaderBytes = 8 << 10
+
+// httpFraming refuses, with 400 and Connection: close, a request with a
+// Transfer-Encoding. net/http (Go 1.26) itself answers 400 to several
+// differing Content-Length headers (and merges identical ones) and 501 to
+// a Transfer-Encoding other than "chunked", closing the connection; but it
+// reads "Transfer-Encoding: chunked" with a Content-Length as chunked,
+// drops the Content-Length, and keeps the connection open, so the bytes
+// after the chunked body are served as the next request — what a proxy in
+// front that trusted the Content-Length would see as one request. The
+// handler cannot tell that request from a plain chunked one (the header
+// is gone), and the service takes no chunked body: every chunked request
+// is refused, and closing the connection drops what follows it.
+func httpFraming(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+			writeJSON(w, http.StatusBadRequest, errorReply{MsgBadFraming})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // httpValidate enforces the body limit (413) and checks the ids (400) and

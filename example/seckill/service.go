@@ -20,6 +20,9 @@ func OrderKey(userID, voucherID int64) string {
 type Service struct {
 	// Store is the database. Required.
 	Store *Store
+	// enter, when set (by tests), runs first in every Order with its
+	// context: the handler's, the lease's under LockRedis.
+	enter func(ctx context.Context, userID, voucherID int64)
 }
 
 // Order places user's order of voucher, as the seed does: count the user's
@@ -32,6 +35,9 @@ type Service struct {
 // Errors: ErrAlreadyPurchased, ErrOutOfStock, ErrStaleFence, database
 // errors (ErrUnknownVoucher is checked by the adapters before locking).
 func (s *Service) Order(ctx context.Context, userID, voucherID int64) (int64, error) {
+	if s.enter != nil {
+		s.enter(ctx, userID, voucherID)
+	}
 	n, err := s.Store.CountOrders(ctx, userID, voucherID)
 	if err != nil {
 		return 0, err

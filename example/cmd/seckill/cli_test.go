@@ -35,7 +35,8 @@ func TestServeHelpDocumentsEachFlag(t *testing.T) {
 	if err != nil {
 		t.Fatalf("serve -h: %v\n%s", err, out)
 	}
-	for _, flag := range []string{"-addr", "-grpc-addr", "-redis", "-db", "-lock", "-http", "-wait", "-ttl", "-unique-index"} {
+	for _, flag := range []string{"-addr", "-grpc-addr", "-redis", "-db", "-lock", "-http", "-wait", "-ttl", "-unique-index",
+		"-read-header-timeout", "-read-timeout", "-write-timeout", "-idle-timeout"} {
 		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(flag) + `\b.*\n\s+\S`).Match(out) {
 			t.Errorf("serve -h does not document %s:\n%s", flag, out)
 		}
@@ -171,4 +172,26 @@ func tailOf(s string) string {
 		return s[len(s)-2000:]
 	}
 	return s
+}
+
+// TestServeTimeoutFlags: a bad -*-timeout flag stops serve before it
+// listens, naming the flag.
+func TestServeTimeoutFlags(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"-idle-timeout", "0s"}, "-idle-timeout"},
+		{[]string{"-read-header-timeout", "-1s"}, "-read-header-timeout"},
+		{[]string{"-read-timeout", "1s"}, "-read-header-timeout"}, // under the 2s header timeout
+		{[]string{"-write-timeout", "2s"}, "-write-timeout"},      // not longer than -wait 2s
+		{[]string{"-wait", "20s"}, "-write-timeout"},
+	} {
+		args := append([]string{"serve", "-lock", "none", "-db", db, "-addr", "127.0.0.1:0", "-grpc-addr", ""}, c.args...)
+		out, err := seckillCmd(context.Background(), t, args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.flag) {
+			t.Errorf("serve %v: %v %s; want a failure naming %s", c.args, err, out, c.flag)
+		}
+	}
 }

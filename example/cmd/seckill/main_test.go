@@ -15,5 +15,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SECKILL_TEST_MAIN") == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m,
+		// The in-process servers of hostile_test.go: fasthttp (under fiber)
+		// starts one process-wide goroutine that refreshes the Date header
+		// every second and never stops, and its worker-pool cleaner sleeps
+		// up to 10s before it sees that the server was shut down.
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+	)
 }

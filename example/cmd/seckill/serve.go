@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,16 +21,26 @@ type serveFlags struct {
 	addr, grpcAddr, redisURL, dsn, lock, httpImpl string
 	wait, ttl                                     time.Duration
 	uniqueIndex                                   bool
+	// timeouts are the HTTP server's (-read-header-timeout, -read-timeout,
+	// -write-timeout, -idle-timeout).
+	timeouts seckill.Timeouts
 }
 
-func serve(ctx context.Context, args []string) error {
+// serveFlagSet returns the flag set of `seckill serve` and the flags it
+// fills.
+func serveFlagSet() (*flag.FlagSet, *serveFlags) {
 	fs := newFlags("serve", `Run one node of the flash-sale service:
   POST /voucher-order/seckill/{voucher_id}?user_id=N  → 200 {"order_id": N}, 400 already purchased /
        out of stock / bad id, 404 unknown voucher, 429 busy (Retry-After), 503 lock service down, 413 body
   GET  /vouchers/{voucher_id}                         → {"id": N, "stock": N, "orders": N}
   gRPC seckill.v1.Seckill/Order on -grpc-addr (with server reflection)
-Several nodes may share one -db and one -redis.`)
-	var f serveFlags
+Several nodes may share one -db and one -redis.
+
+Both HTTP stacks bound slow and idle clients with the four -*-timeout flags (a client past the header or
+request timeout is disconnected: a header sent one byte at a time no longer holds a connection), and
+refuse ambiguous framing (several Content-Length headers, or a Transfer-Encoding) with 400, closing the
+connection.`)
+	f := &serveFlags{}
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "HTTP listen address")
 	fs.StringVar(&f.grpcAddr, "grpc-addr", "127.0.0.1:9090", "gRPC listen address; empty disables gRPC")
 	fs.StringVar(&f.redisURL, "redis", "redis://127.0.0.1:6379/0", "Redis URL of the lock service (used with -lock redis)")
@@ -39,7 +50,44 @@ Several nodes may share one -db and one -redis.`)
 	fs.DurationVar(&f.wait, "wait", seckill.DefaultWait, "how long a request waits for a busy lock before 429")
 	fs.DurationVar(&f.ttl, "ttl", seckill.DefaultTTL, "lease time of a lock (renewed while the handler runs)")
 	fs.BoolVar(&f.uniqueIndex, "unique-index", false, "add a unique index on orders(user_id, voucher_id): the database backstop\n(the design notes' \"AP mode\"); off by default so that the lock alone is tested")
+	fs.DurationVar(&f.timeouts.ReadHeader, "read-header-timeout", seckill.DefaultReadHeaderTimeout,
+		"HTTP: time a client has to send the request line and headers (from the request's first byte)")
+	fs.DurationVar(&f.timeouts.Read, "read-timeout", seckill.DefaultReadTimeout,
+		"HTTP: time a client has to send the whole request, body included (at least -read-header-timeout)")
+	fs.DurationVar(&f.timeouts.Write, "write-timeout", seckill.DefaultWriteTimeout,
+		"HTTP: time to send the answer; with -http nethttp it runs from the end of the request header,\nso it must be longer than -wait plus the handler's work")
+	fs.DurationVar(&f.timeouts.Idle, "idle-timeout", seckill.DefaultIdleTimeout,
+		"HTTP: how long an idle keep-alive connection is kept open")
+	return fs, f
+}
+
+// checkTimeouts reports a bad -*-timeout flag by its name (zero would
+// silently mean the default in seckill.Timeouts).
+func (f *serveFlags) checkTimeouts() error {
+	t := f.timeouts
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"-read-header-timeout", t.ReadHeader}, {"-read-timeout", t.Read}, {"-write-timeout", t.Write}, {"-idle-timeout", t.Idle}} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s %v: want a positive duration", d.name, d.v)
+		}
+	}
+	if t.ReadHeader > t.Read {
+		return fmt.Errorf("-read-header-timeout %v is longer than -read-timeout %v, which bounds the whole request", t.ReadHeader, t.Read)
+	}
+	if t.Write <= f.wait {
+		return fmt.Errorf("-write-timeout %v must be longer than -wait %v (with -http nethttp it bounds the wait and the handler too)", t.Write, f.wait)
+	}
+	return nil
+}
+
+func serve(ctx context.Context, args []string) error {
+	fs, f := serveFlagSet()
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := f.checkTimeouts(); err != nil {
 		return err
 	}
 	mode, err := seckill.ParseLockMode(f.lock)
@@ -61,7 +109,7 @@ Several nodes may share one -db and one -redis.`)
 			return err
 		}
 	}
-	cfg := seckill.Config{Service: &seckill.Service{Store: st}, Mode: mode, Wait: f.wait, TTL: f.ttl, Logger: log}
+	cfg := seckill.Config{Service: &seckill.Service{Store: st}, Mode: mode, Wait: f.wait, TTL: f.ttl, Logger: log, Timeouts: f.timeouts}
 	if mode == seckill.LockRedis {
 		opt, err := redis.ParseURL(f.redisURL)
 		if err != nil {
@@ -88,26 +136,11 @@ Several nodes may share one -db and one -redis.`)
 		return err
 	}
 	errc := make(chan error, 2)
-	var shutdown []func(context.Context) error
-	switch f.httpImpl {
-	case "fiber":
-		app, err := seckill.NewFiberApp(cfg)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		go func() { errc <- app.Listener(ln) }()
-		shutdown = append(shutdown, app.ShutdownWithContext)
-	default:
-		h, err := seckill.NewHTTPHandler(cfg)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-		go func() { errc <- srv.Serve(ln) }()
-		shutdown = append(shutdown, srv.Shutdown)
+	stopHTTP, err := serveHTTP(cfg, f.httpImpl, ln, errc)
+	if err != nil {
+		return err
 	}
+	shutdown := []func(context.Context) error{stopHTTP}
 	stopGRPC, err := serveGRPC(cfg, f.grpcAddr, errc)
 	if err != nil {
 		shutdownAll(shutdown)
@@ -126,6 +159,29 @@ Several nodes may share one -db and one -redis.`)
 	}
 	shutdownAll(shutdown)
 	return err
+}
+
+// serveHTTP serves cfg's HTTP API on ln with the stack ("fiber" or
+// "nethttp") and returns its graceful shutdown; a serve error goes to
+// errc. Both stacks apply cfg.Timeouts (seckill.NewFiberApp,
+// seckill.NewHTTPServer). ln is closed on error.
+func serveHTTP(cfg seckill.Config, stack string, ln net.Listener, errc chan<- error) (func(context.Context) error, error) {
+	if stack == "fiber" {
+		app, err := seckill.NewFiberApp(cfg)
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		go func() { errc <- app.Listener(ln) }()
+		return app.ShutdownWithContext, nil
+	}
+	srv, err := seckill.NewHTTPServer(cfg)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	go func() { errc <- srv.Serve(ln) }()
+	return srv.Shutdown, nil
 }
 
 func shutdownAll(fns []func(context.Context) error) {
