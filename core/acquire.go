@@ -159,6 +159,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		}
 		a.undo()
 	})
+	if err == nil && r.err == nil {
+		l.undos.answered() // Redis answers: undos waiting for it go now
+	}
 	switch {
 	case err == errLate:
 		err = unavailable("acquire", errNoAnswer)

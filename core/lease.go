@@ -247,6 +247,9 @@ func (h *hold) releaseInRedis(ctx context.Context) error {
 	l := h.l
 	l.wd.remove(h)
 	held, err := l.releaseBounded(ctx, h)
+	if err == nil {
+		l.undos.answered()
+	}
 	switch {
 	case err != nil:
 		// The hold stays live (not renewed): Unlock again retries.

@@ -42,6 +42,8 @@ type Locker struct {
 	bgMu     sync.Mutex
 	bgClosed bool
 	bg       sync.WaitGroup
+
+	undos undoWaits
 }
 
 // New returns a Locker on client: a *redis.Client, a Sentinel failover
@@ -85,6 +87,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		idArg:        rand.Text(),
 		room:         newWaitRoom(client),
 		done:         make(chan struct{}),
+		undos:        undoWaits{wake: make(chan struct{})},
 	}
 	l.wd = newWatchdog(l)
 	return l, nil
@@ -206,46 +209,6 @@ func (l *Locker) stopBackground() {
 	l.bgClosed = true
 	l.bgMu.Unlock()
 	l.bg.Wait()
-}
-
-// undo releases owner's possible hold on k after an attempt whose outcome
-// the caller did not learn (no answer in time, an error, a grant too late
-// to use): exactly that hold, and a late copy of the attempt can no longer
-// take the lock (the release leaves owner's done marker). Until a release
-// is answered nothing is sure (Redis may still run the attempt when it
-// comes back), so the release is sent again, backing off up to 1s, until
-// one is answered, the lock's TTL and the marker's lifetime have passed
-// (the attempt cannot be re-sent any more and any hold has expired), or the
-// Locker closes. It runs in the background, or once inline when the Locker
-// is closing.
-func (l *Locker) undo(k *lockKeys, owner string, o *callOptions) {
-	run := func() {
-		giveUp := time.Now().Add(o.ttl + l.markerTTL)
-		backoff := 50 * time.Millisecond
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), o.releaseTimeout)
-			_, err := l.be.release(ctx, k, owner)
-			cancel()
-			if err == nil {
-				return
-			}
-			if !time.Now().Before(giveUp) || l.closed.Load() {
-				l.logger().Warn("lockgate: undoing an abandoned acquisition failed; the lock, if it was taken, expires after its TTL",
-					slog.Any("error", err))
-				return
-			}
-			t := time.NewTimer(backoff)
-			select {
-			case <-l.done:
-			case <-t.C:
-			}
-			t.Stop()
-			backoff = min(2*backoff, time.Second)
-		}
-	}
-	if !l.goBackground(run) {
-		run()
-	}
 }
 
 // Lock obtains the lock named key, waiting while another owner holds it for

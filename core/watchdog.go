@@ -257,6 +257,12 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 	w.l.be.renew(ctx, rs, part)
 	cancel()
 
+	for _, i := range part {
+		if rs[i].err == nil {
+			w.l.undos.answered()
+			break
+		}
+	}
 	var lost []*hold
 	w.mu.Lock()
 	now := w.l.mono()

@@ -1,0 +1,83 @@
+package core
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// undoWaits lets the undos waiting for Redis to come back retry as soon as
+// any call of the Locker gets an answer again, instead of at their next
+// backoff step.
+type undoWaits struct {
+	pending atomic.Int32
+	mu      sync.Mutex
+	wake    chan struct{} // closed (and replaced) when Redis answers again
+}
+
+// wait returns the channel closed at the next answer.
+func (u *undoWaits) wait() <-chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.wake
+}
+
+// answered is called after a call to Redis got an answer; it wakes the
+// waiting undos, if any (one atomic load otherwise).
+func (u *undoWaits) answered() {
+	if u.pending.Load() == 0 {
+		return
+	}
+	u.mu.Lock()
+	close(u.wake)
+	u.wake = make(chan struct{})
+	u.mu.Unlock()
+}
+
+// undo releases owner's possible hold on k after an attempt whose outcome
+// the caller did not learn (no answer in time, an error, a grant too late
+// to use): exactly that hold, and a late copy of the attempt can no longer
+// take the lock (the release leaves owner's done marker). Until a release
+// is answered nothing is sure (Redis may still run the attempt when it
+// comes back), so the release is sent again — backing off up to 1s, and at
+// once when another call of this Locker gets an answer (Redis is back) —
+// until one is answered, the lock's TTL and the marker's lifetime have
+// passed (the attempt cannot be re-sent any more and any hold has expired),
+// or the Locker closes. It runs in the background, or once inline when the
+// Locker is closing.
+func (l *Locker) undo(k *lockKeys, owner string, o *callOptions) {
+	run := func() {
+		l.undos.pending.Add(1)
+		defer l.undos.pending.Add(-1)
+		giveUp := time.Now().Add(o.ttl + l.markerTTL)
+		backoff := 50 * time.Millisecond
+		for {
+			back := l.undos.wait()
+			ctx, cancel := context.WithTimeout(context.Background(), o.releaseTimeout)
+			_, err := l.be.release(ctx, k, owner)
+			cancel()
+			if err == nil {
+				l.undos.answered()
+				return
+			}
+			if !time.Now().Before(giveUp) || l.closed.Load() {
+				l.logger().Warn("lockgate: undoing an abandoned acquisition failed; the lock, if it was taken, expires after its TTL",
+					slog.Any("error", err))
+				return
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-l.done:
+			case <-back:
+			case <-t.C:
+			}
+			t.Stop()
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+	if !l.goBackground(run) {
+		run()
+	}
+}
