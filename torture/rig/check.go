@@ -14,10 +14,19 @@ type Limits struct {
 	TTL time.Duration
 	// Margin is how long after a holder stopped holding (its unlock, loss,
 	// death or Close) its lock may still answer "busy" to others beyond the
-	// TTL: turns, fallback timers, the undo of abandoned attempts.
+	// TTL: a waiting Locker's turn (100ms) and scheduling.
 	Margin time.Duration
+	// Undo is how long after Redis answers again (the end of the call, or
+	// of the hang it overlapped) an attempt whose outcome its caller did not
+	// learn may still hold the lock before the Locker undoes it.
+	Undo time.Duration
 	// Bound is how far past its budget a call may return.
 	Bound time.Duration
+}
+
+// DefaultLimits are the checker's limits for a run with lease time ttl.
+func DefaultLimits(ttl time.Duration) Limits {
+	return Limits{TTL: ttl, Margin: 250 * time.Millisecond, Undo: 100 * time.Millisecond, Bound: 300 * time.Millisecond}
 }
 
 // Report is what the checker found.
@@ -34,6 +43,7 @@ type Report struct {
 	BusyWhenHung []string // (e) "busy" from a call made while Redis could not answer
 	Overlong     []string // (e) a call past its budget plus the bound
 	BadReentry   []string // a re-entry with another fence, or not re-entrant
+	UnlockLies   []string // Unlock said "not held" of a hold nothing had ended
 
 	// Explained overlaps: a holder that still believed it held the lock
 	// when the next wrote, because it was frozen, or the lock was lost with
@@ -49,7 +59,7 @@ type Report struct {
 
 // Violations is the number of violations of every kind but deadlocks.
 func (r *Report) Violations() int {
-	return len(r.Interleaved) + len(r.WriteAfter) + len(r.Dishonest) + len(r.BusyWhenHung) + len(r.Overlong) + len(r.BadReentry)
+	return len(r.Interleaved) + len(r.WriteAfter) + len(r.Dishonest) + len(r.BusyWhenHung) + len(r.Overlong) + len(r.BadReentry) + len(r.UnlockLies)
 }
 
 // FaultTotal is the number of faults injected.
@@ -68,6 +78,7 @@ type holdSpan struct {
 	asked               int64 // the acquiring call's start: the lock may be taken in Redis from then on
 	acq, end            int64 // believed from the Lock's return to the end event (or death)
 	firstWrite          int64 // first accepted write at the resource, 0 if none
+	told                bool  // the lock told the holder it was lost (or closed)
 }
 
 type interval struct{ start, end int64 }
@@ -82,7 +93,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	}
 	// Windows of each kind, and the frozen intervals of each worker.
 	frozen := map[string][]interval{}
-	var hung, lossAt []interval
+	var hung, lossAt, outage []interval
 	killedAt := map[string]int64{}
 	var runEnd int64
 	for _, f := range faults {
@@ -94,8 +105,11 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			killedAt[f.Target] = f.Start
 		case FaultHangShort, FaultHangLong, FaultMasterHang:
 			hung = append(hung, iv)
+			outage = append(outage, iv)
 		case FaultRestart, FaultFailover:
 			lossAt = append(lossAt, iv)
+		case FaultCut:
+			outage = append(outage, iv)
 		}
 		runEnd = max(runEnd, f.End)
 	}
@@ -111,8 +125,11 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 				holds[e.Holder] = &holdSpan{holder: e.Holder, worker: e.Worker, key: e.Key, fence: e.Fence, asked: e.Start, acq: e.End}
 			}
 		case "end":
-			if h := holds[e.Holder]; h != nil && h.end == 0 {
-				h.end = e.End
+			if h := holds[e.Holder]; h != nil {
+				if h.end == 0 {
+					h.end = e.End
+				}
+				h.told = h.told || e.Why == "lost" || e.Why == "closed"
 			}
 		case "write":
 			r.Writes++
@@ -189,21 +206,41 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	// could undo it, Margin after Redis was back.
 	unknown := map[string][]interval{}
 	for _, c := range calls {
-		if c.Res != ResUnavailable && !strings.HasPrefix(c.Res, ResOther) {
+		if c.Op == "unlock" || c.Op == "extend" || c.Op == "reenter" || c.Res == ResAcquired || c.Res == ResBusy {
 			continue
 		}
+		// The undo can run once Redis answers and the worker runs: after
+		// the call, after every hang that starts before the undo is done,
+		// and after its own pauses. A worker killed first never undoes: the
+		// lock expires by itself, TTL after Redis ran the attempt.
 		end := c.End
-		for _, h := range hung {
-			if h.start <= end && h.end >= c.Start {
-				end = max(end, h.end)
+		for moved := true; moved; {
+			moved = false
+			for _, h := range append(append([]interval(nil), hung...), frozen[c.Worker]...) {
+				if h.start <= end+int64(lim.Undo) && h.end > end && h.end >= c.Start {
+					end, moved = h.end, true
+				}
 			}
 		}
-		unknown[c.Key] = append(unknown[c.Key], interval{c.Start, end + int64(lim.Margin)})
+		u := interval{c.Start, end + int64(lim.Undo)}
+		if t, ok := killedAt[c.Worker]; ok && t >= c.Start && t <= u.end {
+			u.end = end + int64(lim.TTL)
+		}
+		unknown[c.Key] = append(unknown[c.Key], u)
 	}
 	window := int64(lim.TTL + lim.Margin)
 	for _, c := range calls {
 		if c.Op == "reenter" && strings.HasPrefix(c.Res, ResOther) {
 			r.BadReentry = append(r.BadReentry, fmt.Sprintf("%s %s: %s", c.Holder, c.Key, c.Res))
+		}
+		if c.Op == "unlock" && c.Res == ResNotHeld {
+			// Only a loss (told to the holder first), lost Redis data, a
+			// frozen holder, or Redis unreachable long enough for the lock
+			// to expire before the release ran may make a hold not held at
+			// its release.
+			if h := holds[c.Holder]; h != nil && !h.told && !anyIn(lossAt, h.acq, c.End) && !anyIn(frozen[c.Worker], h.acq, c.End) && !anyIn(outage, h.acq, c.End) {
+				r.UnlockLies = append(r.UnlockLies, fmt.Sprintf("%s %s: Unlock at %s said not held, and nothing had ended the hold", c.Holder, c.Key, ts(c.Start)))
+			}
 		}
 		if c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel" {
 			r.Calls++
@@ -231,7 +268,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 					r.BusyWhenHung = append(r.BusyWhenHung, fmt.Sprintf("%s %s %s answered busy from %s to %s while Redis was hung", c.Worker, c.Op, c.Key, ts(c.Start), ts(c.End)))
 				}
 			}
-			if !heldNear(byKey[c.Key], unknown[c.Key], c.End, window) && !anyIn(lossAt, c.End-window, c.End) {
+			if !heldNear(byKey[c.Key], unknown[c.Key], c.End, window, int64(lim.Margin)) && !anyIn(lossAt, c.End-window, c.End) {
 				r.Deadlocks = append(r.Deadlocks, fmt.Sprintf("%s %s %s answered busy at %s, but nobody had held it for %v", c.Worker, c.Op, c.Key, ts(c.End), time.Duration(window)))
 			}
 		}
@@ -292,17 +329,19 @@ func interleavings(writes []Write) []string {
 	return out
 }
 
-// heldNear reports whether some hold of the key (from its acquiring call's
-// start), or a call whose outcome was unknown, was there within window
-// before t.
-func heldNear(hs []*holdSpan, unknown []interval, t, window int64) bool {
+// heldNear reports whether, at t, some hold of the key may still be in
+// Redis: a hold from its acquiring call's start to window (TTL + margin)
+// after it ended (a dead, closed or lost holder's lock lasts until it
+// expires), or a call whose outcome was unknown, until margin after the
+// Locker could undo it.
+func heldNear(hs []*holdSpan, unknown []interval, t, window, margin int64) bool {
 	for _, h := range hs {
 		if h.asked <= t && h.end >= t-window {
 			return true
 		}
 	}
 	for _, u := range unknown {
-		if u.start <= t && u.end >= t-window {
+		if u.start <= t && u.end >= t-margin {
 			return true
 		}
 	}
@@ -359,8 +398,8 @@ func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 		fmt.Fprintf(w, " %s %d", k, r.Faults[k])
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "violations  fenced interleaving %d, writes after loss %d, dishonest holders %d, busy while hung %d, calls past budget %d, bad re-entries %d; deadlocks %d\n",
-		len(r.Interleaved), len(r.WriteAfter), len(r.Dishonest), len(r.BusyWhenHung), len(r.Overlong), len(r.BadReentry), len(r.Deadlocks))
+	fmt.Fprintf(w, "violations  fenced interleaving %d, writes after loss %d, dishonest holders %d, busy while hung %d, calls past budget %d, bad re-entries %d, unlock lies %d; deadlocks %d\n",
+		len(r.Interleaved), len(r.WriteAfter), len(r.Dishonest), len(r.BusyWhenHung), len(r.Overlong), len(r.BadReentry), len(r.UnlockLies), len(r.Deadlocks))
 	fmt.Fprintf(w, "overlaps    without fencing %d (stale writes: a lower fence than the key had seen); holders still believing when the next wrote, explained: frozen %d, Redis data lost %d\n",
 		r.OverlapsUnfenced, r.FrozenOverlaps, r.StateLossOverlaps)
 	fmt.Fprintf(w, "recovery    max time until every key was acquired again:")
@@ -376,7 +415,7 @@ func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 		fmt.Fprintf(w, "while hung  %d Lock/TryLock calls: p50 %v, p99 %v, max %v\n", n,
 			s[n/2].Round(time.Millisecond), s[n*99/100].Round(time.Millisecond), s[n-1].Round(time.Millisecond))
 	}
-	for _, list := range [][]string{r.Interleaved, r.WriteAfter, r.Dishonest, r.BusyWhenHung, r.Overlong, r.BadReentry, r.Deadlocks} {
+	for _, list := range [][]string{r.Interleaved, r.WriteAfter, r.Dishonest, r.BusyWhenHung, r.Overlong, r.BadReentry, r.UnlockLies, r.Deadlocks} {
 		for i, s := range list {
 			if i == 5 {
 				fmt.Fprintf(w, "  ... and %d more\n", len(list)-5)

@@ -9,7 +9,7 @@ import (
 // lets the explained one pass.
 func TestCheckRules(t *testing.T) {
 	ms := func(n int) int64 { return int64(n) * int64(time.Millisecond) }
-	lim := Limits{TTL: 500 * time.Millisecond, Margin: time.Second, Bound: 300 * time.Millisecond}
+	lim := Limits{TTL: 500 * time.Millisecond, Margin: 250 * time.Millisecond, Undo: 100 * time.Millisecond, Bound: 300 * time.Millisecond}
 	acq := func(w, h string, start, end int, fence int64) Event {
 		return Event{Ev: "call", Worker: w, Key: "k", Holder: h, Op: "lock", Start: ms(start), End: ms(end), Budget: int64(time.Second), Res: ResAcquired, Fence: fence}
 	}
@@ -61,13 +61,16 @@ func TestCheckRules(t *testing.T) {
 		if r := Check(ev, nil, nil, lim); len(r.Deadlocks) != 1 {
 			t.Fatalf("deadlocks %v: busy 2.9s after the only holder stopped", r.Deadlocks)
 		}
-		ev[2] = busy("b", 1000, 1001) // within TTL + margin: the lock may still expire
+		ev[2] = busy("b", 800, 801) // within TTL + margin: the lock may still expire
 		if r := Check(ev, nil, nil, lim); len(r.Deadlocks) != 0 {
 			t.Fatalf("deadlocks %v within TTL+margin", r.Deadlocks)
 		}
-		unknown := Event{Ev: "call", Worker: "c", Key: "k", Op: "lock", Start: ms(2500), End: ms(2600), Budget: int64(time.Second), Res: ResUnavailable}
+		unknown := Event{Ev: "call", Worker: "c", Key: "k", Op: "lock", Start: ms(2700), End: ms(2800), Budget: int64(time.Second), Res: ResUnavailable}
 		if r := Check(append(ev[:2:2], unknown, busy("b", 3000, 3001)), nil, nil, lim); len(r.Deadlocks) != 0 {
-			t.Fatalf("deadlocks %v after an attempt of unknown outcome", r.Deadlocks)
+			t.Fatalf("deadlocks %v just after an attempt of unknown outcome", r.Deadlocks)
+		}
+		if r := Check(append(ev[:2:2], unknown, busy("b", 3300, 3301)), nil, nil, lim); len(r.Deadlocks) != 1 {
+			t.Fatalf("deadlocks %v: busy long after the unknown attempt could have been undone", r.Deadlocks)
 		}
 	})
 	t.Run("busy while hung, and past budget", func(t *testing.T) {
@@ -76,6 +79,17 @@ func TestCheckRules(t *testing.T) {
 		r := Check(ev, nil, hang, lim)
 		if len(r.BusyWhenHung) != 1 || len(r.Overlong) != 1 {
 			t.Fatalf("busy while hung %v, past budget %v", r.BusyWhenHung, r.Overlong)
+		}
+	})
+	t.Run("unlock lies", func(t *testing.T) {
+		unlock := Event{Ev: "call", Worker: "a", Key: "k", Holder: "a#1", Op: "unlock", Start: ms(100), End: ms(101), Res: ResNotHeld}
+		ev := []Event{acq("a", "a#1", 0, 1, 10), end("a", "a#1", 100), unlock}
+		if r := Check(ev, nil, nil, lim); len(r.UnlockLies) != 1 {
+			t.Fatalf("unlock lies %v: not held, and nothing had ended the hold", r.UnlockLies)
+		}
+		lost := Event{Ev: "end", Worker: "a", Key: "k", Holder: "a#1", End: ms(50), Why: "lost"}
+		if r := Check([]Event{ev[0], lost, ev[1], unlock}, nil, nil, lim); len(r.UnlockLies) != 0 {
+			t.Fatalf("unlock lies %v after the holder was told of the loss", r.UnlockLies)
 		}
 	})
 	t.Run("write after loss", func(t *testing.T) {

@@ -29,7 +29,7 @@ type RunConfig struct {
 	TTL         time.Duration // lease time; default 500ms
 	Wait        time.Duration // wait budget of Lock; default 1s
 	ReadTimeout time.Duration // the workers' go-redis read timeout; default 300ms
-	Limits      Limits        // the checker's; default Margin 1.5s, Bound 300ms
+	Limits      Limits        // the checker's; default DefaultLimits(TTL)
 
 	Dir      string    // where the logs go; default a new temporary directory
 	Bin      string    // the worker binary (this program); default os.Executable
@@ -72,14 +72,8 @@ func (c *RunConfig) defaults() error {
 	if c.ReadTimeout <= 0 {
 		c.ReadTimeout = 300 * time.Millisecond
 	}
-	if c.Limits.TTL == 0 {
-		c.Limits.TTL = c.TTL
-	}
-	if c.Limits.Margin == 0 {
-		c.Limits.Margin = 1500 * time.Millisecond
-	}
-	if c.Limits.Bound == 0 {
-		c.Limits.Bound = 300 * time.Millisecond
+	if c.Limits == (Limits{}) {
+		c.Limits = DefaultLimits(c.TTL)
 	}
 	if c.Bin == "" {
 		b, err := os.Executable()
@@ -191,6 +185,32 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		writeLog.close()
 	}
 	return Check(events, writes, faults, cfg.Limits), nil
+}
+
+// CheckDir checks the logs a run left in dir again (with other limits, or
+// a changed checker).
+func CheckDir(dir string, lim Limits) (*Report, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "w*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	var events []Event
+	for _, f := range files {
+		ev, err := readLines[Event](f)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ev...)
+	}
+	faults, err := readLines[Fault](filepath.Join(dir, "faults.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	writes, err := readLines[Write](filepath.Join(dir, "writes.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	return Check(events, writes, faults, lim), nil
 }
 
 func progress(ctx context.Context, w io.Writer, start time.Time, d time.Duration, ch *chaos, res *Resource) {

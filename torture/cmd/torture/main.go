@@ -3,6 +3,7 @@
 //	torture run [flags]    start Redis (behind a fault proxy, or with Sentinel), a fenced
 //	                       resource and worker processes; inject faults from a seed; check
 //	torture worker [flags] one worker process (started by run)
+//	torture check -dir D   judge the logs a run left in D again
 //
 // Workers compete for a few keys with Lock (waiting), TryLock, re-entry to
 // depth 3, Extend, cancelled waits and Close of their Locker while they
@@ -50,6 +51,8 @@ func main() {
 		err = run(ctx, os.Args[2:])
 	case "worker":
 		err = worker(ctx, os.Args[2:])
+	case "check":
+		err = check(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q: want run or worker", os.Args[1])
 	}
@@ -105,3 +108,20 @@ func run(ctx context.Context, args []string) error {
 }
 
 func worker(ctx context.Context, args []string) error { return rig.WorkerMain(ctx, args) }
+
+// check judges the logs of a past run again.
+func check(args []string) error {
+	fs := flag.NewFlagSet("check", flag.ExitOnError)
+	dir := fs.String("dir", "", "the run's -dir")
+	ttl := fs.Duration("ttl", 500*time.Millisecond, "the run's -ttl")
+	fs.Parse(args)
+	rep, err := rig.CheckDir(*dir, rig.DefaultLimits(*ttl))
+	if err != nil {
+		return err
+	}
+	rep.Print(os.Stdout, 0, 0)
+	if rep.Violations() > 0 || len(rep.Deadlocks) > 0 {
+		return errFailed
+	}
+	return nil
+}
