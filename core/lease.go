@@ -146,15 +146,30 @@ func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	if s == nil || s.h.end.Load() != endLive {
 		return 0, ErrNotHeld
 	}
-	d, err := s.h.l.be.pttl(ctx, &s.h.keys, s.h.owner)
-	if err != nil && err != ErrNotHeld {
-		return 0, unavailable("ttl", err)
+	type result struct {
+		d   time.Duration
+		err error
 	}
-	return d, err
+	deadline, _ := ctx.Deadline()
+	r, err := bounded(s.h.l, ctx, deadline, func(cctx context.Context) result {
+		d, err := s.h.l.be.pttl(cctx, &s.h.keys, s.h.owner)
+		return result{d, err}
+	}, nil)
+	switch {
+	case err == errLate:
+		return 0, unavailable("ttl", errNoAnswer)
+	case err != nil:
+		return 0, err
+	case r.err != nil && r.err != ErrNotHeld:
+		return 0, unavailable("ttl", r.err)
+	}
+	return r.d, r.err
 }
 
 // Extend renews the lease by hand to ttl from now (and makes ttl the lease
-// time of later watchdog renewals). The lock's expiry in Redis only grows.
+// time of later watchdog renewals), within ctx's deadline (plus at most
+// 50ms) whatever the client's timeouts. The lock's expiry in Redis only
+// grows.
 // Errors: ErrInvalid for a ttl below MinTTL, ErrNotHeld when the lock is no
 // longer held (the lease is then lost), ErrUnavailable when Redis cannot
 // answer.
@@ -168,8 +183,16 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	h := s.h
 	sent := h.l.mono()
 	b := []renewal{{keys: &h.keys, ownerArg: h.ownerArg, ttl: ttl, ttlArg: ms(ttl)}}
-	h.l.be.renew(ctx, b, []int{0})
-	err := b[0].err
+	deadline, _ := ctx.Deadline()
+	_, err := bounded(h.l, ctx, deadline, func(cctx context.Context) struct{} {
+		h.l.be.renew(cctx, b, []int{0})
+		return struct{}{}
+	}, nil)
+	if err == nil {
+		err = b[0].err
+	} else if err == errLate {
+		err = errNoAnswer
+	}
 	switch {
 	case err != nil:
 		err = unavailable("extend", err)

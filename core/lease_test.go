@@ -173,3 +173,39 @@ func TestClose(t *testing.T) {
 		t.Fatalf("client closed by Locker.Close: %v", err)
 	}
 }
+
+// Extend and TTL on a hung Redis return within the context's deadline
+// whatever the client's timeouts (the rig found an Extend that took 858ms
+// with a 500ms deadline).
+func TestExtendAndTTLWithinDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	c := defaultsClient(t, srv)
+	l := lockerOn(t, c)
+	ctx := ctxT(t)
+	s, err := l.Lock(ctx, "k", core.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume := pause(t, srv)
+	for name, call := range map[string]func(context.Context) error{
+		"Extend": func(ctx context.Context) error { return s.Extend(ctx, 5*time.Second) },
+		"TTL":    func(ctx context.Context) error { _, err := s.TTL(ctx); return err },
+	} {
+		dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		start := time.Now()
+		err := call(dctx)
+		took := time.Since(start)
+		cancel()
+		t.Logf("%s on a SIGSTOPped Redis with a 200ms deadline: %v after %v", name, err, took)
+		if !errors.Is(err, core.ErrUnavailable) {
+			t.Fatalf("%s = %v, want ErrUnavailable", name, err)
+		}
+		if took > 200*time.Millisecond+budgetSlack {
+			t.Fatalf("%s took %v with a 200ms deadline", name, took)
+		}
+	}
+	resume()
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
