@@ -79,6 +79,18 @@ type holdSpan struct {
 	acq, end            int64 // believed from the Lock's return to the end event (or death)
 	firstWrite          int64 // first accepted write at the resource, 0 if none
 	told                bool  // the lock told the holder it was lost (or closed)
+	unlockAt            int64 // its Unlock's start (the watchdog stops renewing), 0 if none
+	released            int64 // its Unlock's end when that released it, 0 otherwise
+}
+
+// gone is when the hold's lock is surely gone from Redis: when its Unlock
+// released it; else TTL after renewals stopped (the holder's end, or its
+// failed Unlock, whichever is later).
+func (h *holdSpan) gone(ttl int64) int64 {
+	if h.released > 0 {
+		return h.released
+	}
+	return max(h.end, h.unlockAt) + ttl
 }
 
 type interval struct{ start, end int64 }
@@ -116,13 +128,29 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	// Holds from the workers' logs.
 	holds := map[string]*holdSpan{}
 	var calls []Event
+	pending := map[string]Event{} // a worker's begun Lock/TryLock without its result (yet)
+	var died []Event               // calls a worker never returned from
 	for _, e := range events {
 		runEnd = max(runEnd, e.End)
 		switch e.Ev {
+		case "begin":
+			if p, ok := pending[e.Worker]; ok {
+				died = append(died, p) // cannot happen in one process; keep it
+			}
+			pending[e.Worker] = e
 		case "call":
+			if e.Op == "lock" || e.Op == "trylock" || e.Op == "cancel" {
+				delete(pending, e.Worker)
+			}
 			calls = append(calls, e)
 			if e.Res == ResAcquired && e.Holder != "" {
 				holds[e.Holder] = &holdSpan{holder: e.Holder, worker: e.Worker, key: e.Key, fence: e.Fence, asked: e.Start, acq: e.End}
+			}
+			if h := holds[e.Holder]; h != nil && e.Op == "unlock" && h.unlockAt == 0 {
+				h.unlockAt = e.Start
+				if e.Res == ResOK {
+					h.released = e.End
+				}
 			}
 		case "end":
 			if h := holds[e.Holder]; h != nil {
@@ -137,6 +165,9 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 				r.WriteAfter = append(r.WriteAfter, fmt.Sprintf("%s wrote %s at %s after its lease context ended", e.Holder, e.Key, ts(e.Start)))
 			}
 		}
+	}
+	for _, p := range pending {
+		died = append(died, p)
 	}
 	for _, h := range holds {
 		if h.end == 0 {
@@ -228,6 +259,20 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		}
 		unknown[c.Key] = append(unknown[c.Key], u)
 	}
+	for _, c := range died {
+		// The worker died in the call (or the run ended): nothing undoes
+		// what it may have taken; it expires TTL after Redis ran it.
+		end := runEnd
+		if t, ok := killedAt[c.Worker]; ok && t >= c.Start {
+			end = t
+		}
+		for _, h := range hung {
+			if h.start <= end && h.end > end {
+				end = h.end
+			}
+		}
+		unknown[c.Key] = append(unknown[c.Key], interval{c.Start, end + int64(lim.TTL)})
+	}
 	window := int64(lim.TTL + lim.Margin)
 	for _, c := range calls {
 		if c.Op == "reenter" && strings.HasPrefix(c.Res, ResOther) {
@@ -268,8 +313,8 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 					r.BusyWhenHung = append(r.BusyWhenHung, fmt.Sprintf("%s %s %s answered busy from %s to %s while Redis was hung", c.Worker, c.Op, c.Key, ts(c.Start), ts(c.End)))
 				}
 			}
-			if !heldNear(byKey[c.Key], unknown[c.Key], c.End, window, int64(lim.Margin)) && !anyIn(lossAt, c.End-window, c.End) {
-				r.Deadlocks = append(r.Deadlocks, fmt.Sprintf("%s %s %s answered busy at %s, but nobody had held it for %v", c.Worker, c.Op, c.Key, ts(c.End), time.Duration(window)))
+			if !froze && !heldNear(byKey[c.Key], unknown[c.Key], c.End, int64(lim.TTL), int64(lim.Margin)) && !anyIn(lossAt, c.End-window, c.End) {
+				r.Deadlocks = append(r.Deadlocks, fmt.Sprintf("%s %s %s answered busy at %s, but no hold of it could still be in Redis", c.Worker, c.Op, c.Key, ts(c.End)))
 			}
 		}
 		for _, h := range hung {
@@ -330,13 +375,12 @@ func interleavings(writes []Write) []string {
 }
 
 // heldNear reports whether, at t, some hold of the key may still be in
-// Redis: a hold from its acquiring call's start to window (TTL + margin)
-// after it ended (a dead, closed or lost holder's lock lasts until it
-// expires), or a call whose outcome was unknown, until margin after the
+// Redis: from its acquiring call's start until it is surely gone (plus
+// margin), or a call whose outcome was unknown, until margin after the
 // Locker could undo it.
-func heldNear(hs []*holdSpan, unknown []interval, t, window, margin int64) bool {
+func heldNear(hs []*holdSpan, unknown []interval, t, ttl, margin int64) bool {
 	for _, h := range hs {
-		if h.asked <= t && h.end >= t-window {
+		if h.asked <= t && h.gone(ttl)+margin >= t {
 			return true
 		}
 	}

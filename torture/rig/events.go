@@ -20,6 +20,7 @@ func now() int64 { return time.Now().UnixNano() }
 // Event is one line of a worker's log.
 type Event struct {
 	// Ev is what happened:
+	//   begin: a Lock or TryLock (Op) is about to be called
 	//   call:  a Lock, TryLock, re-entry, Extend or Unlock (Op) and its result
 	//   end:   the holder stopped believing it holds the lock (Why)
 	//   write: a write to the resource under a hold

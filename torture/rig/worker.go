@@ -150,6 +150,9 @@ func (w *worker) step(stop context.Context) {
 		return
 	}
 	t0 := now()
+	// Logged first, so that a call the worker dies in is still known to
+	// the checker: what it may have taken in Redis has no holder.
+	w.log.add(Event{Ev: "begin", Worker: w.cfg.Name, Key: key, Op: op, Start: t0}, true)
 	var lease *core.Lease
 	var err error
 	if op == "trylock" {
@@ -273,6 +276,7 @@ func (w *worker) reenter(lease *core.Lease, key, holder string, fence int64, dep
 // lock is there, renews nothing and has no fence.
 func (w *worker) naiveStep(ctx, stop context.Context, key, holder, op string, budget time.Duration) {
 	t0 := now()
+	w.log.add(Event{Ev: "begin", Worker: w.cfg.Name, Key: key, Op: op, Start: t0}, true)
 	deadline := time.Now().Add(budget)
 	res := ResBusy
 	for {
