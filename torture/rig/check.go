@@ -24,6 +24,10 @@ type Limits struct {
 	Bound time.Duration
 }
 
+// failoverSettle is how long after a forced failover the old master may
+// still grant locks to clients that have not moved yet.
+const failoverSettle = 3 * time.Second
+
 // DefaultLimits are the checker's limits for a run with lease time ttl.
 func DefaultLimits(ttl time.Duration) Limits {
 	return Limits{TTL: ttl, Margin: 250 * time.Millisecond, Undo: 100 * time.Millisecond, Bound: 300 * time.Millisecond}
@@ -118,8 +122,14 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		case FaultHangShort, FaultHangLong, FaultMasterHang:
 			hung = append(hung, iv)
 			outage = append(outage, iv)
-		case FaultRestart, FaultFailover:
+		case FaultRestart:
 			lossAt = append(lossAt, iv)
+		case FaultFailover:
+			// Until every client has moved to the new master and the old
+			// one is a replica, both may grant the lock: Redis's
+			// asynchronous replication, which fencing (or replica
+			// acknowledgement) exists for.
+			lossAt = append(lossAt, interval{f.Start, f.End + int64(failoverSettle)})
 		case FaultCut:
 			outage = append(outage, iv)
 		}
