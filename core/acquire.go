@@ -14,148 +14,174 @@ type acquisition struct {
 	o        *callOptions
 	owner    string
 	cross    *hold     // the hold of another Locker this call may re-enter
-	waits    bool      // a Lock with a wait budget (claims turns, queues)
+	waits    bool      // a Lock with a wait budget: it queues in Redis
 	deadline time.Time // end of the wait budget or of ctx; zero: none
 	ctxEnds  bool      // deadline is ctx's
 	attempts int
 
+	// refreshes of the queue entry: sentAt[i] is when refresh i+1 was sent
+	// (monotonic ns), the moment a hold granted on it is valid from
+	sentAt []int64
+
 	busySeen bool          // a busy answer was received
-	holder   time.Duration // holder's remaining TTL at the last busy answer
+	holder   time.Duration // how long to wait, as the last busy answer said
 	holderAt time.Time     // when it was seen
 }
 
-// busy is the error of a call that last saw the lock busy; w (may be nil)
-// is its place in the Locker's queue, whose head may have seen the holder
-// more recently.
-func (a *acquisition) busy(w *waiter) error {
-	ttl, at := a.holder, a.holderAt
-	if w != nil {
-		if t, when := a.l.room.holder(w); when.After(at) {
-			ttl, at = t, when
-		}
-	}
-	left := max(ttl-time.Since(at), 0)
+// busy is the error of a call that last saw the lock busy.
+func (a *acquisition) busy() error {
+	left := max(a.holder-time.Since(a.holderAt), 0)
 	return &BusyError{Key: a.key, RetryAfter: a.l.hints.hint(left), HolderTTL: left}
 }
 
 // expired is the error of a call whose deadline passed while no attempt
 // was in flight: busy, joined with context.DeadlineExceeded when the
 // deadline was ctx's (ctx.Done may not have fired yet).
-func (a *acquisition) expired(w *waiter) error {
+func (a *acquisition) expired() error {
 	if a.ctxEnds {
-		return errors.Join(a.busy(w), context.DeadlineExceeded)
+		return errors.Join(a.busy(), context.DeadlineExceeded)
 	}
-	return a.busy(w)
+	return a.busy()
 }
 
 // ended is the error of a call whose ctx ended while no attempt was in
 // flight: the context's error, joined with busy when a busy answer was seen.
-func (a *acquisition) ended(ctx context.Context, w *waiter) error {
-	if a.busySeen || (w != nil && !a.l.room.isHead(w)) {
-		return errors.Join(a.busy(w), ctxErr(ctx))
+func (a *acquisition) ended(ctx context.Context) error {
+	if a.busySeen {
+		return errors.Join(a.busy(), ctxErr(ctx))
 	}
 	return ctxErr(ctx)
 }
+
+// refresh is how often a waiter refreshes its queue entry (and retries, in
+// case a notification was lost): a third of its TTL. Its entry lives one and
+// a half of those, so that a waiter that is gone is skipped, not granted, at
+// most that long after its last refresh.
+func refresh(ttl time.Duration) time.Duration { return ttl / 3 }
+
+func entryTTL(ttl time.Duration) time.Duration { return refresh(ttl) * 3 / 2 }
 
 func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	l := a.l
 	if err := l.checkServer(ctx, a.deadline); err != nil {
 		return nil, err
 	}
-	// Go straight to Redis unless callers of this Locker already queue for
-	// the key (then queue behind them, FIFO). A call that may re-enter a
-	// hold of another Locker always tries first: it must not queue behind
-	// waiters that wait for it.
-	if !a.waits || a.cross != nil || l.room.idle(a.keys.hash()) {
-		s, err := a.attempt(ctx)
-		if s != nil || err != nil {
-			return s, err
+	s, err := a.attempt(ctx)
+	if s != nil || err != nil || !a.waits {
+		if s == nil && err == nil {
+			err = a.busy()
 		}
-		if !a.waits {
-			return nil, a.busy(nil)
-		}
-		if !time.Now().Before(a.deadline) {
-			return nil, a.expired(nil)
-		}
+		return s, err
 	}
-	w := l.room.join(a.keys.hash())
+	// Queued in Redis: wait to be handed the lock by a release (told on
+	// the lock's channel), refreshing the entry every refresh interval —
+	// which also retries, should a notification be lost.
+	w := l.room.join(a.keys.hash(), a.owner)
 	if w == nil {
+		a.undo()
 		return nil, ErrClosed
 	}
-	obtained := false
-	defer func() { l.room.leave(w, obtained) }()
-	if a.busySeen {
-		l.room.setHolder(w, a.holder, a.holderAt)
-	}
-
-	retry := a.o.retry()
+	defer l.room.leave(w)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	every := refresh(a.o.ttl)
 	for {
 		remaining := time.Until(a.deadline)
 		if remaining <= 0 {
-			return nil, a.expired(w)
+			a.undo() // leave the queue (and pass the lock on, if it came meanwhile)
+			return nil, a.expired()
 		}
-		head := l.room.isHead(w)
-		sleep := remaining
-		if head {
-			if b := retry.NextBackoff(); b > 0 {
-				sleep = min(sleep, b)
-			}
-			if a.busySeen {
-				sleep = min(sleep, max(a.holder-time.Since(a.holderAt), 0)+time.Millisecond)
-			}
+		sleep := min(remaining, every)
+		if a.busySeen {
+			// The holder's TTL runs out then, unless renewed: the lock is
+			// free for the first waiter though no release tells anyone.
+			sleep = min(sleep, max(a.holder-time.Since(a.holderAt), 0)+time.Millisecond)
 		}
 		timer.Reset(sleep)
 		select {
 		case <-ctx.Done():
-			return nil, a.ended(ctx, w)
+			a.undo()
+			return nil, a.ended(ctx)
 		case <-l.done:
+			a.undo()
 			return nil, ErrClosed
+		case g := <-w.granted:
+			if s, err := a.granted(ctx, g); s != nil || err != nil {
+				return s, err
+			}
+			continue
+		case g := <-w.handed:
+			// Another waiter has it: if that one is gone, the lock is free
+			// when its first expiry passes.
+			a.busySeen, a.holder, a.holderAt = true, g.life, time.Now()
+			continue
 		case <-w.wake:
-		case <-w.promoted:
-			continue // now the head: re-arm the timer with the backoff
 		case <-timer.C:
-			if !head {
-				continue
+			if sleep == remaining {
+				continue // the budget's end: no attempt, it would have none left
 			}
 		}
-		if !l.room.isHead(w) {
-			continue
-		}
 		s, err := a.attempt(ctx)
-		if s != nil {
-			obtained = true
-		}
 		if s != nil || err != nil {
 			return s, err
 		}
-		l.room.setHolder(w, a.holder, a.holderAt)
+		select {
+		case g := <-w.granted: // handed over while the attempt ran
+			if s, err := a.granted(ctx, g); s != nil || err != nil {
+				return s, err
+			}
+		default:
+		}
 	}
 }
 
-type acquireResult struct {
-	fence  int64
-	holder time.Duration
-	err    error
+// granted builds the lease a release handed to this waiter: its hold
+// lives, until it is renewed (at once), as long as the queue entry of
+// refresh g.seq would have, so it is valid from that refresh's send time.
+// A grant that arrives too late to be of use, or after ctx ended, is passed
+// on (nil, nil: keep waiting; or the context's error).
+func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
+	if g.seq < 1 || g.seq > len(a.sentAt) {
+		return nil, nil // not a refresh of ours: a copy from an earlier owner id cannot be
+	}
+	ttl := entryTTL(a.o.ttl)
+	validUntil := a.sentAt[g.seq-1] + int64(ttl-a.l.drift(ttl))
+	if ctx.Err() != nil {
+		a.undo()
+		return nil, a.ended(ctx)
+	}
+	if a.l.mono() >= validUntil {
+		a.undo() // gives it to the next waiter; our next attempt queues again
+		return nil, nil
+	}
+	return a.newHold(ctx, g.fence, validUntil, 0)
 }
 
-// attempt sends the acquire script once, bounded by the call's deadline.
-// It returns a lease, or nil and nil when the lock is busy, or an error.
+type acquireResult struct {
+	fence int64
+	wait  time.Duration
+	err   error
+}
+
+// attempt sends the acquire script once (for a waiting caller, a refresh of
+// its queue entry), bounded by the call's deadline. It returns a lease, or
+// nil and nil when the lock is busy, or an error.
 func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	l, o := a.l, a.o
 	a.attempts++
 	sent := l.mono()
-	reserve := noReserve
+	entry, seq := noEntry, 0
 	if a.waits {
-		reserve = l.idArg
+		entry = o.entryArg
+		a.sentAt = append(a.sentAt, sent)
+		seq = len(a.sentAt)
 	}
 	r, err := bounded(l, ctx, a.deadline, func(cctx context.Context) acquireResult {
-		fence, holder, err := l.be.acquire(cctx, &a.keys, a.owner, o.ttlArg, reserve)
-		return acquireResult{fence, holder, err}
+		fence, wait, err := l.be.acquire(cctx, &a.keys, a.owner, o.ttlArg, entry, seq)
+		return acquireResult{fence, wait, err}
 	}, func(r acquireResult) {
-		if r.err == nil && r.fence == 0 || r.err == errEnded || a.cross != nil {
-			return // busy: nothing to undo
+		if r.err == errEnded || a.cross != nil || r.err == nil && r.fence == 0 && !a.waits {
+			return // nothing to undo
 		}
 		a.undo()
 	})
@@ -172,9 +198,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	case err != nil:
 		return nil, err
 	case r.err != nil:
-		if a.cross == nil {
-			a.undo() // it may have taken the lock before failing
-		}
+		a.undo() // it may have taken the lock (or queued) before failing
 		// The call's context is not the caller's (bounded detaches it):
 		// a context error here is the budget ending before Redis answered.
 		err := unavailable("acquire", r.err)
@@ -183,7 +207,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		}
 		return nil, err
 	case r.fence == 0:
-		a.busySeen, a.holder, a.holderAt = true, r.holder, time.Now()
+		a.busySeen, a.holder, a.holderAt = true, r.wait, time.Now()
 		return nil, nil
 	}
 	if c := a.cross; c != nil && r.fence == c.fence {
@@ -192,7 +216,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 			return s, nil
 		}
 		a.busySeen, a.holder, a.holderAt = true, 0, time.Now()
-		return nil, a.busy(nil) // its last lease is being released
+		return nil, a.busy() // its last lease is being released
 	}
 	validUntil := sent + int64(o.ttl-l.drift(o.ttl))
 	if l.mono() >= validUntil {
@@ -202,19 +226,26 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	}
 	if ctx.Err() != nil {
 		a.undo()
-		return nil, a.ended(ctx, nil)
+		return nil, a.ended(ctx)
 	}
+	return a.newHold(ctx, r.fence, validUntil, sent+int64(o.ttl/3))
+}
+
+// newHold makes the hold of a lock this call obtained and its first lease.
+func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt int64) (*Lease, error) {
+	l, o := a.l, a.o
 	h := &hold{
 		l:        l,
 		key:      a.key,
 		keys:     a.keys,
 		owner:    a.owner,
 		ownerArg: a.owner,
-		fence:    r.fence,
+		fence:    fence,
 		acquired: time.Now(),
 		watchdog: o.watchdog,
 		release:  o.releaseTimeout,
-		renewAt:  sent + int64(o.ttl/3),
+		renewAt:  renewAt,
+		claim:    renewAt == 0, // granted: claimed for the whole TTL at once
 		hidx:     -1,
 	}
 	h.count.Store(1)
@@ -229,11 +260,12 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	return s, nil
 }
 
-// undo releases the hold this call's attempts may have added.
+// undo releases the hold this call's attempts may have added, or its place
+// in the queue.
 func (a *acquisition) undo() {
 	if a.cross == nil {
 		a.l.undo(&a.keys, a.owner, a.o)
 	}
 }
 
-var noReserve any = ""
+var noEntry any = ""

@@ -16,16 +16,19 @@ import (
 // effect of once with the same reply.
 type backend interface {
 	// acquire tries once for owner (ttl is in ms as a string, boxed once per
-	// option set). reserve is the caller's Locker id when it will wait for
-	// a busy lock (it then claims the next turn), "" for a single attempt.
-	// It returns the fence (> 0) when owner holds the lock, or fence 0 and
-	// the holder's remaining TTL when busy. errEnded: owner's hold already
-	// ended (a late copy of a call already undone).
-	acquire(ctx context.Context, k *lockKeys, owner string, ttl, reserve any) (fence int64, holderTTL time.Duration, err error)
-	// release gives up owner's hold: held reports whether owner held the
-	// lock (a copy of a release that already happened reports true again).
-	// It also marks owner's hold as ended, so that a late copy of its
-	// acquire cannot take the lock again.
+	// option set). entry is how long a waiting caller's queue entry lives
+	// (ms as a string; "" for a single attempt, which never queues), seq the
+	// number of its refresh. It returns the fence (> 0) when owner holds the
+	// lock (also when the lock was handed to it as a waiter), or fence 0
+	// and how long to wait (the holder's remaining TTL, or the time live
+	// waiters ahead may take) when busy. errEnded: owner's hold or wait
+	// already ended (a late copy of a call already undone).
+	acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int) (fence int64, wait time.Duration, err error)
+	// release gives up owner's hold, handing the lock to the first live
+	// waiter, or owner's place in the queue: held reports whether owner
+	// held the lock (a copy of a release that already happened reports true
+	// again). It marks owner's hold as ended, so that a late copy of its
+	// acquire does nothing.
 	release(ctx context.Context, k *lockKeys, owner string) (held bool, err error)
 	// groups splits a renewal batch into parts that can be sent and
 	// answered independently (one per Redis node); each part is a list of
@@ -60,11 +63,16 @@ type single struct {
 	markerArg any // how long a done marker lives, ms
 }
 
+// run sends script for one acquire or release.
+func (s *single) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return script.Run(ctx, s.c, keys, args...)
+}
+
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, reserve any) (int64, time.Duration, error) {
-	keys := [3]string{k.hash(), k.fence(), k.marker(owner)}
-	v, err := acquireScript.Run(ctx, s.c, keys[:], owner, ttl, s.windowArg, reserve).Int64()
+func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int) (int64, time.Duration, error) {
+	keys := k.script(owner)
+	v, err := s.run(ctx, acquireScript, keys[:], owner, ttl, s.windowArg, entry, seq).Int64()
 	switch {
 	case err == redis.Nil:
 		return 0, 0, errEnded
@@ -76,20 +84,14 @@ func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, re
 	return 0, time.Duration(-v) * time.Millisecond, nil
 }
 
-// turnGrace is how long a released lock stays reserved for the waiting
-// Locker whose turn it is; past it, anyone may take the lock.
-const turnGrace = 100 * time.Millisecond
-
-var turnGraceArg any = strconv.FormatInt(turnGrace.Microseconds(), 10)
-
 func (s *single) release(ctx context.Context, k *lockKeys, owner string) (bool, error) {
-	keys := [3]string{k.hash(), k.fence(), k.marker(owner)}
-	n, err := releaseScript.Run(ctx, s.c, keys[:], owner, turnGraceArg, s.windowArg, s.markerArg).Int64()
+	keys := k.script(owner)
+	n, err := s.run(ctx, releaseScript, keys[:], owner, s.windowArg, s.markerArg).Int64()
 	return n == 0, err
 }
 
 func (s *single) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
-	n, err := pttlScript.Run(ctx, s.c, k.both[:1], owner).Int64()
+	n, err := pttlScript.Run(ctx, s.c, k.names[:1], owner).Int64()
 	if err != nil {
 		return 0, err
 	}

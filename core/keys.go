@@ -5,21 +5,26 @@ import (
 )
 
 // lockKeys are the Redis names of one lock. The lock name is wrapped in a
-// hash tag so that the hash, the fence key, the done markers and the
-// channel map to one Cluster slot whatever the name contains.
+// hash tag so that the hash, the fence key, the queue, the done markers and
+// the channel map to one Cluster slot whatever the name contains.
 type lockKeys struct {
-	// both holds the lock hash (also the release channel) and the key of the
-	// last fence issued for this name; kept as an array so that the scripts'
-	// KEYS slices need no allocation.
-	both [2]string
+	// names holds the lock hash (also the channel), the key of the last fence
+	// issued for this name, the waiters' queue (zset) and their entries
+	// (hash); an array so that the scripts' KEYS slices need no allocation.
+	names [4]string
 }
 
-func (k *lockKeys) hash() string  { return k.both[0] }
-func (k *lockKeys) fence() string { return k.both[1] }
+func (k *lockKeys) hash() string  { return k.names[0] }
+func (k *lockKeys) fence() string { return k.names[1] }
 
-// marker is the key that records that owner's hold on this lock ended (see
-// the release script): "<prefix>{<name>}:done:<owner>".
-func (k *lockKeys) marker(owner string) string { return k.both[0] + ":done:" + owner }
+// marker is the key that records that owner's hold on this lock (or its
+// wait for it) ended (see the release script): "<prefix>{<name>}:done:<owner>".
+func (k *lockKeys) marker(owner string) string { return k.names[0] + ":done:" + owner }
+
+// script returns the KEYS of the acquire and release scripts for owner.
+func (k *lockKeys) script(owner string) [5]string {
+	return [5]string{k.names[0], k.names[1], k.marker(owner), k.names[2], k.names[3]}
+}
 
 var braceEscaper = strings.NewReplacer("%", "%25", "}", "%7D")
 
@@ -29,8 +34,8 @@ func (l *Locker) keysFor(name string) lockKeys {
 		// mapping from names to keys one-to-one.
 		name = braceEscaper.Replace(name)
 	}
-	f := l.opts.prefix + "{" + name + "}:fence" // one allocation for both names
-	return lockKeys{both: [2]string{f[:len(f)-len(":fence")], f}}
+	q := l.opts.prefix + "{" + name + "}:qt" // the hash and the queue are slices of it
+	return lockKeys{names: [4]string{q[:len(q)-len(":qt")], q[:len(q)-len(":qt")] + ":fence", q[:len(q)-1], q}}
 }
 
 func validateKey(name string) error {

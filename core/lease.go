@@ -31,6 +31,7 @@ type hold struct {
 	// watchdog bookkeeping, guarded by the watchdog's mutex
 	renewAt int64 // next renewal due, monotonic ns
 	pending bool  // a renewal is in flight
+	claim   bool  // handed over by a release: renew once to the TTL even without the watchdog
 	hidx    int   // index in the watchdog heap, -1 when not scheduled
 	hkey    int64 // heap key: next(h) when last placed
 }

@@ -134,7 +134,7 @@ func TestUnsubscribeAfterLastWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; ; i++ {
-		n := c.PubSubNumSub(ctx, "lockgate:{k}").Val()["lockgate:{k}"]
+		n := c.PubSubShardNumSub(ctx, "lockgate:{k}").Val()["lockgate:{k}"]
 		if n == 0 {
 			break
 		}

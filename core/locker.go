@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"log/slog"
 	"reflect"
@@ -23,7 +22,6 @@ type Locker struct {
 	be     backend
 	opts   lockerOptions
 	epoch  time.Time // origin of the monotonic clock used for validity
-	idArg  any       // this Locker's random id, claimed as the next turn by its waiters
 	wd     *watchdog
 	room   *waitRoom
 	hints  holdTimes
@@ -48,8 +46,8 @@ type Locker struct {
 
 // New returns a Locker on client: a *redis.Client, a Sentinel failover
 // client (redis.NewFailoverClient) or a *redis.ClusterClient. opts set the
-// defaults of every lock (WithTTL 30s, WithWait 2s, WithRetry
-// ExponentialBackoff(50ms, 1s), watchdog on, WithReleaseTimeout 1s) and the
+// defaults of every lock (WithTTL 30s, WithWait 2s, watchdog on,
+// WithReleaseTimeout 1s) and the
 // Locker's own settings (WithPrefix "lockgate:", WithObserver, WithLogger,
 // WithDriftFactor 0.01, WithFenceWindow 10m). New sends nothing to Redis;
 // the first lock checks the server once (Redis 7.0 or later is required:
@@ -77,14 +75,15 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	}
 	o.call.box()
 	marker := markerTTL(client)
+	be := &single{c: client, windowArg: ms(o.fenceWindow), markerArg: ms(marker)}
+	ctxDeadlines := honoursDeadlines(client)
 	l := &Locker{
 		client:       client,
-		be:           &single{c: client, windowArg: ms(o.fenceWindow), markerArg: ms(marker)},
+		be:           be,
 		markerTTL:    marker,
-		ctxDeadlines: honoursDeadlines(client),
+		ctxDeadlines: ctxDeadlines,
 		opts:         o,
 		epoch:        time.Now(),
-		idArg:        rand.Text(),
 		room:         newWaitRoom(client),
 		done:         make(chan struct{}),
 		undos:        undoWaits{wake: make(chan struct{})},
@@ -276,6 +275,14 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 	o.box()
 
 	a := &acquisition{l: l, key: key, o: &o}
+	if d, ok := ctx.Deadline(); ok {
+		a.deadline, a.ctxEnds = d, true
+	}
+	if wait && o.wait > 0 {
+		if d := start.Add(o.wait); !a.ctxEnds || d.Before(a.deadline) {
+			a.deadline, a.ctxEnds = d, false
+		}
+	}
 	if s := reentry(ctx, key); s != nil {
 		if s.h.l == l {
 			if r := s.h.reenter(ctx); r != nil {
@@ -284,33 +291,39 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 			}
 			// The hold ended meanwhile: a fresh acquisition.
 		} else {
-			// Held through another Locker: ask Redis whether it is the
-			// same lock (then re-enter that hold), with its owner.
-			a.cross = s.h
+			// Held through another Locker: one attempt with its owner tells
+			// whether it is the same lock (then its hold is re-entered).
+			// Busy, it is another owner's: wait for it as a fresh owner.
+			a.keys = l.keysFor(key)
+			c := *a
+			c.owner, c.cross = s.h.owner, s.h
+			r, err := c.run(ctx)
+			if r != nil || !errors.Is(err, ErrNotObtained) || !wait || o.wait == 0 {
+				l.observe(ctx, lockEvent(key, start, c.attempts, r, err))
+				return r, err
+			}
+			a.attempts = c.attempts
 		}
 	}
-	a.keys = l.keysFor(key)
-	if a.cross != nil {
-		a.owner = a.cross.owner
-	} else {
-		a.owner = newOwnerID()
+	if a.keys.hash() == "" {
+		a.keys = l.keysFor(key)
 	}
-	if wait && o.wait > 0 {
-		a.waits = true
-		a.deadline = start.Add(o.wait)
-	}
-	if d, ok := ctx.Deadline(); ok && (a.deadline.IsZero() || !a.deadline.Before(d)) {
-		a.deadline, a.ctxEnds = d, true
-	}
+	a.owner = newOwnerID()
+	a.waits = wait && o.wait > 0
 	s, err := a.run(ctx)
-	ev := Event{Kind: EventAcquired, Key: key, Wait: time.Since(start), Attempts: a.attempts}
+	l.observe(ctx, lockEvent(key, start, a.attempts, s, err))
+	return s, err
+}
+
+// lockEvent is the Observer's event of a Lock or TryLock.
+func lockEvent(key string, start time.Time, attempts int, s *Lease, err error) Event {
+	ev := Event{Kind: EventAcquired, Key: key, Wait: time.Since(start), Attempts: attempts}
 	if err != nil {
 		ev.Kind, ev.Err = EventNotObtained, err
 	} else {
 		ev.Reentrant, ev.Fence = s.reentrant, s.h.fence
 	}
-	l.observe(ctx, ev)
-	return s, err
+	return ev
 }
 
 func (l *Locker) mono() int64 { return int64(time.Since(l.epoch)) }

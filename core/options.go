@@ -51,13 +51,13 @@ type LockOption interface {
 type callOptions struct {
 	ttl            time.Duration
 	wait           time.Duration // 0: one attempt
-	retry          RetryFactory
 	watchdog       bool
 	releaseTimeout time.Duration
 
-	// ttl in ms as a string, the scripts' argument, boxed once per option
-	// set (box).
+	// ttl and a waiter's queue entry lifetime in ms as strings, the
+	// scripts' arguments, boxed once per option set (box).
 	ttlArg   any
+	entryArg any
 	ttlBoxed time.Duration
 
 	err error // first invalid value seen
@@ -80,7 +80,6 @@ func defaultLockerOptions() lockerOptions {
 		call: callOptions{
 			ttl:            DefaultTTL,
 			wait:           DefaultWait,
-			retry:          ExponentialBackoff(50*time.Millisecond, time.Second),
 			watchdog:       true,
 			releaseTimeout: DefaultReleaseTimeout,
 		},
@@ -140,17 +139,6 @@ func WithWait(d time.Duration) LockOption {
 		default:
 			o.wait = d
 		}
-	})
-}
-
-// WithRetry sets how a waiting Lock retries between release notifications.
-// Default ExponentialBackoff(50ms, 1s). A nil factory means NoRetry.
-func WithRetry(f RetryFactory) LockOption {
-	return callOption(func(o *callOptions) {
-		if f == nil {
-			f = NoRetry()
-		}
-		o.retry = f
 	})
 }
 
@@ -266,9 +254,9 @@ func Combine(opts ...LockOption) (LockOption, error) {
 	}), nil
 }
 
-// box refreshes the TTL's boxed argument if the TTL changed.
+// box refreshes the TTL's boxed arguments if the TTL changed.
 func (o *callOptions) box() {
 	if o.ttlArg == nil || o.ttlBoxed != o.ttl {
-		o.ttlArg, o.ttlBoxed = ms(o.ttl), o.ttl
+		o.ttlArg, o.entryArg, o.ttlBoxed = ms(o.ttl), ms(entryTTL(o.ttl)), o.ttl
 	}
 }

@@ -23,7 +23,7 @@ func TestOnCluster(t *testing.T) {
 	a, b := cl.Client(t), cl.Client(t)
 	testBasics(t, a, b)
 	t.Run("WaiterWokenByRelease", func(t *testing.T) { testWaiterWokenByRelease(t, a, b, "topo:wake") })
-	t.Run("ReleaseWakesWaiterSubscribedOnAnotherNode", func(t *testing.T) { testWakeAcrossNodes(t, cl, a, b) })
+	t.Run("NotifyOnItsShard", func(t *testing.T) { testNotifyOnItsShard(t, cl, a, b) })
 	t.Run("LockKeysShareOneSlot", func(t *testing.T) { testKeysShareSlot(t, cl, a) })
 }
 
@@ -118,25 +118,6 @@ func testBasics(t *testing.T, a, b redis.UniversalClient) {
 	})
 }
 
-// queuedRetry never retries on a timer, so a waiting Lock (holder's TTL far
-// beyond the wait budget) attempts again only on a release notification, or
-// once more when its wait budget ends. NextBackoff is called once per failed
-// attempt; the second failed attempt is the one made once the waiter's
-// subscription to the release channel is confirmed, so when queued closes
-// the waiter is subscribed and has seen the lock busy.
-type queuedRetry struct {
-	n      int
-	queued chan struct{}
-}
-
-func (r *queuedRetry) NextBackoff() time.Duration {
-	r.n++
-	if r.n == 2 {
-		close(r.queued)
-	}
-	return 0
-}
-
 // waitResult is the outcome of a waiting Lock: its error, and whether it
 // returned before its wait budget ended. Obtaining the lock at the end of
 // the budget (the last attempt finds it free) is not a wake-up by the
@@ -146,21 +127,46 @@ type waitResult struct {
 	inTime bool
 }
 
-// waitFor starts a Lock of key on l with wait budget wait and a
-// queuedRetry, and returns the queued signal and the outcome.
-func waitFor(ctx context.Context, l *core.Locker, key string, wait time.Duration) (<-chan struct{}, <-chan waitResult) {
-	r := &queuedRetry{queued: make(chan struct{})}
+// waitFor starts a Lock of key on l with wait budget wait, and returns its
+// outcome. The lock's TTL is long, so the waiter refreshes (and retries) only
+// every 20s: within the budget only a release can hand it the lock.
+func waitFor(ctx context.Context, l *core.Locker, key string, wait time.Duration) <-chan waitResult {
 	res := make(chan waitResult, 1)
 	go func() {
 		start := time.Now() // before Lock's own start: never reports a late return as in time
-		s, err := l.Lock(ctx, key, core.WithWait(wait), core.WithRetry(func() core.RetryStrategy { return r }))
+		s, err := l.Lock(ctx, key, core.WithWait(wait), core.WithTTL(time.Minute))
 		inTime := time.Since(start) < wait
 		if err == nil {
 			err = s.Unlock(context.WithoutCancel(ctx))
 		}
 		res <- waitResult{err, inTime}
 	}()
-	return r.queued, res
+	return res
+}
+
+// waitQueued waits (bounded, 5s) until n waiters are in key's queue in
+// Redis and subscribed to its channel.
+func waitQueued(t *testing.T, c redis.UniversalClient, key string, n int64) {
+	t.Helper()
+	ctx := context.Background()
+	ch := "lockgate:{" + key + "}"
+	for i := 0; i < 500; i++ {
+		q, _ := c.ZCard(ctx, ch+":q").Result()
+		var subs map[string]int64
+		if cc, ok := c.(*redis.ClusterClient); ok {
+			// PUBSUB SHARDNUMSUB names no key: ask the channel's node.
+			if n, err := cc.MasterForKey(ctx, ch); err == nil {
+				subs, _ = n.PubSubShardNumSub(ctx, ch).Result()
+			}
+		} else {
+			subs, _ = c.PubSubShardNumSub(ctx, ch).Result()
+		}
+		if q >= n && subs[ch] >= 1 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%d waiters never queued and subscribed for %s", n, key)
 }
 
 // checkWoken fails t unless the waiter obtained the lock before its wait
@@ -172,13 +178,13 @@ func checkWoken(t *testing.T, res <-chan waitResult, name string) {
 		t.Fatalf("waiter on %s after the release: %v (timed out: %v)", name, r.err, errors.Is(r.err, core.ErrNotObtained))
 	}
 	if !r.inTime {
-		t.Fatalf("waiter on %s obtained the lock only by its last attempt at the end of its wait budget: no release notification reached it", name)
+		t.Fatalf("waiter on %s obtained the lock only by its last attempt at the end of its wait budget: no release handed it over", name)
 	}
 }
 
 // testWaiterWokenByRelease: a waiter queued behind a holder (other Locker,
-// other client) obtains the lock after the holder's Unlock, before its 5s
-// budget ends, which without the release notification it could not.
+// other client) is handed the lock by the holder's Unlock, before its 5s
+// budget ends, which without the release it could not.
 // Control: with no release, the same waiter ends busy.
 func testWaiterWokenByRelease(t *testing.T, a, b redis.UniversalClient, key string) {
 	holder, waiter := lockerOn(t, a), lockerOn(t, b)
@@ -189,8 +195,8 @@ func testWaiterWokenByRelease(t *testing.T, a, b redis.UniversalClient, key stri
 		if err != nil {
 			t.Fatal(err)
 		}
-		queued, res := waitFor(ctx, waiter, key, 5*time.Second)
-		within(t, queued, 5*time.Second, "the waiter queueing")
+		res := waitFor(ctx, waiter, key, 5*time.Second)
+		waitQueued(t, a, key, 1)
 		if err := s.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +209,7 @@ func testWaiterWokenByRelease(t *testing.T, a, b redis.UniversalClient, key stri
 			t.Fatal(err)
 		}
 		defer s.Unlock(ctx)
-		_, res := waitFor(ctx, waiter, key, 300*time.Millisecond)
+		res := waitFor(ctx, waiter, key, 300*time.Millisecond)
 		if r := <-res; !errors.Is(r.err, core.ErrNotObtained) {
 			t.Fatalf("waiter without a release: %v, want ErrNotObtained", r.err)
 		}
@@ -228,13 +234,12 @@ func keyOnServer(t *testing.T, cl *redistest.Cluster, c *redis.ClusterClient, p 
 	return "", nil
 }
 
-// numSub returns the subscribers of channel on each node (Pub/Sub
-// subscriptions are per node in a cluster; messages are broadcast).
+// numSub returns the shard subscribers of channel on each node.
 func numSub(t *testing.T, cl *redistest.Cluster, channel string) map[*redistest.Server]int64 {
 	t.Helper()
 	out := map[*redistest.Server]int64{}
 	for _, s := range cl.Servers {
-		m, err := s.Client(t).PubSubNumSub(context.Background(), channel).Result()
+		m, err := s.Client(t).PubSubShardNumSub(context.Background(), channel).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,54 +248,37 @@ func numSub(t *testing.T, cl *redistest.Cluster, channel string) map[*redistest.
 	return out
 }
 
-// testWakeAcrossNodes: in a cluster a Pub/Sub subscription lives on one
-// node (go-redis binds the waiting Locker's one Pub/Sub connection to a
-// node when it opens it), while a release publishes on the node that holds
-// the lock hash. A first round finds the waiter's node; the second uses a
-// lock whose hash lives on another node, so the release message must cross
-// the cluster bus to wake the waiter.
-func testWakeAcrossNodes(t *testing.T, cl *redistest.Cluster, a, b *redis.ClusterClient) {
+// testNotifyOnItsShard: on a Cluster a release tells its waiters on the node
+// that holds the lock (SPUBLISH), where the waiting Locker's subscription is
+// (SSUBSCRIBE): for two locks on two different nodes, each waiter's
+// subscription is on its lock's node and nowhere else, and each release
+// hands the lock over.
+func testNotifyOnItsShard(t *testing.T, cl *redistest.Cluster, a, b *redis.ClusterClient) {
 	holder, waiter := lockerOn(t, a), lockerOn(t, b)
 	ctx := ctxT(t)
-
-	// wake runs one holder/waiter round on name; inspect runs while the
-	// waiter is queued.
-	wake := func(name string, inspect func()) {
-		t.Helper()
-		s, err := holder.Lock(ctx, name, core.WithTTL(time.Minute))
+	first, nodeA := keyOnServer(t, cl, a, "topo:x:first", nil)
+	name, nodeL := keyOnServer(t, cl, a, "topo:x:other", nodeA)
+	for _, tc := range []struct {
+		key  string
+		node *redistest.Server
+	}{{first, nodeA}, {name, nodeL}} {
+		s, err := holder.Lock(ctx, tc.key, core.WithTTL(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
-		queued, res := waitFor(ctx, waiter, name, 5*time.Second)
-		within(t, queued, 5*time.Second, "the waiter queueing on "+name)
-		inspect()
+		res := waitFor(ctx, waiter, tc.key, 5*time.Second)
+		waitQueued(t, a, tc.key, 1)
+		ch := "lockgate:{" + tc.key + "}"
+		for srv, n := range numSub(t, cl, ch) {
+			if want := int64(0); srv == tc.node && n != 1 || srv != tc.node && n != want {
+				t.Fatalf("subscribers of %s on %s: %d (the lock's node is %s)", ch, srv.Addr, n, tc.node.Addr)
+			}
+		}
 		if err := s.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		checkWoken(t, res, name)
+		checkWoken(t, res, tc.key)
 	}
-
-	var nodeW *redistest.Server // where the waiter's Pub/Sub connection is
-	wake("topo:x:first", func() {
-		for s, n := range numSub(t, cl, "lockgate:{topo:x:first}") {
-			if n == 1 {
-				nodeW = s
-			}
-		}
-	})
-	if nodeW == nil {
-		t.Fatal("the waiter's subscription was found on no node")
-	}
-
-	name, nodeL := keyOnServer(t, cl, a, "topo:x:other", nodeW)
-	ch := "lockgate:{" + name + "}"
-	wake(name, func() {
-		subs := numSub(t, cl, ch)
-		if subs[nodeW] != 1 || subs[nodeL] != 0 {
-			t.Fatalf("subscribers of %s: %d on %s (the waiter's node), %d on %s (the lock's node); want 1 and 0",
-				ch, subs[nodeW], nodeW.Addr, subs[nodeL], nodeL.Addr)
-		}
-	})
 
 	// Control: the same waiter, same lock, no release: busy at the end.
 	s, err := holder.Lock(ctx, name, core.WithTTL(time.Minute))
@@ -298,7 +286,7 @@ func testWakeAcrossNodes(t *testing.T, cl *redistest.Cluster, a, b *redis.Cluste
 		t.Fatal(err)
 	}
 	defer s.Unlock(ctx)
-	if _, res := waitFor(ctx, waiter, name, 300*time.Millisecond); !errors.Is((<-res).err, core.ErrNotObtained) {
+	if res := waitFor(ctx, waiter, name, 300*time.Millisecond); !errors.Is((<-res).err, core.ErrNotObtained) {
 		t.Fatal("control: waiter without a release did not end busy")
 	}
 }

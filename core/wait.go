@@ -2,45 +2,62 @@ package core
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// waitRoom holds the local FIFO queue of every lock this Locker's callers
-// are waiting for, and the Locker's one Pub/Sub connection, subscribed to
-// the release channel of exactly those locks (subscribe with the first
-// waiter, unsubscribe after the last). Only the head of a queue contends in
-// Redis; a release message, or the head leaving without the lock, wakes the
-// next one.
+// waitRoom holds the Locker's waiters, by lock channel and owner, and its
+// sharded Pub/Sub subscriptions: one connection per Redis node (one for a
+// master or a Sentinel failover client), subscribed to the channels of
+// exactly the locks its callers wait for (subscribed with the first waiter
+// of a lock, unsubscribed after the last). A release that hands the lock to
+// a waiter publishes "g <waiter> <fence> <seq>" on the lock's channel, on the
+// node that holds it; the room passes it to that waiter.
 type waitRoom struct {
 	client redis.UniversalClient
 
-	mu      sync.Mutex
-	queues  map[string]*keyQueue // by channel name
-	ops     []psOp               // subscribe/unsubscribe to send, in order
-	started bool
-	closed  bool
+	mu     sync.Mutex
+	chans  map[string]*lockWaiters // by channel (the lock hash's key)
+	shards map[string]*shard       // by node address ("" for a single node)
+	closed bool
 
-	kick chan struct{}
 	ctx  context.Context
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 }
 
-type keyQueue struct {
-	waiters []*waiter // FIFO; waiters[0] is the head
-	// the holder's remaining TTL as last seen by a head, and when: the
-	// waiters behind the head report it too
-	holderTTL time.Duration
-	holderAt  time.Time
+type lockWaiters struct {
+	shard   *shard
+	waiters map[string]*waiter // by owner
 }
 
+// waiter is one Lock call waiting in the lock's queue in Redis.
 type waiter struct {
-	ch       string
-	wake     chan struct{} // capacity 1: "attempt now"
-	promoted chan struct{} // capacity 1: "you are the head now: re-arm your timer"
+	ch, owner string
+	granted   chan grant    // capacity 1: the lock was handed to this waiter
+	handed    chan grant    // capacity 1: the lock was handed to another waiter (the latest)
+	wake      chan struct{} // capacity 1: a grant to this waiter may have been missed: refresh now
+}
+
+// grant is what a release told: the waiter it handed the lock to, the fence
+// of its hold, the refresh of the waiter's queue entry the hold's first
+// expiry is based on, and how long that first expiry is.
+type grant struct {
+	owner string
+	fence int64
+	seq   int
+	life  time.Duration
+}
+
+// shard is the Pub/Sub connection to one node.
+type shard struct {
+	kick  chan struct{}
+	ops   []psOp // (un)subscriptions to send, in order
+	count int    // channels subscribed or to be
 }
 
 type psOp struct {
@@ -49,124 +66,180 @@ type psOp struct {
 }
 
 func newWaitRoom(c redis.UniversalClient) *waitRoom {
-	r := &waitRoom{client: c, queues: map[string]*keyQueue{}, kick: make(chan struct{}, 1)}
+	r := &waitRoom{client: c, chans: map[string]*lockWaiters{}, shards: map[string]*shard{}}
 	r.ctx, r.stop = context.WithCancel(context.Background())
 	return r
 }
 
-// idle reports whether nobody of this Locker waits for the channel's lock.
-func (r *waitRoom) idle(ch string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.queues[ch] == nil
-}
-
-// join appends a waiter to the channel's queue. The first waiter creates the
-// queue and subscribes; it is woken when the subscription is confirmed, so
-// its next attempt cannot miss a release. It returns nil after close.
-func (r *waitRoom) join(ch string) *waiter {
-	w := &waiter{ch: ch, wake: make(chan struct{}, 1), promoted: make(chan struct{}, 1)}
+// join adds a waiter for owner on ch, subscribing to ch if it is the
+// Locker's first waiter for that lock; once the subscription is confirmed,
+// the room checks whether the lock was granted to one of its waiters
+// meanwhile (see check). It returns nil once the room is closed.
+func (r *waitRoom) join(ch, owner string) *waiter {
+	w := &waiter{ch: ch, owner: owner, granted: make(chan grant, 1), handed: make(chan grant, 1), wake: make(chan struct{}, 1)}
+	node := r.nodeOf(ch) // outside the lock: it may ask the cluster for its slots
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil
 	}
-	q := r.queues[ch]
-	if q == nil {
-		q = &keyQueue{}
-		r.queues[ch] = q
-		r.ops = append(r.ops, psOp{sub: true, ch: ch})
-		if !r.started {
-			r.started = true
+	lw := r.chans[ch]
+	if lw == nil {
+		sh := r.shards[node]
+		if sh == nil {
+			sh = &shard{kick: make(chan struct{}, 1)}
+			r.shards[node] = sh
 			r.wg.Add(1)
-			go r.run()
+			go r.run(sh)
 		}
-		signal(r.kick)
+		lw = &lockWaiters{shard: sh, waiters: map[string]*waiter{}}
+		r.chans[ch] = lw
+		sh.count++
+		sh.ops = append(sh.ops, psOp{sub: true, ch: ch})
+		signal(sh.kick)
 	}
-	q.waiters = append(q.waiters, w)
+	lw.waiters[owner] = w
 	return w
 }
 
-// setHolder records the holder's remaining TTL seen by w's attempt at at.
-func (r *waitRoom) setHolder(w *waiter, ttl time.Duration, at time.Time) {
-	r.mu.Lock()
-	if q := r.queues[w.ch]; q != nil && at.After(q.holderAt) {
-		q.holderTTL, q.holderAt = ttl, at
-	}
-	r.mu.Unlock()
-}
-
-// holder returns the holder's remaining TTL last seen for w's queue, and
-// when it was seen (zero: never).
-func (r *waitRoom) holder(w *waiter) (time.Duration, time.Time) {
+// leave removes w; the last waiter of a lock unsubscribes from it.
+func (r *waitRoom) leave(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if q := r.queues[w.ch]; q != nil {
-		return q.holderTTL, q.holderAt
-	}
-	return 0, time.Time{}
-}
-
-// isHead reports whether w is at the head of its queue.
-func (r *waitRoom) isHead(w *waiter) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	q := r.queues[w.ch]
-	return q != nil && len(q.waiters) > 0 && q.waiters[0] == w
-}
-
-// leave removes w. A head that leaves without the lock (timeout,
-// cancellation, error) wakes the next waiter to attempt at once, since it
-// may have consumed a release message; a head that obtained the lock only
-// promotes the next one (it re-arms its fallback timer), as that one can
-// only succeed after this lock's release, which will wake it.
-func (r *waitRoom) leave(w *waiter, obtained bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	q := r.queues[w.ch]
-	if q == nil {
+	lw := r.chans[w.ch]
+	if lw == nil || lw.waiters[w.owner] != w {
 		return
 	}
-	for i, x := range q.waiters {
-		if x != w {
-			continue
-		}
-		q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-		if len(q.waiters) == 0 {
-			delete(r.queues, w.ch)
-			r.ops = append(r.ops, psOp{sub: false, ch: w.ch})
-			signal(r.kick)
-		} else if i == 0 && !obtained {
-			signal(q.waiters[0].wake)
-		} else if i == 0 {
-			signal(q.waiters[0].promoted)
-		}
+	delete(lw.waiters, w.owner)
+	if len(lw.waiters) == 0 {
+		delete(r.chans, w.ch)
+		lw.shard.count--
+		lw.shard.ops = append(lw.shard.ops, psOp{sub: false, ch: w.ch})
+		signal(lw.shard.kick)
+	}
+}
+
+// nodeOf names the node whose shard channel ch lives on: "" for a client
+// of one node.
+func (r *waitRoom) nodeOf(ch string) string {
+	cc, ok := r.client.(*redis.ClusterClient)
+	if !ok {
+		return ""
+	}
+	n, err := cc.MasterForKey(r.ctx, ch)
+	if err != nil {
+		return ""
+	}
+	return n.Options().Addr
+}
+
+// deliver hands a grant message to its waiter, if it is still here, and
+// tells the lock's other waiters how long the new holder has for now (if
+// it is gone, the lock is free for them then).
+func (r *waitRoom) deliver(ch, payload string) {
+	g, ok := parseGrant(payload)
+	if !ok {
 		return
 	}
-}
-
-// wakeHead wakes the head waiter of a channel, if any.
-func (r *waitRoom) wakeHead(ch string) {
 	r.mu.Lock()
-	if q := r.queues[ch]; q != nil && len(q.waiters) > 0 {
-		signal(q.waiters[0].wake)
+	defer r.mu.Unlock()
+	lw := r.chans[ch]
+	if lw == nil {
+		return
 	}
-	r.mu.Unlock()
+	for owner, w := range lw.waiters {
+		to := w.handed
+		if owner == g.owner {
+			to = w.granted
+		}
+		select {
+		case <-w.handed: // only the latest handover counts
+		default:
+		}
+		select {
+		case to <- g:
+		default:
+		}
+	}
 }
 
-func (r *waitRoom) run() {
+// check is run for channels whose subscription was just confirmed (first
+// subscribed, or again after a reconnect): a grant published before then was
+// missed, so it asks, in one pipeline, who holds each lock, and wakes that
+// waiter if it is one of ours (its next attempt finds it holds the lock and
+// claims it). The others need nothing: a grant to them comes after the
+// confirmation. If the check fails, every waiter of those locks is woken.
+func (r *waitRoom) check(chs []string) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithTimeout(r.ctx, checkTimeout)
+		defer cancel()
+		cmds, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, ch := range chs {
+				p.HGet(ctx, ch, "owner")
+			}
+			return nil
+		})
+		if err != nil && err != redis.Nil {
+			cmds = nil
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for i, ch := range chs {
+			lw := r.chans[ch]
+			if lw == nil {
+				continue
+			}
+			if cmds == nil {
+				for _, w := range lw.waiters {
+					signal(w.wake)
+				}
+				continue
+			}
+			if w := lw.waiters[cmds[i].(*redis.StringCmd).Val()]; w != nil {
+				signal(w.wake)
+			}
+		}
+	}()
+}
+
+// checkTimeout bounds a check: past it, the waiters are woken instead.
+const checkTimeout = 2 * time.Second
+
+func parseGrant(p string) (grant, bool) {
+	f := strings.Fields(p)
+	if len(f) != 5 || f[0] != "g" {
+		return grant{}, false
+	}
+	fence, err1 := strconv.ParseInt(f[2], 10, 64)
+	seq, err2 := strconv.Atoi(f[3])
+	life, err3 := strconv.ParseInt(f[4], 10, 64)
+	return grant{owner: f[1], fence: fence, seq: seq, life: time.Duration(life) * time.Millisecond}, err1 == nil && err2 == nil && err3 == nil
+}
+
+// run serves one shard's connection: it sends the (un)subscriptions asked
+// for and dispatches messages, until the room closes. On a Cluster the
+// connection goes to the node of the first channel it subscribes to, which
+// is the shard's node.
+func (r *waitRoom) run(sh *shard) {
 	defer r.wg.Done()
-	ps := r.client.Subscribe(r.ctx)
+	ps := r.client.SSubscribe(r.ctx)
 	defer ps.Close()
 	msgs := ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
+	var confirmed []string
 	for {
+		if len(confirmed) > 0 && len(msgs) == 0 {
+			r.check(confirmed)
+			confirmed = nil
+		}
 		select {
 		case <-r.ctx.Done():
 			return
-		case <-r.kick:
+		case <-sh.kick:
 			r.mu.Lock()
-			ops := r.ops
-			r.ops = nil
+			ops := sh.ops
+			sh.ops = nil
 			r.mu.Unlock()
 			r.send(ps, ops)
 		case m, ok := <-msgs:
@@ -175,23 +248,23 @@ func (r *waitRoom) run() {
 			}
 			switch m := m.(type) {
 			case *redis.Message:
-				r.wakeHead(m.Channel)
+				r.deliver(m.Channel, m.Payload)
 			case *redis.Subscription:
 				// Every confirmation, including the resubscription after a
-				// reconnect, wakes the head: a release may have been missed
-				// while not subscribed.
-				if m.Kind == "subscribe" {
-					r.wakeHead(m.Channel)
+				// reconnect, is checked for a grant published while not
+				// subscribed (confirmations that come together, together).
+				if m.Kind == "ssubscribe" || m.Kind == "subscribe" {
+					confirmed = append(confirmed, m.Channel)
 				}
 			}
 		}
 	}
 }
 
-// send issues the queued operations in order, merging runs of one kind.
-// A failure (Redis down) is left to go-redis, which resubscribes every
-// channel it was asked for when it reconnects; waiters fall back to their
-// timers meanwhile.
+// send issues the queued operations in order, merging runs of one kind. A
+// failure (Redis down) is left to go-redis, which resubscribes every channel
+// it was asked for when it reconnects; waiters refresh on their timers
+// meanwhile.
 func (r *waitRoom) send(ps *redis.PubSub, ops []psOp) {
 	for len(ops) > 0 {
 		n := 1
@@ -203,9 +276,9 @@ func (r *waitRoom) send(ps *redis.PubSub, ops []psOp) {
 			chs[i] = ops[i].ch
 		}
 		if ops[0].sub {
-			_ = ps.Subscribe(r.ctx, chs...)
+			_ = ps.SSubscribe(r.ctx, chs...)
 		} else {
-			_ = ps.Unsubscribe(r.ctx, chs...)
+			_ = ps.SUnsubscribe(r.ctx, chs...)
 		}
 		ops = ops[n:]
 	}

@@ -40,7 +40,7 @@ func readCommands(t testing.TB, c *redis.Client) commandCounts {
 		}
 		name = strings.TrimPrefix(name, "cmdstat_")
 		switch name {
-		case "evalsha", "eval", "subscribe", "unsubscribe", "ping", "publish", "set", "get", "del":
+		case "evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping", "publish", "spublish", "set", "get", "del", "hget":
 			calls, _, _ := strings.Cut(rest, ",")
 			cc.client[name], _ = strconv.ParseInt(calls, 10, 64)
 		}
@@ -49,10 +49,10 @@ func readCommands(t testing.TB, c *redis.Client) commandCounts {
 }
 
 // clientCommands is the number of commands clients sent between two reads:
-// scripts, Pub/Sub (un)subscriptions and pings.
+// scripts, Pub/Sub (un)subscriptions, pings and the waiters' checks (HGET).
 func clientCommands(a, b commandCounts) int64 {
 	var n int64
-	for _, name := range []string{"evalsha", "eval", "subscribe", "unsubscribe", "ping"} {
+	for _, name := range []string{"evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping", "hget"} {
 		n += b.client[name] - a.client[name]
 	}
 	return n
@@ -68,7 +68,7 @@ func TestWakeUpOnRelease(t *testing.T) {
 	stats := srv.Client(t)
 	lockers := make([]*core.Locker, 2)
 	for i := range lockers {
-		lockers[i], _ = newLocker(t, srv, core.WithRetry(core.NoRetry()), core.WithWait(20*time.Second), core.WithTTL(time.Minute))
+		lockers[i], _ = newLocker(t, srv, core.WithWait(20*time.Second), core.WithTTL(time.Minute))
 	}
 	ctx := ctxT(t)
 
@@ -157,7 +157,7 @@ func TestWakeUpOnRelease(t *testing.T) {
 func waitSubscribers(t *testing.T, c *redis.Client, channel string, n int64) {
 	t.Helper()
 	for i := 0; i < 500; i++ {
-		m, err := c.PubSubNumSub(context.Background(), channel).Result()
+		m, err := c.PubSubShardNumSub(context.Background(), channel).Result()
 		if err == nil && m[channel] >= n {
 			return
 		}

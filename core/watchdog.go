@@ -65,7 +65,7 @@ func signal(c chan struct{}) {
 // next is the hold's next event on the monotonic clock.
 func next(h *hold) int64 {
 	v := h.validUntil.Load()
-	if h.watchdog && !h.pending && h.renewAt < v {
+	if (h.watchdog || h.claim) && !h.pending && h.renewAt < v {
 		return h.renewAt
 	}
 	return v
@@ -109,6 +109,7 @@ func (w *watchdog) renewed(h *hold, sent int64, ttl time.Duration) {
 }
 
 func (w *watchdog) setRenewed(h *hold, sent int64, ttl time.Duration) {
+	h.claim = false
 	h.validUntil.Store(sent + int64(ttl-w.l.drift(ttl)))
 	h.renewAt = sent + int64(ttl/3)
 	w.fix(h)
@@ -159,7 +160,7 @@ func (w *watchdog) schedule() {
 				continue
 			}
 			ttl := time.Duration(h.ttl.Load())
-			if h.watchdog && !h.pending && h.renewAt-int64(min(ttl/10, 10*time.Millisecond)) <= now {
+			if (h.watchdog || h.claim) && !h.pending && h.renewAt-int64(min(ttl/10, 10*time.Millisecond)) <= now {
 				h.pending = true
 				w.queue = append(w.queue, h)
 				w.fix(h)

@@ -25,7 +25,7 @@ func Example() {
 			return c
 		}),
 		fx.Supply(&lockfx.Config{Prefix: "shop:", TTL: 10 * time.Second}),
-		lockfx.Options(core.WithRetry(core.LinearBackoff(20*time.Millisecond))),
+		lockfx.Options(core.WithReleaseTimeout(500*time.Millisecond)),
 		lockfx.Module,
 		fx.Invoke(func(l *core.Locker) { fmt.Println("locker ready:", l != nil) }),
 	)

@@ -26,7 +26,7 @@ var Module = fx.Module("lockgate",
 
 // Options adds opts to the core options of the Locker built by Module
 // (the OptionsGroup value group), for settings Config lacks such as
-// core.WithRetry, core.WithLogger or core.WithFenceWindow. They are applied
+// core.WithReleaseTimeout, core.WithLogger or core.WithFenceWindow. They are applied
 // after Config, in the order given within one call; the order between
 // several Options calls is unspecified (fx does not order a value group),
 // so give options that override each other in one call. A bad option

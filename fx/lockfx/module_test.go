@@ -115,7 +115,7 @@ func TestConfigErrors(t *testing.T) {
 		{"brace prefix", client, &lockfx.Config{Prefix: "a{b"}, nil, []string{"Config.Prefix", "brace"}},
 		{"long prefix", client, &lockfx.Config{Prefix: strings.Repeat("p", core.MaxPrefixLen+1)}, nil, []string{"Config.Prefix"}},
 		{"bad field among good ones", client, &lockfx.Config{Prefix: "ok:", TTL: time.Second, Wait: -2 * time.Second}, nil, []string{"Config.Wait"}},
-		{"option with a short ttl", client, nil, []core.Option{core.WithRetry(nil), core.WithTTL(10 * time.Millisecond)}, []string{"lockfx.Options option 1", "ttl"}},
+		{"option with a short ttl", client, nil, []core.Option{core.WithReleaseTimeout(time.Second), core.WithTTL(10 * time.Millisecond)}, []string{"lockfx.Options option 1", "ttl"}},
 		{"locker option out of range", client, nil, []core.Option{core.WithDriftFactor(2)}, []string{"lockfx.Options option 0", "drift factor"}},
 		{"nil option", client, &lockfx.Config{TTL: time.Second}, []core.Option{nil}, []string{"lockfx.Options option 0", "nil option"}},
 		{"typed nil client", (*redis.Client)(nil), nil, nil, []string{"Client", "nil redis client"}},

@@ -57,8 +57,8 @@ type Config struct {
 	// Optional. Default: 0, the Locker's (1s unless set in core.New)
 	ReleaseTimeout time.Duration
 
-	// LockOptions are further options for core.Locker.Lock (core.WithRetry,
-	// core.WithoutWatchdog, ...), applied after Wait, TTL and
+	// LockOptions are further options for core.Locker.Lock
+	// (core.WithoutWatchdog, ...), applied after Wait, TTL and
 	// ReleaseTimeout, with core's meaning (core.WithWait(0) is a single
 	// attempt). A nil or invalid option is a setup error.
 	//

@@ -94,7 +94,7 @@ func TestSetupErrors(t *testing.T) {
 			TTL:            core.MinTTL,
 			ReleaseTimeout: time.Second,
 			MaxBodySize:    1,
-			LockOptions:    []core.LockOption{core.WithRetry(nil), core.WithWatchdog()},
+			LockOptions:    []core.LockOption{core.WithReleaseTimeout(time.Second), core.WithWatchdog()},
 		}
 		if err := fiberlock.Validate(cfg); err != nil {
 			t.Fatal(err)

@@ -120,7 +120,7 @@ func WithReleaseTimeout(d time.Duration) Option {
 }
 
 // WithLockOptions passes further per-call options to core.Locker.Lock
-// (core.WithRetry, core.WithoutWatchdog, ...), applied in order with the
+// (core.WithoutWatchdog, core.WithReleaseTimeout, ...), applied in order with the
 // other lock options. They keep core's meaning (core.WithWait(0) is a
 // single attempt). Default none. A nil or invalid option is an error of
 // New.

@@ -102,7 +102,7 @@ func TestSetupErrors(t *testing.T) {
 			httplock.WithWait(core.NoWait), httplock.WithWait(0),
 			httplock.WithReleaseTimeout(time.Second), httplock.WithReleaseTimeout(0),
 			httplock.WithMaxBodySize(0), httplock.WithMaxBodySize(1),
-			httplock.WithLockOptions(core.WithRetry(nil), core.WithWatchdog()),
+			httplock.WithLockOptions(core.WithReleaseTimeout(time.Second), core.WithWatchdog()),
 			httplock.WithLockOptions(),
 			// nil keeps each default
 			httplock.WithBusyHandler(nil), httplock.WithErrorHandler(nil), httplock.WithLogger(nil),

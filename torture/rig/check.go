@@ -139,7 +139,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	holds := map[string]*holdSpan{}
 	var calls []Event
 	pending := map[string]Event{} // a worker's begun Lock/TryLock without its result (yet)
-	var died []Event               // calls a worker never returned from
+	var died []Event              // calls a worker never returned from
 	for _, e := range events {
 		runEnd = max(runEnd, e.End)
 		switch e.Ev {

@@ -1,0 +1,383 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// queueLen is the number of waiters in key's queue in Redis.
+func queueLen(c redis.UniversalClient, key string) int64 {
+	return c.ZCard(context.Background(), "lockgate:{"+key+"}:q").Val()
+}
+
+// waitQueueLen waits (bounded, 5s) until key's queue has n waiters.
+func waitQueueLen(t *testing.T, c redis.UniversalClient, key string, n int64) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if queueLen(c, key) == n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("queue of %s never reached %d waiters (has %d)", key, n, queueLen(c, key))
+}
+
+// Waiters of three Lockers get the lock in the order they joined its queue:
+// the release hands it to the first live waiter, whatever Locker it is on.
+func TestStrictFIFOAcrossLockers(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, direct := newLocker(t, srv)
+	var lockers []*core.Locker
+	for i := 0; i < 3; i++ {
+		l, _ := newLocker(t, srv)
+		lockers = append(lockers, l)
+	}
+	ctx := ctxT(t)
+	s, err := holder.Lock(ctx, "fifo", core.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 9
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := 0; i < waiters; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ls, err := lockers[i%3].Lock(ctx, "fifo", core.WithWait(20*time.Second), core.WithTTL(time.Minute))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			ls.Unlock(ctx)
+		}()
+		waitQueueLen(t, direct, "fifo", int64(i+1)) // joined in this order
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, w := range order {
+		if w != i {
+			t.Fatalf("acquisition order %v, want the joining order 0..%d", order, waiters-1)
+		}
+	}
+	if len(order) != waiters {
+		t.Fatalf("%d of %d waiters got the lock", len(order), waiters)
+	}
+}
+
+// A waiter that gives up leaves the queue: the next one is handed the lock
+// by the release. And a waiter that was handed the lock while it could not
+// hear of it (its network stalled) and then gives up passes it on to the
+// next waiter when its leave arrives.
+func TestWaiterThatLeavesIsSkipped(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, direct := newLocker(t, srv)
+	next, _ := newLocker(t, srv)
+	ctx := ctxT(t)
+
+	t.Run("left before the release", func(t *testing.T) {
+		gone, _ := newLocker(t, srv)
+		s, err := holder.Lock(ctx, "skip", core.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := make(chan error, 1)
+		go func() {
+			_, err := gone.Lock(ctx, "skip", core.WithWait(300*time.Millisecond))
+			left <- err
+		}()
+		waitQueueLen(t, direct, "skip", 1)
+		res := waitFor(ctx, next, "skip", 5*time.Second)
+		waitQueueLen(t, direct, "skip", 2)
+		if err := <-left; !errors.Is(err, core.ErrNotObtained) {
+			t.Fatalf("the waiter that gave up: %v", err)
+		}
+		waitQueueLen(t, direct, "skip", 1) // its leave removed it
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		checkWoken(t, res, "skip")
+	})
+
+	t.Run("granted while stalled, then left", func(t *testing.T) {
+		p := redistest.StartProxy(t, srv.Addr)
+		o := srv.Options()
+		o.Addr = p.Addr
+		stalled := redis.NewClient(o)
+		t.Cleanup(func() { stalled.Close() })
+		gone := lockerOn(t, stalled)
+		warm(t, gone)
+		s, err := holder.Lock(ctx, "handed", core.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := make(chan error, 1)
+		go func() {
+			_, err := gone.Lock(ctx, "handed", core.WithWait(time.Second), core.WithTTL(time.Minute))
+			left <- err
+		}()
+		waitQueued(t, direct, "handed", 1)
+		res := waitFor(ctx, next, "handed", 10*time.Second)
+		waitQueueLen(t, direct, "handed", 2)
+		p.Stall() // the first waiter hears nothing, and its leave waits
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		owner := direct.HGet(ctx, "lockgate:{handed}", "owner").Val()
+		if owner == "" {
+			t.Fatal("probe: the release handed the lock to nobody")
+		}
+		if err := <-left; err == nil {
+			t.Fatal("the stalled waiter got the lock")
+		}
+		p.Unstall() // its leave arrives: it held the lock, so it passes it on
+		checkWoken(t, res, "handed")
+	})
+}
+
+// A waiter whose Locker is gone without leaving (closed while its network
+// refuses it: a crash, for Redis) is handed the lock only until its queue
+// entry would have expired, one and a half refresh intervals (TTL/2) after
+// its last refresh; then the next waiter gets it.
+func TestCrashedWaiterCostsOneEntry(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, direct := newLocker(t, srv)
+	next, _ := newLocker(t, srv)
+	ctx := ctxT(t)
+	p := redistest.StartProxy(t, srv.Addr)
+	o := srv.Options()
+	o.Addr = p.Addr
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	crashed := core.Must(core.New(c))
+	warm(t, crashed)
+
+	const ttl = 900 * time.Millisecond // entry 450ms
+	s, err := holder.Lock(ctx, "crash", core.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := make(chan error, 1)
+	go func() {
+		_, err := crashed.Lock(ctx, "crash", core.WithWait(10*time.Second), core.WithTTL(ttl))
+		gone <- err
+	}()
+	waitQueued(t, direct, "crash", 1)
+	res := waitFor(ctx, next, "crash", 10*time.Second)
+	waitQueueLen(t, direct, "crash", 2)
+	p.SetRefuse(true) // the crash: from now on nothing of it reaches Redis
+	crashed.Close()
+	if err := <-gone; !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("the crashed waiter's Lock: %v", err)
+	}
+	released := time.Now()
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkWoken(t, res, "crash")
+	took := time.Since(released)
+	t.Logf("next waiter got the lock %v after the release; the crashed waiter's entry lives %v", took, ttl/2)
+	if took > ttl/2+500*time.Millisecond {
+		t.Fatalf("a crashed waiter cost %v, want at most its entry's life %v (+500ms)", took, ttl/2)
+	}
+}
+
+// An uncontended release publishes nothing; a release with a waiter
+// publishes once, on the lock's shard channel.
+func TestNoPublishWithoutWaiters(t *testing.T) {
+	srv := redistest.Start(t)
+	l, direct := newLocker(t, srv)
+	other, _ := newLocker(t, srv)
+	ctx := ctxT(t)
+	publishes := func() int64 {
+		info := direct.Info(ctx, "commandstats").Val()
+		var n int64
+		for _, line := range strings.Split(info, "\r\n") {
+			for _, name := range []string{"cmdstat_publish:calls=", "cmdstat_spublish:calls="} {
+				if rest, ok := strings.CutPrefix(line, name); ok {
+					calls, _, _ := strings.Cut(rest, ",")
+					v, _ := strconv.ParseInt(calls, 10, 64)
+					n += v
+				}
+			}
+		}
+		return n
+	}
+	before := publishes()
+	for i := 0; i < 100; i++ {
+		s, err := l.Lock(ctx, fmt.Sprintf("quiet:%d", i%5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := publishes() - before; n != 0 {
+		t.Fatalf("100 uncontended releases published %d messages", n)
+	}
+	// Control: with a waiter, the release publishes (the counter works).
+	s, err := l.Lock(ctx, "loud")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := waitFor(ctx, other, "loud", 5*time.Second)
+	waitQueued(t, direct, "loud", 1)
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkWoken(t, res, "loud")
+	if n := publishes() - before; n != 1 {
+		t.Fatalf("a release with one waiter published %d messages, want 1", n)
+	}
+}
+
+// 2,000 waiters of one Locker on 2,000 keys share one subscription
+// connection, and their background traffic is bounded: joining, subscribing
+// (in batches), and nothing more while they wait.
+func TestManyWaitersOneConnection(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, direct := newLocker(t, srv)
+	o := srv.Options()
+	o.PoolSize, o.ReadTimeout = 200, 5*time.Second // a pool for 2,000 callers
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	l := lockerOn(t, c)
+	ctx := ctxT(t)
+	const n = 2000
+	var held []*core.Lease
+	for i := 0; i < n; i++ {
+		s, err := holder.Lock(ctx, fmt.Sprintf("many:%d", i), core.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, s)
+	}
+	before := readCommands(t, direct)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := l.Lock(ctx, fmt.Sprintf("many:%d", i), core.WithWait(3*time.Second), core.WithTTL(time.Minute))
+			errs <- err
+		}()
+	}
+	// All queued and subscribed.
+	for i := 0; ; i++ {
+		subs := direct.PubSubShardChannels(ctx, "lockgate:{many:*}").Val()
+		if len(subs) == n {
+			break
+		}
+		if i == 500 {
+			t.Fatalf("%d of %d channels subscribed", len(subs), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	clients := direct.ClientList(ctx).Val()
+	subConns := 0
+	for _, line := range strings.Split(clients, "\n") {
+		if strings.Contains(line, " ssub=") && !strings.Contains(line, " ssub=0 ") {
+			subConns++
+		}
+	}
+	if subConns != 1 {
+		t.Fatalf("%d connections with shard subscriptions, want 1:\n%s", subConns, clients)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, core.ErrNotObtained) {
+			t.Fatalf("waiter: %v", err)
+		}
+	}
+	// Each waiter left its queue when its budget ended (in the background).
+	for i := 0; ; i++ {
+		q := direct.Keys(ctx, "lockgate:{many:*}:q").Val()
+		if len(q) == 0 {
+			break
+		}
+		if i == 500 {
+			t.Fatalf("%d queues still there after the waiters gave up", len(q))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	after := readCommands(t, direct)
+	cmds := clientCommands(before, after)
+	diff := func(name string) int64 { return after.client[name] - before.client[name] }
+	t.Logf("2,000 waiters for 3s: %d commands from clients (%.2f per waiter): %d scripts, %d checks, %d (un)subscriptions",
+		cmds, float64(cmds)/n, diff("evalsha"), diff("hget"), diff("ssubscribe")+diff("sunsubscribe"))
+	// Each waiter joins and leaves (two scripts: no refresh within a TTL/3
+	// of a minute), its lock is checked once when its subscription is
+	// confirmed, and (un)subscriptions go in batches.
+	if s := diff("evalsha"); s > 2*n {
+		t.Errorf("%d scripts for %d waiters: they poll", s, n)
+	}
+	if c := diff("hget"); c > n {
+		t.Errorf("%d checks for %d channels", c, n)
+	}
+	if c := diff("ssubscribe") + diff("sunsubscribe"); c > n {
+		t.Errorf("%d (un)subscription commands for %d channels: not batched", c, n)
+	}
+	for _, s := range held {
+		s.Unlock(ctx)
+	}
+}
+
+// A grant published while a waiter's subscription is down (here: its
+// connection killed in the same transaction as the release) is not lost:
+// when go-redis resubscribes, the confirmation is checked against the
+// lock's holder and the waiter learns it holds the lock, long before its
+// next refresh (20s) would have told it.
+func TestGrantMissedWhileResubscribing(t *testing.T) {
+	srv := redistest.Start(t)
+	w, direct := newLocker(t, srv)
+	ctx := ctxT(t)
+	release, err := os.ReadFile("scripts/release.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := "lockgate:{missed}"
+	// A holder in another process: only its release is needed.
+	if err := direct.HSet(ctx, ch, "owner", "gone-holder", "fence", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	direct.PExpire(ctx, ch, time.Minute)
+	res := waitFor(ctx, w, "missed", 5*time.Second)
+	waitQueued(t, direct, "missed", 1)
+	var numsub *redis.MapStringIntCmd
+	_, err = direct.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ClientKillByFilter(ctx, "TYPE", "pubsub")
+		numsub = p.PubSubShardNumSub(ctx, ch)
+		p.Eval(ctx, string(release), []string{ch, ch + ":fence", ch + ":done:gone-holder", ch + ":q", ch + ":qt"}, "gone-holder", 600000, 60000)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := numsub.Val()[ch]; n != 0 {
+		t.Fatalf("probe: %d subscribers when the grant was published, want 0", n)
+	}
+	if owner := direct.HGet(ctx, ch, "owner").Val(); owner == "" || owner == "gone-holder" {
+		t.Fatalf("probe: the release did not hand the lock to the waiter (owner %q)", owner)
+	}
+	checkWoken(t, res, "missed")
+}

@@ -1,0 +1,114 @@
+package core_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// allCommands reads INFO commandstats: calls per command name, the calls
+// scripts make included.
+func allCommands(t testing.TB, c *redis.Client) map[string]int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int64{}
+	for _, line := range strings.Split(info, "\r\n") {
+		name, rest, ok := strings.Cut(line, ":calls=")
+		if !ok {
+			continue
+		}
+		calls, _, _ := strings.Cut(rest, ",")
+		m[strings.TrimPrefix(name, "cmdstat_")], _ = strconv.ParseInt(calls, 10, 64)
+	}
+	return m
+}
+
+// diffCommands is b - a without the INFO calls that read them.
+func diffCommands(a, b map[string]int64) map[string]int64 {
+	d := map[string]int64{}
+	for name, n := range b {
+		if name != "info" && n != a[name] {
+			d[name] = n - a[name]
+		}
+	}
+	return d
+}
+
+// An uncontended Lock and Unlock costs two scripts and nine commands inside
+// them (acquire: HMGET, one EXISTS for the done marker and the queue, TIME,
+// SET GET of the fence, HSET, PEXPIRE; release: HMGET, DEL, SET of the done
+// marker), and never touches a queue. Control: with a waiter, the same
+// cycle does read the queue and publish, so the counts can see it.
+func TestUncontendedCycleIsLean(t *testing.T) {
+	srv := redistest.Start(t)
+	l, direct := newLocker(t, srv)
+	other, _ := newLocker(t, srv)
+	ctx := ctxT(t)
+	const n = 50
+	// A first cycle loads the scripts and dials: not part of the count.
+	if s, err := l.Lock(ctx, "lean:warm"); err != nil {
+		t.Fatal(err)
+	} else if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := allCommands(t, direct)
+	for i := 0; i < n; i++ {
+		s, err := l.Lock(ctx, "lean:"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := diffCommands(before, allCommands(t, direct))
+	if d["evalsha"] != 2*n {
+		t.Fatalf("%d cycles sent %d scripts, want %d: %v", n, d["evalsha"], 2*n, d)
+	}
+	var inside int64
+	for name, calls := range d {
+		if name != "evalsha" {
+			inside += calls
+		}
+	}
+	if inside > 9*n {
+		t.Errorf("%d uncontended cycles ran %d commands inside the scripts (%.1f per cycle), want at most 9: %v", n, inside, float64(inside)/n, d)
+	}
+	for _, name := range []string{"zrange", "zadd", "zrem", "hdel", "spublish", "publish", "time"} {
+		if name == "time" {
+			if d[name] != n {
+				t.Errorf("TIME ran %d times in %d cycles, want once per acquire", d[name], n)
+			}
+			continue
+		}
+		if d[name] != 0 {
+			t.Errorf("uncontended cycles ran %s %d times: %v", name, d[name], d)
+		}
+	}
+
+	// Control: a release with a waiter reads the queue and publishes.
+	s, err := l.Lock(ctx, "lean:busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := waitFor(ctx, other, "lean:busy", 5*time.Second)
+	waitQueued(t, direct, "lean:busy", 1)
+	before = allCommands(t, direct)
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkWoken(t, res, "lean:busy")
+	d = diffCommands(before, allCommands(t, direct))
+	if d["zrange"] == 0 || d["spublish"] != 1 {
+		t.Fatalf("a release with a waiter ran zrange %d and spublish %d times, want both: %v", d["zrange"], d["spublish"], d)
+	}
+}
