@@ -61,10 +61,16 @@ type single struct {
 	// the scripts' Locker-wide arguments, boxed once
 	windowArg any // fence window, ms
 	markerArg any // how long a done marker lives, ms
+	// pipe coalesces concurrent acquires and releases (nil: each call is
+	// sent on its own; see coalescer for when it is used)
+	pipe *coalescer
 }
 
 // run sends script for one acquire or release.
 func (s *single) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if s.pipe != nil {
+		return s.pipe.run(ctx, script, keys, args...)
+	}
 	return script.Run(ctx, s.c, keys, args...)
 }
 

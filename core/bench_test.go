@@ -118,13 +118,17 @@ func BenchmarkFloor(b *testing.B) {
 }
 
 // BenchmarkLockUnlock is an uncontended Lock then Unlock on distinct keys,
-// with go-redis's default client and with ContextTimeoutEnabled (see
-// BenchmarkVsFloor).
+// with go-redis's default client (coalesced, and with WithoutCoalescing)
+// and with ContextTimeoutEnabled (see BenchmarkVsFloor).
 func BenchmarkLockUnlock(b *testing.B) {
-	for _, kind := range []string{"default", "ctxtimeout"} {
+	for _, kind := range []string{"default", "uncoalesced", "ctxtimeout"} {
 		for _, p := range []int{1, 64} {
 			b.Run("client="+kind+"/p="+strconv.Itoa(p), func(b *testing.B) {
-				l := lockerOn(b, benchClientKind(b, kind))
+				var opts []core.Option
+				if kind == "uncoalesced" {
+					opts = append(opts, core.WithoutCoalescing())
+				}
+				l := lockerOn(b, benchClientKind(b, kind), opts...)
 				ctx := context.Background()
 				b.ReportAllocs()
 				b.ResetTimer()

@@ -57,14 +57,30 @@
 // lease's context keeps its parent's deadline; Lease.Valid reports the
 // validity.
 //
-// Waiting: the release script publishes on the lock's channel. A Locker keeps
-// one Pub/Sub connection subscribed to the channels of the locks its callers
-// wait for; its waiters queue per key in FIFO order and only the head
-// contends. Between notifications the head retries after the RetryStrategy's
-// backoff, capped by the holder's remaining TTL and the wait budget. A busy
-// error carries the holder's remaining TTL (an upper bound while it does not
-// renew) and a hint of when the lock is likely free (the mean hold time this
-// Locker has seen).
+// Waiting: a Lock that finds the lock busy joins the lock's queue in Redis
+// (first come, first served across every Locker and process) and waits to be
+// handed the lock: the release script makes the first live waiter the
+// holder in the same call (its own fence) and tells it on the lock's channel
+// (SPUBLISH, so on a Cluster only the lock's shard carries it; nothing is
+// published when no one waits). The waiter holds the lock when the message
+// arrives, with no further round trip; its validity counts from the send
+// time of its last queue refresh. A Locker keeps one Pub/Sub connection per
+// Redis node, subscribed to the channels of the locks its callers wait for.
+// While waiting, a caller refreshes its queue entry every TTL/3 (that
+// refresh is also its retry should a message be lost, besides one when the
+// holder's TTL as last seen runs out: about one command per TTL/3 per
+// waiter, 0.1/s with the default 30s TTL); an entry not refreshed
+// for TTL/2 is skipped, so a waiter that crashed costs at most that; a
+// waiter that gives up leaves the queue, passing the lock on if it had just
+// been handed it. A free lock goes to the queue's first live waiter: TryLock
+// never jumps the queue. A busy error carries how long to wait (the holder's
+// remaining TTL, an upper bound while it does not renew, or the time the
+// waiters ahead may take) and a hint of when the lock is likely free (the
+// mean hold time this Locker has seen).
+//
+// Concurrent acquires and releases of one Locker on a plain client are
+// coalesced: while round trips are in flight, the calls that arrive meanwhile
+// go together as one pipeline (see WithoutCoalescing).
 //
 // Fencing: each acquisition gets a fence, max(server clock in µs, last fence
 // + 1), strictly increasing over the holders of a key as long as the server

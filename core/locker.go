@@ -77,6 +77,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	marker := markerTTL(client)
 	be := &single{c: client, windowArg: ms(o.fenceWindow), markerArg: ms(marker)}
 	ctxDeadlines := honoursDeadlines(client)
+	if c, ok := client.(*redis.Client); ok && !ctxDeadlines && !o.noCoalesce {
+		be.pipe = &coalescer{c: c}
+	}
 	l := &Locker{
 		client:       client,
 		be:           be,

@@ -72,6 +72,7 @@ type lockerOptions struct {
 	logger      *slog.Logger
 	driftFactor float64
 	fenceWindow time.Duration
+	noCoalesce  bool
 	err         error
 }
 
@@ -229,6 +230,17 @@ func WithFenceWindow(d time.Duration) Option {
 		}
 		o.fenceWindow = d
 	})
+}
+
+// WithoutCoalescing makes every acquire and release of the Locker a
+// command of its own on a pooled connection. Default: on a plain client (a
+// master or a Sentinel failover client) that ignores context deadlines
+// (go-redis's default), the calls of concurrent callers that arrive while
+// one is in flight are sent together as one pipeline when it is answered;
+// a caller alone is sent at once. (A Cluster client, or one with
+// ContextTimeoutEnabled, is never coalesced.)
+func WithoutCoalescing() Option {
+	return lockerOption(func(o *lockerOptions) { o.noCoalesce = true })
 }
 
 // Combine checks opts and returns one LockOption that applies them in
