@@ -134,7 +134,7 @@ func TestLateReplyUnlock(t *testing.T) {
 	err = s.Unlock(ctx)
 	within(t, h.Matched(), time.Second, "the held release")
 	if n := runs.Count(); n < 2 {
-		t.Fatalf("%d release scripts reached Redis, want 2 or more: the fault did not happen", n)
+		t.Fatalf("%d release scripts reached Redis, want 2 or more: the fault did not happen (Unlock: %v)", n, err)
 	}
 	if err != nil {
 		t.Fatalf("Unlock whose release ran twice = %v, want nil", err)

@@ -224,8 +224,27 @@ func parseGrant(p string) (grant, bool) {
 // is the shard's node.
 func (r *waitRoom) run(sh *shard) {
 	defer r.wg.Done()
-	ps := r.client.SSubscribe(r.ctx)
+	// The connection is made with the first channel, before anything reads
+	// from it: made without one (as the reader would), a Cluster client
+	// connects to a random node, where subscribing to this shard's
+	// channels fails.
+	var ops []psOp
+	select {
+	case <-r.ctx.Done():
+		return
+	case <-sh.kick:
+		r.mu.Lock()
+		ops = sh.ops
+		sh.ops = nil
+		r.mu.Unlock()
+	}
+	var first []string // join creates a shard with a subscription: ops[0]
+	if len(ops) > 0 && ops[0].sub {
+		first, ops = []string{ops[0].ch}, ops[1:]
+	}
+	ps := r.client.SSubscribe(r.ctx, first...)
 	defer ps.Close()
+	r.send(ps, ops)
 	msgs := ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
 	var confirmed []string
 	for {

@@ -40,7 +40,7 @@ func readCommands(t testing.TB, c *redis.Client) commandCounts {
 		}
 		name = strings.TrimPrefix(name, "cmdstat_")
 		switch name {
-		case "evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping", "publish", "spublish", "set", "get", "del", "hget":
+		case "evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "ping", "publish", "spublish", "set", "get", "del", "hget", "time":
 			calls, _, _ := strings.Cut(rest, ",")
 			cc.client[name], _ = strconv.ParseInt(calls, 10, 64)
 		}
