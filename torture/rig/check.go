@@ -14,7 +14,10 @@ type Limits struct {
 	TTL time.Duration
 	// Margin is how long after a holder stopped holding (its unlock, loss,
 	// death or Close) its lock may still answer "busy" to others beyond the
-	// TTL: a waiting Locker's turn (100ms) and scheduling.
+	// TTL: scheduling, and a waiter's retry when the holder's TTL runs out.
+	// (A lock handed to a waiter that then paused or died stays held for at
+	// most its queue entry's life, TTL/2, from the release that ended the
+	// last hold: within the TTL.)
 	Margin time.Duration
 	// Undo is how long after Redis answers again (the end of the call, or
 	// of the hang it overlapped) an attempt whose outcome its caller did not
