@@ -381,3 +381,113 @@ func TestGrantMissedWhileResubscribing(t *testing.T) {
 	}
 	checkWoken(t, res, "missed")
 }
+
+// A grant published before its waiter joined the Locker's room (the
+// release ran between the waiter's queueing attempt and its reply) is kept
+// for it when the lock's channel is already subscribed for another waiter
+// of the Locker: the waiter holds the lock as soon as its reply arrives,
+// not at its next refresh (10s). The reply of the first waiter's attempt
+// is held by a proxy while the second waiter subscribes and the holder
+// releases; the probe shows the lock was handed to the first waiter while
+// its reply was still held.
+func TestGrantBeforeJoin(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, direct := newLocker(t, srv)
+	p := redistest.StartProxy(t, srv.Addr)
+	c := redis.NewClient(&redis.Options{Addr: p.Addr})
+	t.Cleanup(func() { c.Close() })
+	l := lockerOn(t, c)
+	ctx := ctxT(t)
+	warm(t, l)
+	s, err := holder.Lock(ctx, "early", core.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := p.HoldReply(script(t, "acquire", "early"), 1500*time.Millisecond)
+	type got struct {
+		err  error
+		took time.Duration
+	}
+	first := make(chan got, 1)
+	go func() {
+		start := time.Now()
+		s, err := l.Lock(ctx, "early", core.WithWait(8*time.Second))
+		took := time.Since(start)
+		if err == nil {
+			err = s.Unlock(context.WithoutCancel(ctx))
+		}
+		first <- got{err, took}
+	}()
+	within(t, h.Matched(), 5*time.Second, "the first waiter's attempt")
+	second := waitFor(ctx, l, "early", 8*time.Second)
+	waitQueued(t, direct, "early", 2)
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Released():
+		t.Fatal("probe: the held reply was released before the grant; the scenario did not happen")
+	default:
+	}
+	if owner := direct.HGet(ctx, "lockgate:{early}", "owner").Val(); owner == "" {
+		t.Fatal("probe: the release handed the lock to no one")
+	}
+	r := <-first
+	if r.err != nil {
+		t.Fatalf("first waiter: %v", r.err)
+	}
+	if r.took > 4*time.Second {
+		t.Fatalf("first waiter got the lock after %v: the grant published before it joined was lost until its refresh", r.took)
+	}
+	checkWoken(t, second, "early")
+}
+
+// A hold handed to a waiter first lives only as long as the waiter's queue
+// entry (TTL/2 after its last refresh); it then claims its whole TTL once,
+// with the watchdog or without it. Here the entry lives 450ms and each
+// lease is still held, in Redis and by its context, 700ms after the grant.
+func TestGrantedHoldClaimsItsTTL(t *testing.T) {
+	for _, watchdog := range []bool{true, false} {
+		t.Run("watchdog="+strconv.FormatBool(watchdog), func(t *testing.T) {
+			srv := redistest.Start(t)
+			holder, direct := newLocker(t, srv)
+			waiter, _ := newLocker(t, srv)
+			ctx := ctxT(t)
+			key := "claim:" + strconv.FormatBool(watchdog)
+			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := []core.LockOption{core.WithTTL(900 * time.Millisecond), core.WithWait(5 * time.Second)}
+			if !watchdog {
+				opts = append(opts, core.WithoutWatchdog())
+			}
+			got := make(chan *core.Lease, 1)
+			go func() {
+				l, err := waiter.Lock(ctx, key, opts...)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- l
+			}()
+			waitQueued(t, direct, key, 1)
+			if err := s.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			l := <-got
+			if l == nil {
+				t.FailNow()
+			}
+			defer l.Unlock(ctx)
+			granted := time.Now()
+			select {
+			case <-l.Done():
+				t.Fatalf("granted lease lost after %v: %v", time.Since(granted), context.Cause(l.Context()))
+			case <-time.After(700 * time.Millisecond):
+			}
+			if owner := direct.HGet(ctx, "lockgate:{"+key+"}", "owner").Val(); owner == "" {
+				t.Fatalf("700ms after the grant the lock is gone from Redis: the hold never claimed its TTL")
+			}
+		})
+	}
+}

@@ -33,7 +33,14 @@ type waitRoom struct {
 type lockWaiters struct {
 	shard   *shard
 	waiters map[string]*waiter // by owner
+	// early: grants to owners not (yet) here, kept for a waiter whose
+	// queueing attempt was answered after the release that granted it
+	// (it joins the room only then); at most maxEarly, dropped with the lock's
+	// subscription
+	early map[string]grant
 }
+
+const maxEarly = 64
 
 // waiter is one Lock call waiting in the lock's queue in Redis.
 type waiter struct {
@@ -99,6 +106,10 @@ func (r *waitRoom) join(ch, owner string) *waiter {
 		signal(sh.kick)
 	}
 	lw.waiters[owner] = w
+	if g, ok := lw.early[owner]; ok {
+		delete(lw.early, owner)
+		w.granted <- g
+	}
 	return w
 }
 
@@ -146,6 +157,12 @@ func (r *waitRoom) deliver(ch, payload string) {
 	lw := r.chans[ch]
 	if lw == nil {
 		return
+	}
+	if lw.waiters[g.owner] == nil && len(lw.early) < maxEarly {
+		if lw.early == nil {
+			lw.early = map[string]grant{}
+		}
+		lw.early[g.owner] = g
 	}
 	for owner, w := range lw.waiters {
 		to := w.handed
