@@ -136,7 +136,7 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 }
 
 // granted builds the lease a release handed to this waiter: its hold
-// lives, until it is renewed (at once), as long as the queue entry of
+// lives, until it is renewed (at a third of that life), as long as the queue entry of
 // refresh g.seq would have, so it is valid from that refresh's send time.
 // A grant that arrives too late to be of use, or after ctx ended, is passed
 // on (nil, nil: keep waiting; or the context's error).
@@ -154,7 +154,10 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 		a.undo() // gives it to the next waiter; our next attempt queues again
 		return nil, nil
 	}
-	return a.newHold(ctx, g.fence, validUntil, 0)
+	// It claims its TTL at a third of this first life, as a fresh hold
+	// renews at a third of its TTL: a hold released sooner never does.
+	now := a.l.mono()
+	return a.newHold(ctx, g.fence, validUntil, now+(validUntil-now)/3, true)
 }
 
 type acquireResult struct {
@@ -228,11 +231,11 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		a.undo()
 		return nil, a.ended(ctx)
 	}
-	return a.newHold(ctx, r.fence, validUntil, sent+int64(o.ttl/3))
+	return a.newHold(ctx, r.fence, validUntil, sent+int64(o.ttl/3), false)
 }
 
 // newHold makes the hold of a lock this call obtained and its first lease.
-func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt int64) (*Lease, error) {
+func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt int64, claim bool) (*Lease, error) {
 	l, o := a.l, a.o
 	h := &hold{
 		l:        l,
@@ -245,7 +248,7 @@ func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt in
 		watchdog: o.watchdog,
 		release:  o.releaseTimeout,
 		renewAt:  renewAt,
-		claim:    renewAt == 0, // granted: claimed for the whole TTL at once
+		claim:    claim, // granted: claims the whole TTL once, even without the watchdog
 		hidx:     -1,
 	}
 	h.count.Store(1)

@@ -12,20 +12,21 @@ import (
 // coalesceSlots round trips at a time: a caller that finds a slot free sends
 // its script at once, as it would alone (no added latency); callers that
 // arrive while every slot is in flight queue, and when one is answered the
-// first of them sends the whole queue as one pipeline. Under concurrency
-// that is one write and one read for many calls (as rueidis pipelines
-// automatically) instead of a pooled connection and two system calls each.
-// More than one slot keeps a connection that hangs (until the client's
-// ReadTimeout) from holding up every call of the Locker.
+// whole queue goes as one pipeline, sent by a goroutine of the Locker. Under
+// concurrency that is one write and one read for many calls (as rueidis
+// pipelines automatically) instead of a pooled connection and two system
+// calls each. More than one slot keeps a connection that hangs (until the
+// client's ReadTimeout) from holding up every call of the Locker.
 //
-// It is used only with clients that ignore context deadlines (go-redis's
-// default): there a call is bounded by the caller's budget around it (see
-// bounded), so waiting in the queue does not change what a caller is told.
-// A pipelined call has go-redis's retry semantics (the whole pipeline is
-// re-sent on a timeout), which the scripts are made for: each is safe to run
-// twice.
+// A queued caller waits for its answer or for its context to end (then its
+// call may still be sent: its caller treats it as a call whose reply was
+// late, and undoes it — the scripts' done markers make an undo that reaches
+// Redis first stop a late acquire). A pipelined call has go-redis's retry
+// semantics (the whole pipeline is re-sent on a timeout), which the scripts
+// are made for: each is safe to run twice.
 type coalescer struct {
-	c *redis.Client
+	c     *redis.Client
+	spawn func(func()) bool // runs a batch on a goroutine the Locker tracks; false once closed
 
 	mu       sync.Mutex
 	inFlight int // round trips in flight, at most coalesceSlots
@@ -40,51 +41,70 @@ type queuedCall struct {
 	keys   []string
 	args   []any
 	cmd    *redis.Cmd
-	done   chan struct{} // closed when cmd is answered, or to make this caller lead
-	batch  []*queuedCall // set when this caller leads: the calls it sends
+	done   chan struct{} // closed when cmd is answered
 }
 
 // run sends script (EVALSHA, falling back to EVAL when the server's script
-// cache lacks it) and returns its answered command.
+// cache lacks it) and returns its answered command, or one failed with
+// ctx's error if ctx ended while it waited in the queue.
 func (p *coalescer) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	p.mu.Lock()
 	if p.inFlight < coalesceSlots {
 		p.inFlight++
 		p.mu.Unlock()
 		cmd := script.Run(ctx, p.c, keys, args...)
-		p.next()
+		p.next(ctx)
 		return cmd
 	}
 	q := &queuedCall{script: script, keys: keys, args: args, done: make(chan struct{})}
 	p.queue = append(p.queue, q)
 	p.mu.Unlock()
-	<-q.done
-	if q.batch != nil {
-		p.send(context.WithoutCancel(ctx), q.batch)
-		p.next()
+	select {
+	case <-q.done:
+		return q.cmd
+	case <-ctx.Done():
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(ctx.Err())
+		return cmd
 	}
-	return q.cmd
 }
 
-// next hands a finished round trip's slot on: to the first queued caller
-// with the whole queue, or to nobody.
-func (p *coalescer) next() {
+// take returns the queue, to be sent in the slot just answered, or nil
+// after freeing the slot.
+func (p *coalescer) take() []*queuedCall {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if len(p.queue) == 0 {
 		p.inFlight--
-		p.mu.Unlock()
-		return
+		return nil
 	}
 	batch := p.queue
 	p.queue = nil
-	p.mu.Unlock()
-	batch[0].batch = batch
-	close(batch[0].done)
+	return batch
+}
+
+// next hands the slot of a round trip just answered to the queue, if any:
+// its batches are sent on a goroutine of the Locker (or here, once the
+// Locker is closed), so the caller that was answered returns at once.
+func (p *coalescer) next(ctx context.Context) {
+	batch := p.take()
+	if batch == nil {
+		return
+	}
+	bctx := context.WithoutCancel(ctx)
+	drain := func() {
+		for b := batch; b != nil; b = p.take() {
+			p.send(bctx, b)
+		}
+	}
+	if !p.spawn(drain) {
+		drain()
+	}
 }
 
 // send runs batch as one pipeline (and once more with the scripts' source
-// for the calls the server's script cache did not know), then answers
-// every caller but the leader, who is answered by returning.
+// for the calls the server's script cache did not know), then answers its
+// callers.
 func (p *coalescer) send(ctx context.Context, batch []*queuedCall) {
 	pipeline := func(calls []*queuedCall, sha bool) {
 		_, _ = p.c.Pipelined(ctx, func(pl redis.Pipeliner) error {
@@ -108,7 +128,7 @@ func (p *coalescer) send(ctx context.Context, batch []*queuedCall) {
 	if len(missing) > 0 {
 		pipeline(missing, false)
 	}
-	for _, q := range batch[1:] {
+	for _, q := range batch {
 		close(q.done)
 	}
 }

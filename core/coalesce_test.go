@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,5 +174,65 @@ func TestCoalescedCallsReloadScripts(t *testing.T) {
 	}
 	if !strings.Contains(direct.Info(ctx, "commandstats").Val(), "\ncmdstat_eval:") {
 		t.Fatal("no EVAL after the flush: the cache was not found empty")
+	}
+}
+
+// A call queued behind round trips that do not come back returns within its
+// caller's budget, as unavailable, and what it did once sent is undone:
+// nothing stays held. The four slots are filled by acquires whose replies a
+// proxy holds for 1s; the probe shows the queued call did reach Redis
+// afterwards (its key's done marker). Both client kinds: with a default
+// client the budget is kept around the call, with ContextTimeoutEnabled by
+// the queue itself.
+func TestQueuedCallWithinBudget(t *testing.T) {
+	for _, ctxTimeout := range []bool{false, true} {
+		t.Run("ContextTimeoutEnabled="+strconv.FormatBool(ctxTimeout), func(t *testing.T) {
+			srv := redistest.Start(t)
+			direct := srv.Client(t)
+			p := redistest.StartProxy(t, srv.Addr)
+			c := redis.NewClient(&redis.Options{Addr: p.Addr, ContextTimeoutEnabled: ctxTimeout})
+			t.Cleanup(func() { c.Close() })
+			l := lockerOn(t, c)
+			ctx := ctxT(t)
+			warm(t, l)
+			var holds []*redistest.Hold
+			for i := 0; i < 4; i++ {
+				holds = append(holds, p.HoldReply(redistest.MatchCommand("evalsha", "lockgate:{slow:"), time.Second))
+			}
+			var wg sync.WaitGroup
+			for i := 0; i < 4; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					if s, err := l.Lock(ctx, "slow:"+strconv.Itoa(i), core.WithWait(5*time.Second)); err == nil {
+						s.Unlock(ctx)
+					}
+				}(i)
+			}
+			for _, h := range holds {
+				within(t, h.Matched(), 5*time.Second, "a held acquire")
+			}
+			start := time.Now()
+			_, err := l.Lock(ctx, "queued", core.WithWait(200*time.Millisecond))
+			took := time.Since(start)
+			if !errors.Is(err, core.ErrUnavailable) || errors.Is(err, core.ErrNotObtained) {
+				t.Fatalf("queued Lock = %v, want ErrUnavailable", err)
+			}
+			if took > 200*time.Millisecond+budgetSlack {
+				t.Fatalf("queued Lock took %v with a 200ms budget", took)
+			}
+			wg.Wait()
+			for i := 0; ; i++ {
+				markers := direct.Keys(ctx, "lockgate:{queued}:done:*").Val()
+				held := direct.Exists(ctx, "lockgate:{queued}").Val() == 1
+				if len(markers) > 0 && !held {
+					break
+				}
+				if i == 100 {
+					t.Fatalf("5s after: lock held %v, done markers %v; want the queued call undone", held, markers)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
 	}
 }

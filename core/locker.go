@@ -77,7 +77,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	marker := markerTTL(client)
 	be := &single{c: client, windowArg: ms(o.fenceWindow), markerArg: ms(marker)}
 	ctxDeadlines := honoursDeadlines(client)
-	if c, ok := client.(*redis.Client); ok && !ctxDeadlines && !o.noCoalesce {
+	if c, ok := client.(*redis.Client); ok && !o.noCoalesce {
 		be.pipe = &coalescer{c: c}
 	}
 	l := &Locker{
@@ -92,6 +92,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		undos:        undoWaits{wake: make(chan struct{})},
 	}
 	l.wd = newWatchdog(l)
+	if be.pipe != nil {
+		be.pipe.spawn = l.goBackground
+	}
 	return l, nil
 }
 

@@ -234,11 +234,10 @@ func WithFenceWindow(d time.Duration) Option {
 
 // WithoutCoalescing makes every acquire and release of the Locker a
 // command of its own on a pooled connection. Default: on a plain client (a
-// master or a Sentinel failover client) that ignores context deadlines
-// (go-redis's default), the calls of concurrent callers that arrive while
-// one is in flight are sent together as one pipeline when it is answered;
-// a caller alone is sent at once. (A Cluster client, or one with
-// ContextTimeoutEnabled, is never coalesced.)
+// master or a Sentinel failover client), a caller is sent at once while
+// fewer than four of the Locker's calls are in flight; the calls that
+// arrive while four are in flight are sent together as one pipeline when
+// one is answered. (A Cluster client is never coalesced.)
 func WithoutCoalescing() Option {
 	return lockerOption(func(o *lockerOptions) { o.noCoalesce = true })
 }
