@@ -7,7 +7,7 @@ USERS ?= 300
 DUP ?= 8
 STOCK ?= 200
 
-.PHONY: test vet redis demo seckill proto bench torture
+.PHONY: test vet redis demo seckill proto bench bench-core torture
 
 ## test: ensure redis-server, then go vet and go test -race in every module
 test: redis
@@ -44,6 +44,10 @@ torture: redis
 	cd torture && $(GO) build -o ../bin/torture ./cmd/torture
 	bin/torture run -duration $(DURATION) -topology $(TOPOLOGY) -workers $(WORKERS) -keys $(KEYS) -seed $(SEED)
 
-## bench: core benchmarks (floor, lock/unlock, contended)
+## bench: lockgate and its Go peers side by side (bench/ module; about 10 minutes), writes bench/RESULTS.md
 bench: redis
+	cd bench && $(GO) run ./cmd/bench -out RESULTS.md
+
+## bench-core: core's own Go benchmarks (floor, lock/unlock, contended)
+bench-core: redis
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./core/

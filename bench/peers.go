@@ -1,0 +1,326 @@
+package bench
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
+
+	"github.com/lockgate/lockgate/core"
+)
+
+// locker is one configuration's lock as the benchmarks drive it: one
+// instance is one node (its own client or clients).
+type locker interface {
+	// do takes key, runs fn (when not nil) while holding it, and releases
+	// it. A budget above 0 bounds the wait (a context deadline for the
+	// peers; lockgate has the same 2s as its own wait budget). Errors:
+	// errBusy (wrapped) when the lock was not obtained within the budget;
+	// releaseErr when fn ran but the release failed; others as they come.
+	do(ctx context.Context, key string, budget time.Duration, fn func()) error
+	close()
+}
+
+// errBusy marks "not obtained": busy at the end of the wait budget.
+var errBusy = errors.New("not obtained within the wait budget")
+
+// errRelease marks a failed release after the critical section ran.
+var errRelease = errors.New("release failed")
+
+func busyErr(err error) error    { return fmt.Errorf("%w: %w", errBusy, err) }
+func releaseErr(err error) error { return fmt.Errorf("%w: %w", errRelease, err) }
+
+// peer is one locker configuration.
+type peer struct {
+	name    string // row name
+	module  string // Go module, for its version in the report
+	config  string // how it is configured, in words
+	waits   string // how it waits for a busy lock
+	servers int    // redis-servers it uses: 1, or 3 (Redlock)
+	// uncontended, contended: which benchmarks it takes part in
+	uncontended, contended bool
+	// open makes instance i (a node) with its own clients, counted by cnt
+	// when not nil.
+	open func(e *env, i int, cnt *counters) (locker, error)
+}
+
+// Timing knobs of the peers' "tuned" configurations. A sweep of fixed retry
+// delays (0.5, 1, 2, 5, 10, 20ms; 2s contended runs, both holds) on the
+// 2-core development machine: 2ms gave redislock, redsync and redlock3 the
+// most (or, within noise, as many) handoffs/s at hold 2ms, and at hold 0
+// about the best too; 0.5–1ms were no faster and cost up to twice the
+// server commands; 5ms and longer lost handoffs (a polling winner tends to
+// take its own lock straight back).
+const (
+	redislockDefaultRetry = 100 * time.Millisecond // the README example's cadence
+	redislockTunedRetry   = 2 * time.Millisecond
+	redsyncTunedDelay     = 2 * time.Millisecond
+	redsyncTunedTries     = 100000 // the 2s context ends it first
+	// ttl for the peers whose API wants one per call (redislock): lockgate's default.
+	peerTTL = 30 * time.Second
+)
+
+// budgetPeers is the wait budget of every contended waiter.
+const waitBudget = 2 * time.Second
+
+func peers() []peer {
+	return []peer{
+		{
+			name: "floor", module: "github.com/redis/go-redis/v9", servers: 1, uncontended: true,
+			config: "SET key tok NX PX 30000, then EVALSHA compare-and-delete, through go-redis",
+			waits:  "does not wait (uncontended only).",
+			open:   openFloor,
+		},
+		{
+			name: "lockgate", module: "github.com/lockgate/lockgate", servers: 1, uncontended: true, contended: true,
+			config: "core.New(client, core.WithWait(2s)), otherwise defaults (TTL 30s, watchdog on)",
+			waits:  "queues waiters FIFO in Redis; a release hands the lock to the head waiter in the release script and tells it by SPUBLISH on the lock's sharded channel (one Pub/Sub connection per Locker), so waiting does not poll; each waiter re-sends its queue entry every TTL/3 (10s) as the fallback.",
+			open:   openLockgate(true),
+		},
+		{
+			name: "lockgate/no-ctx-timeout", module: "github.com/lockgate/lockgate", servers: 1, uncontended: true,
+			config: "as lockgate, on a go-redis client without ContextTimeoutEnabled (lockgate then bounds each call from a goroutine of its own)",
+			waits:  "as lockgate.",
+			open:   openLockgate(false),
+		},
+		{
+			name: "redislock", module: "github.com/bsm/redislock", servers: 1, uncontended: true, contended: true,
+			config: fmt.Sprintf("Obtain(ctx, key, %v, opts); uncontended: nil opts (its default, no retry); contended: RetryStrategy LinearBackoff(%v) (the cadence of its README example) within a 2s context", peerTTL, redislockDefaultRetry),
+			waits:  "polls: a failed Obtain retries the obtain script after the RetryStrategy's backoff (default NoRetry: a busy lock fails at once), until the context ends; no notification.",
+			open:   openRedislock(redislockDefaultRetry),
+		},
+		{
+			name: "redislock/tuned", module: "github.com/bsm/redislock", servers: 1, contended: true,
+			config: fmt.Sprintf("as redislock, RetryStrategy LinearBackoff(%v)", redislockTunedRetry),
+			waits:  "polls, as redislock, every 2ms.",
+			open:   openRedislock(redislockTunedRetry),
+		},
+		{
+			name: "redsync", module: "github.com/go-redsync/redsync/v4", servers: 1, uncontended: true, contended: true,
+			config: "goredis/v9 pool, 1 server, NewMutex defaults (32 tries, random 50–250ms delay, expiry 8s), LockContext within a 2s context",
+			waits:  "polls: SET NX on every pool, and on failure a delete script on every pool, then sleeps the retry delay (default random 50–250ms) for up to 32 tries or until the context ends; no notification.",
+			open:   openRedsync(1, nil),
+		},
+		{
+			name: "redsync/tuned", module: "github.com/go-redsync/redsync/v4", servers: 1, contended: true,
+			config: fmt.Sprintf("as redsync, WithTries(%d), WithRetryDelay(%v)", redsyncTunedTries, redsyncTunedDelay),
+			waits:  "polls, as redsync, every 2ms.",
+			open:   openRedsync(1, []redsync.Option{redsync.WithTries(redsyncTunedTries), redsync.WithRetryDelay(redsyncTunedDelay)}),
+		},
+		{
+			name: "redlock3", module: "github.com/go-redsync/redsync/v4", servers: 3, uncontended: true, contended: true,
+			config: "redsync over 3 independent redis-servers (quorum 2), defaults as redsync",
+			waits:  "polls, as redsync, on all three servers in parallel.",
+			open:   openRedsync(3, nil),
+		},
+		{
+			name: "redlock3/tuned", module: "github.com/go-redsync/redsync/v4", servers: 3, contended: true,
+			config: fmt.Sprintf("as redlock3, WithTries(%d), WithRetryDelay(%v)", redsyncTunedTries, redsyncTunedDelay),
+			waits:  "polls, as redsync, every 2ms.",
+			open:   openRedsync(3, []redsync.Option{redsync.WithTries(redsyncTunedTries), redsync.WithRetryDelay(redsyncTunedDelay)}),
+		},
+		{
+			name: "rueidislock", module: "github.com/redis/rueidis", servers: 1, uncontended: true, contended: true,
+			config: "NewLocker defaults: KeyMajority 2 (3 keys, here on the one server), KeyValidity 5s, TryNextAfter 20ms, client-side caching on; WithContext within a 2s context",
+			waits:  "is notified: the acquire script also GETs each key, so client-side caching (CLIENT TRACKING) invalidates it on release and the invalidation wakes one waiter of that Locker for that name (a Locker that releases wakes its own next waiter); it polls only when caching is disabled.",
+			open:   openRueidislock(false),
+		},
+		{
+			name: "rueidislock/tuned", module: "github.com/redis/rueidis", servers: 1, uncontended: true, contended: true,
+			config: "KeyMajority 1 and NoLoopTracking (its README's advice for one Redis ≥ 7.0.5), else defaults",
+			waits:  "is notified, as rueidislock, on one key.",
+			open:   openRueidislock(true),
+		},
+	}
+}
+
+// ---- lockgate
+
+type lockgateLocker struct {
+	c *redis.Client
+	l *core.Locker
+}
+
+func openLockgate(ctxTimeout bool) func(e *env, i int, cnt *counters) (locker, error) {
+	return func(e *env, i int, cnt *counters) (locker, error) {
+		c := newClientWith(e.addr(0), cnt, ctxTimeout)
+		l, err := core.New(c, core.WithWait(waitBudget))
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		return &lockgateLocker{c: c, l: l}, nil
+	}
+}
+
+func (g *lockgateLocker) do(ctx context.Context, key string, _ time.Duration, fn func()) error {
+	lease, err := g.l.Lock(ctx, key)
+	if err != nil {
+		if errors.Is(err, core.ErrNotObtained) {
+			return busyErr(err)
+		}
+		return err
+	}
+	if fn != nil {
+		fn()
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		return releaseErr(err)
+	}
+	return nil
+}
+
+func (g *lockgateLocker) close() {
+	g.l.Close()
+	g.c.Close()
+}
+
+// ---- bsm/redislock
+
+type redislockLocker struct {
+	c     *redis.Client
+	l     *redislock.Client
+	retry time.Duration
+}
+
+func openRedislock(retry time.Duration) func(e *env, i int, cnt *counters) (locker, error) {
+	return func(e *env, i int, cnt *counters) (locker, error) {
+		c := newClient(e.addr(0), cnt)
+		return &redislockLocker{c: c, l: redislock.New(c), retry: retry}, nil
+	}
+}
+
+func (r *redislockLocker) do(ctx context.Context, key string, budget time.Duration, fn func()) error {
+	var opt *redislock.Options // uncontended: its default, no retry
+	if budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, budget)
+		defer cancel()
+		opt = &redislock.Options{RetryStrategy: redislock.LinearBackoff(r.retry)}
+	}
+	lock, err := r.l.Obtain(ctx, key, peerTTL, opt)
+	if err != nil {
+		if errors.Is(err, redislock.ErrNotObtained) || ctx.Err() != nil {
+			return busyErr(err)
+		}
+		return err
+	}
+	if fn != nil {
+		fn()
+	}
+	if err := lock.Release(context.Background()); err != nil {
+		return releaseErr(err)
+	}
+	return nil
+}
+
+func (r *redislockLocker) close() { r.c.Close() }
+
+// ---- go-redsync/redsync (goredis/v9 pools)
+
+type redsyncLocker struct {
+	cs   []*redis.Client
+	rs   *redsync.Redsync
+	opts []redsync.Option
+}
+
+func openRedsync(servers int, opts []redsync.Option) func(e *env, i int, cnt *counters) (locker, error) {
+	return func(e *env, i int, cnt *counters) (locker, error) {
+		r := &redsyncLocker{opts: opts}
+		var pools []redsyncredis.Pool
+		for s := range servers {
+			c := newClient(e.addr(s), cnt)
+			r.cs = append(r.cs, c)
+			pools = append(pools, goredis.NewPool(c))
+		}
+		r.rs = redsync.New(pools...)
+		return r, nil
+	}
+}
+
+func (r *redsyncLocker) do(ctx context.Context, key string, budget time.Duration, fn func()) error {
+	if budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, budget)
+		defer cancel()
+	}
+	m := r.rs.NewMutex(key, r.opts...)
+	if err := m.LockContext(ctx); err != nil {
+		var taken *redsync.ErrTaken
+		if errors.Is(err, redsync.ErrFailed) || errors.As(err, &taken) || ctx.Err() != nil {
+			return busyErr(err)
+		}
+		return err
+	}
+	if fn != nil {
+		fn()
+	}
+	if ok, err := m.UnlockContext(context.Background()); err != nil || !ok {
+		return releaseErr(fmt.Errorf("unlock: %v, %w", ok, err))
+	}
+	return nil
+}
+
+func (r *redsyncLocker) close() {
+	for _, c := range r.cs {
+		c.Close()
+	}
+}
+
+// ---- redis/rueidis rueidislock
+
+type rueidisLocker struct{ l rueidislock.Locker }
+
+func openRueidislock(tuned bool) func(e *env, i int, cnt *counters) (locker, error) {
+	return func(e *env, i int, cnt *counters) (locker, error) {
+		opt := rueidislock.LockerOption{
+			ClientOption: rueidis.ClientOption{InitAddress: []string{e.addr(0)}},
+		}
+		if cnt != nil {
+			opt.ClientOption.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+				conn, err := d.DialContext(ctx, "tcp", dst)
+				return cnt.wrap(conn), err
+			}
+		}
+		if tuned {
+			opt.KeyMajority, opt.NoLoopTracking = 1, true
+		}
+		l, err := rueidislock.NewLocker(opt)
+		if err != nil {
+			return nil, err
+		}
+		return &rueidisLocker{l: l}, nil
+	}
+}
+
+func (r *rueidisLocker) do(ctx context.Context, key string, budget time.Duration, fn func()) error {
+	if budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, budget)
+		defer cancel()
+	}
+	_, unlock, err := r.l.WithContext(ctx, key)
+	if err != nil {
+		if errors.Is(err, rueidislock.ErrNotLocked) || ctx.Err() != nil {
+			return busyErr(err)
+		}
+		return err
+	}
+	if fn != nil {
+		fn()
+	}
+	unlock() // releases every key and waits for the deletes
+	return nil
+}
+
+func (r *rueidisLocker) close() { r.l.Close() }

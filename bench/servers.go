@@ -1,0 +1,188 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// env is the Redis side of a run: three independent redis-servers on
+// loopback, started for the run (single-server configurations use the
+// first; Redlock configurations use all three), and a plain client on each
+// for PING and INFO.
+type env struct {
+	servers []*redistest.Server
+	stats   []*redis.Client
+}
+
+const nServers = 3
+
+func startEnv() (*env, error) {
+	e := &env{}
+	for range nServers {
+		s, err := redistest.NewServer()
+		if err != nil {
+			e.close()
+			return nil, err
+		}
+		e.servers = append(e.servers, s)
+		e.stats = append(e.stats, redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 2}))
+	}
+	return e, nil
+}
+
+func (e *env) close() {
+	for _, c := range e.stats {
+		c.Close()
+	}
+	for _, s := range e.servers {
+		s.Close()
+	}
+}
+
+func (e *env) addr(i int) string { return e.servers[i].Addr }
+
+// newClient is the go-redis client every go-redis-based configuration gets:
+// the same options for all (a pool with room for 64 callers, and
+// ContextTimeoutEnabled, lockgate's recommended setting, which only makes
+// go-redis honour context deadlines), instrumented with cnt when not nil.
+func newClient(addr string, cnt *counters) *redis.Client {
+	return newClientWith(addr, cnt, true)
+}
+
+// newClientWith is newClient with ContextTimeoutEnabled as given.
+func newClientWith(addr string, cnt *counters, ctxTimeout bool) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 80, ContextTimeoutEnabled: ctxTimeout})
+	cnt.instrument(c)
+	return c
+}
+
+// reset empties every server (FLUSHALL SYNC) and collects the process's
+// garbage, before a run and outside its measurement, so that no run pays
+// for what an earlier one left behind (keys that would expire during it,
+// garbage to collect).
+func (e *env) reset(ctx context.Context) error {
+	for _, c := range e.stats {
+		if err := c.Do(ctx, "FLUSHALL", "SYNC").Err(); err != nil {
+			return err
+		}
+	}
+	runtime.GC()
+	return nil
+}
+
+// keys is the number of keys on the first n servers.
+func (e *env) keys(ctx context.Context, n int) (int64, error) {
+	var total int64
+	for _, c := range e.stats[:n] {
+		k, err := c.DBSize(ctx).Result()
+		if err != nil {
+			return 0, err
+		}
+		total += k
+	}
+	return total, nil
+}
+
+// redisVersion is redis_version from INFO server of the first server.
+func (e *env) redisVersion(ctx context.Context) string {
+	info, err := e.stats[0].Info(ctx, "server").Result()
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+// rtt is the median round trip of 101 PINGs to the first server.
+func (e *env) rtt(ctx context.Context) time.Duration {
+	d := make([]time.Duration, 101)
+	for i := range d {
+		t0 := time.Now()
+		e.stats[0].Ping(ctx)
+		d[i] = time.Since(t0)
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// cmdStats is INFO commandstats: calls per command name, summed over the
+// servers read. Commands a script runs are counted by Redis too (a script
+// that runs SET and DEL adds evalsha, set and del).
+type cmdStats map[string]int64
+
+// commandStats reads INFO commandstats of servers n (the first n servers).
+func (e *env) commandStats(ctx context.Context, n int) (cmdStats, error) {
+	out := cmdStats{}
+	for _, c := range e.stats[:n] {
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			// cmdstat_evalsha:calls=12,usec=...
+			name, rest, ok := strings.Cut(line, ":calls=")
+			if !ok {
+				continue
+			}
+			name = strings.TrimPrefix(name, "cmdstat_")
+			calls, _, _ := strings.Cut(rest, ",")
+			v, err := strconv.ParseInt(calls, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("commandstats line %q: %w", line, err)
+			}
+			out[name] += v
+		}
+	}
+	return out, nil
+}
+
+// delta is after − before, without INFO (the harness's own reads).
+func (after cmdStats) delta(before cmdStats) cmdStats {
+	d := cmdStats{}
+	for k, v := range after {
+		if k == "info" {
+			continue
+		}
+		if n := v - before[k]; n > 0 {
+			d[k] = n
+		}
+	}
+	return d
+}
+
+func (s cmdStats) total() int64 {
+	var n int64
+	for _, v := range s {
+		n += v
+	}
+	return n
+}
+
+// top returns the n most called commands, most first.
+func (s cmdStats) top(n int) []string {
+	names := make([]string, 0, len(s))
+	for k := range s {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if s[names[i]] != s[names[j]] {
+			return s[names[i]] > s[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	return names[:min(n, len(names))]
+}
