@@ -207,18 +207,8 @@ func TestNoPublishWithoutWaiters(t *testing.T) {
 	other, _ := newLocker(t, srv)
 	ctx := ctxT(t)
 	publishes := func() int64 {
-		info := direct.Info(ctx, "commandstats").Val()
-		var n int64
-		for _, line := range strings.Split(info, "\r\n") {
-			for _, name := range []string{"cmdstat_publish:calls=", "cmdstat_spublish:calls="} {
-				if rest, ok := strings.CutPrefix(line, name); ok {
-					calls, _, _ := strings.Cut(rest, ",")
-					v, _ := strconv.ParseInt(calls, 10, 64)
-					n += v
-				}
-			}
-		}
-		return n
+		m := allCommands(t, direct)
+		return m["publish"] + m["spublish"]
 	}
 	before := publishes()
 	for i := 0; i < 100; i++ {

@@ -336,6 +336,13 @@ func (e *env) serve(t testing.TB, opts ...grpc.ServerOption) {
 // waitEntered waits (bounded) for a handler of method to start.
 func (e *env) waitEntered(t testing.TB, method string) {
 	t.Helper()
+	e.waitEnteredOr(t, method, nil)
+}
+
+// waitEnteredOr is waitEntered; on timeout it reports what diagnose (if not
+// nil) returns, such as the status the call ended with.
+func (e *env) waitEnteredOr(t testing.TB, method string, diagnose func() error) {
+	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
@@ -344,7 +351,11 @@ func (e *env) waitEntered(t testing.TB, method string) {
 				return
 			}
 		case <-timeout:
-			t.Fatalf("no %s handler started within 10s", method)
+			var why error
+			if diagnose != nil {
+				why = diagnose()
+			}
+			t.Fatalf("no %s handler started within 10s (the call: %v)", method, why)
 		}
 	}
 }

@@ -88,12 +88,10 @@ func TestClientStreamLocksOnMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Upload: %v", err)
 	}
-	held := e.startHolder(t, "Upload", func() error {
-		return u1.Send(&testpb.OrderRequest{UserId: "a", PauseMs: -1})
-	})
-	if err := <-held; err != nil {
+	if err := u1.Send(&testpb.OrderRequest{UserId: "a", PauseMs: -1}); err != nil {
 		t.Fatalf("Upload send: %v", err)
 	}
+	e.waitEnteredOr(t, "Upload", func() error { _, err := u1.CloseAndRecv(); return err })
 
 	u2, err := e.client.Upload(m1)
 	if err != nil {
