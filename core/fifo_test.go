@@ -481,3 +481,47 @@ func TestGrantedHoldClaimsItsTTL(t *testing.T) {
 		})
 	}
 }
+
+// TryLock (and a fresh Lock) never jump a queue of live waiters: with the
+// lock free in Redis (its holder expired without a release) and a live
+// waiter whose retry is held back (its network stalled), another owner is
+// answered busy; the waiter then gets the lock. The probe: the lock hash is
+// gone and the waiter is queued when TryLock is answered.
+func TestTryLockDoesNotJumpTheQueue(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, direct := newLocker(t, srv)
+	other, _ := newLocker(t, srv)
+	p := redistest.StartProxy(t, srv.Addr)
+	c := redis.NewClient(&redis.Options{Addr: p.Addr})
+	t.Cleanup(func() { c.Close() })
+	waiter := lockerOn(t, c)
+	ctx := ctxT(t)
+	warm(t, waiter)
+	if _, err := holder.Lock(ctx, "nojump", core.WithTTL(400*time.Millisecond), core.WithoutWatchdog()); err != nil {
+		t.Fatal(err)
+	}
+	res := waitFor(ctx, waiter, "nojump", 10*time.Second)
+	waitQueued(t, direct, "nojump", 1)
+	p.Stall()
+	defer p.Unstall()
+	for i := 0; direct.Exists(ctx, "lockgate:{nojump}").Val() == 1; i++ {
+		if i == 200 {
+			t.Fatal("the holder's lock never expired")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := queueLen(direct, "nojump"); n != 1 {
+		t.Fatalf("probe: %d waiters queued, want the stalled one", n)
+	}
+	if _, err := other.TryLock(ctx, "nojump"); !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("TryLock with a live waiter queued = %v, want ErrNotObtained", err)
+	}
+	if _, err := other.Lock(ctx, "nojump", core.WithWait(100*time.Millisecond)); !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("Lock with a live waiter queued = %v, want ErrNotObtained", err)
+	}
+	if direct.Exists(ctx, "lockgate:{nojump}").Val() == 1 {
+		t.Fatal("probe: someone took the lock while the waiter was stalled")
+	}
+	p.Unstall()
+	checkWoken(t, res, "nojump")
+}
