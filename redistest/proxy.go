@@ -457,18 +457,14 @@ func (c *proxyConn) requests() {
 		c.mu.Lock()
 		c.pending = append(c.pending, req)
 		c.mu.Unlock()
+		// Counted before it is sent, so that a client that has its reply
+		// finds it counted; uncounted again if it could not be sent.
+		watched := c.count(name, cmd)
 		if _, err := c.server.Write(raw); err != nil {
+			c.uncount(name, watched)
 			c.unsent = req.hold // it may match the next command instead
 			return
 		}
-		c.p.mu.Lock()
-		c.p.counts[name]++
-		for _, w := range c.p.watches {
-			if w.m(cmd) {
-				w.n++
-			}
-		}
-		c.p.mu.Unlock()
 		if req.hold != nil {
 			close(req.hold.matched)
 		}
@@ -476,6 +472,32 @@ func (c *proxyConn) requests() {
 			c.pass(rd, c.server)
 			return
 		}
+	}
+}
+
+// count adds a forwarded command to the proxy's counts and to the Watches
+// it matches, which it returns.
+func (c *proxyConn) count(name string, cmd []string) []*Watch {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	c.p.counts[name]++
+	var matched []*Watch
+	for _, w := range c.p.watches {
+		if w.m(cmd) {
+			w.n++
+			matched = append(matched, w)
+		}
+	}
+	return matched
+}
+
+// uncount takes back a count of a command that could not be sent.
+func (c *proxyConn) uncount(name string, watched []*Watch) {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	c.p.counts[name]--
+	for _, w := range watched {
+		w.n--
 	}
 }
 
