@@ -154,6 +154,11 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 		a.undo() // gives it to the next waiter; our next attempt queues again
 		return nil, nil
 	}
+	if a.l.opts.ackN > 0 {
+		// Replicas must acknowledge the hold before it is used: claim it
+		// now (the acquire script renews its own owner's hold) and WAIT.
+		return a.attempt(ctx)
+	}
 	// It claims its TTL at a third of this first life, as a fresh hold
 	// renews at a third of its TTL: a hold released sooner never does.
 	now := a.l.mono()

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -64,6 +65,54 @@ type single struct {
 	// pipe coalesces concurrent acquires and releases (nil: each call is
 	// sent on its own; see coalescer for when it is used)
 	pipe *coalescer
+	// WithReplicaAck: grants and renewals wait for ackN replicas
+	ackN       int
+	ackTimeout time.Duration
+}
+
+// node is where a call on key goes when it must share a round trip with a
+// WAIT: the client, or on a Cluster the client of the key's master (WAIT
+// names no key, so a cluster pipeline would send it anywhere).
+func (s *single) node(ctx context.Context, key string) (redis.Cmdable, error) {
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		return cc.MasterForKey(ctx, key)
+	}
+	return s.c, nil
+}
+
+// acked sends script and WAIT ackN ackTimeout in one pipeline (the script
+// again with its source if the server's cache lacked it) and returns the
+// script's command and the number of replicas that acknowledged.
+func (s *single) acked(ctx context.Context, script *redis.Script, keys []string, args ...any) (*redis.Cmd, int64, error) {
+	c, err := s.node(ctx, keys[0])
+	if err != nil {
+		return nil, 0, err
+	}
+	var cmd *redis.Cmd
+	var wait *redis.Cmd
+	send := func(sha bool) {
+		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if sha {
+				cmd = script.EvalSha(ctx, p, keys, args...)
+			} else {
+				cmd = script.Eval(ctx, p, keys, args...)
+			}
+			wait = p.Do(ctx, "wait", s.ackN, s.ackTimeout.Milliseconds())
+			return nil
+		})
+	}
+	send(true)
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		send(false)
+	}
+	n, err := wait.Int64()
+	return cmd, n, err
+}
+
+// notReplicated is the error of a grant or renewal acknowledged by got of
+// the ackN replicas asked for.
+func (s *single) notReplicated(got int64) error {
+	return fmt.Errorf("%w (%d of %d within %v)", ErrNotReplicated, got, s.ackN, s.ackTimeout)
 }
 
 // run sends script for one acquire or release.
@@ -78,12 +127,29 @@ func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 
 func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int) (int64, time.Duration, error) {
 	keys := k.script(owner)
-	v, err := s.run(ctx, acquireScript, keys[:], owner, ttl, s.windowArg, entry, seq).Int64()
+	var v int64
+	var err error
+	var acks int64
+	var ackErr error
+	if s.ackN > 0 {
+		var cmd *redis.Cmd
+		cmd, acks, ackErr = s.acked(ctx, acquireScript, keys[:], owner, ttl, s.windowArg, entry, seq)
+		if cmd == nil {
+			return 0, 0, ackErr
+		}
+		v, err = cmd.Int64()
+	} else {
+		v, err = s.run(ctx, acquireScript, keys[:], owner, ttl, s.windowArg, entry, seq).Int64()
+	}
 	switch {
 	case err == redis.Nil:
 		return 0, 0, errEnded
 	case err != nil:
 		return 0, 0, err
+	case v > 0 && ackErr != nil:
+		return 0, 0, ackErr // held, maybe: the caller undoes it
+	case v > 0 && s.ackN > 0 && acks < int64(s.ackN):
+		return 0, 0, s.notReplicated(acks)
 	case v > 0:
 		return v, 0, nil
 	}
@@ -162,9 +228,21 @@ func (s *single) renew(ctx context.Context, batch []renewal, part []int) {
 			calls[g] = append(calls[g], i)
 		}
 	}
+	var pc redis.Cmdable = s.c
+	var wait *redis.Cmd
+	if s.ackN > 0 {
+		c, err := s.node(ctx, batch[part[0]].keys.hash())
+		if err != nil {
+			for _, i := range part {
+				batch[i].err = err
+			}
+			return
+		}
+		pc = c
+	}
 	run := func(useSha bool) []*redis.Cmd {
 		cmds := make([]*redis.Cmd, len(calls))
-		_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, _ = pc.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for gi, g := range calls {
 				keys := make([]string, len(g))
 				args := make([]any, 0, 2*len(g))
@@ -178,6 +256,9 @@ func (s *single) renew(ctx context.Context, batch []renewal, part []int) {
 					cmds[gi] = renewScript.Eval(ctx, p, keys, args...)
 				}
 			}
+			if s.ackN > 0 {
+				wait = p.Do(ctx, "wait", s.ackN, s.ackTimeout.Milliseconds())
+			}
 			return nil
 		})
 		return cmds
@@ -189,10 +270,21 @@ func (s *single) renew(ctx context.Context, batch []renewal, part []int) {
 			break
 		}
 	}
+	var ackErr error
+	if wait != nil {
+		if n, err := wait.Int64(); err != nil {
+			ackErr = err
+		} else if n < int64(s.ackN) {
+			ackErr = s.notReplicated(n)
+		}
+	}
 	for gi, c := range cmds {
 		held, err := c.Int64Slice()
 		if err == nil && len(held) != len(calls[gi]) {
 			err = errors.New("unexpected renew reply")
+		}
+		if err == nil && ackErr != nil {
+			err = ackErr // not acknowledged: it does not count
 		}
 		for j, i := range calls[gi] {
 			batch[i].err = err

@@ -37,6 +37,13 @@ var (
 	// lock. HTTP adapters answer 503, gRPC Unavailable.
 	ErrUnavailable = errors.New("lockgate: redis unavailable")
 
+	// ErrNotReplicated reports that a lock was granted on the master but
+	// fewer replicas than WithReplicaAck asks for acknowledged it within its
+	// timeout: the lock was released again (or, for a renewal, the renewal
+	// does not count). It matches ErrUnavailable (errors.Is), so adapters
+	// answer 503 / Unavailable.
+	ErrNotReplicated = fmt.Errorf("%w: not acknowledged by enough replicas", ErrUnavailable)
+
 	// ErrInvalid reports bad input (an empty or too long key, a TTL below
 	// MinTTL, a negative wait, a nil client, ...). Nothing was sent to
 	// Redis. The error text names the offending argument.

@@ -75,9 +75,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	}
 	o.call.box()
 	marker := markerTTL(client)
-	be := &single{c: client, windowArg: ms(o.fenceWindow), markerArg: ms(marker)}
+	be := &single{c: client, windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
 	ctxDeadlines := honoursDeadlines(client)
-	if c, ok := client.(*redis.Client); ok && !o.noCoalesce {
+	if c, ok := client.(*redis.Client); ok && !o.noCoalesce && o.ackN == 0 {
 		be.pipe = &coalescer{c: c}
 	}
 	l := &Locker{

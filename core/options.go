@@ -73,6 +73,8 @@ type lockerOptions struct {
 	driftFactor float64
 	fenceWindow time.Duration
 	noCoalesce  bool
+	ackN        int           // WithReplicaAck: replicas to wait for (0: none)
+	ackTimeout  time.Duration // WithReplicaAck: how long
 	err         error
 }
 
@@ -240,6 +242,38 @@ func WithFenceWindow(d time.Duration) Option {
 // one is answered. (A Cluster client is never coalesced.)
 func WithoutCoalescing() Option {
 	return lockerOption(func(o *lockerOptions) { o.noCoalesce = true })
+}
+
+// WithReplicaAck makes every grant and renewal wait for n replicas of the
+// master to acknowledge it (Redis's WAIT n timeout, sent in the same round
+// trip as the script). A grant fewer replicas acknowledged within timeout
+// is released again and Lock fails with ErrNotReplicated (which matches
+// ErrUnavailable); a renewal they did not acknowledge does not count, so a
+// lease whose renewals keep failing so is lost at the end of its validity.
+// A lock handed to a waiter by a release is claimed (renewed) and
+// acknowledged before Lock returns: one round trip more per handoff.
+//
+// It narrows, does not close, the window in which a failover loses a lock
+// (Redis's replication stays asynchronous: a replica that acknowledged can
+// still lag behind a later write, and a master restarted without
+// persistence forgets it); fencing is still the guarantee. While a replica
+// re-syncs (a full resync after a restart or a broken link) it acknowledges
+// nothing, so with n counting it every lock fails with ErrNotReplicated until
+// it is back: choose n below the replicas that are normally online. Default:
+// no acknowledgement. n must be at least 1 and timeout at least 1ms (WAIT 0
+// would block forever), and timeout should stay below the client's
+// ReadTimeout; otherwise ErrInvalid from New.
+func WithReplicaAck(n int, timeout time.Duration) Option {
+	return lockerOption(func(o *lockerOptions) {
+		switch {
+		case n < 1:
+			o.fail(invalidf("replica ack count %d is below 1", n))
+		case timeout < time.Millisecond:
+			o.fail(invalidf("replica ack timeout %v is below 1ms", timeout))
+		default:
+			o.ackN, o.ackTimeout = n, timeout
+		}
+	})
 }
 
 // Combine checks opts and returns one LockOption that applies them in

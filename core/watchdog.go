@@ -178,6 +178,12 @@ func (w *watchdog) schedule() {
 
 		for _, h := range lost {
 			w.lose(h, ErrLockLost)
+			if w.l.opts.ackN > 0 {
+				// Renewals that replicas did not acknowledge still extended
+				// the lock on the master: give it back rather than leave it
+				// held by nobody until its TTL runs out.
+				w.l.undo(&h.keys, h.owner, &callOptions{ttl: time.Duration(h.ttl.Load()), releaseTimeout: h.release})
+			}
 		}
 		clear(lost)
 		lost = lost[:0]
