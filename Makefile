@@ -7,7 +7,7 @@ USERS ?= 300
 DUP ?= 8
 STOCK ?= 200
 
-.PHONY: test vet redis demo seckill proto bench bench-core torture
+.PHONY: test vet redis demo seckill proto bench bench-core torture failover
 
 ## test: ensure redis-server, then go vet and go test -race in every module
 test: redis
@@ -43,6 +43,11 @@ torture: redis
 	@mkdir -p bin
 	cd torture && $(GO) build -o ../bin/torture ./cmd/torture
 	bin/torture run -duration $(DURATION) -topology $(TOPOLOGY) -workers $(WORKERS) -keys $(KEYS) -seed $(SEED)
+
+## failover: measure locks across Sentinel failovers with and without WithReplicaAck (ROUNDS=10, about 2 minutes)
+ROUNDS ?= 10
+failover: redis
+	LOCKGATE_FAILOVER_ROUNDS=$(ROUNDS) $(GO) test -count=1 -timeout 30m -run TestFailoverKeepsAcknowledgedLocks -v ./core/ | grep -E 'rounds:|^(---|ok|FAIL)'
 
 ## bench: lockgate and its Go peers side by side (bench/ module; about 10 minutes), writes bench/RESULTS.md
 bench: redis

@@ -35,8 +35,9 @@ const (
 // master (Sentinel.MasterName).
 const SentinelMasterName = "lockgate-master"
 
-// Sentinel is a master Server, one replica of it, and one sentinel process
-// watching them with quorum 1, all on free loopback ports. Clients find the
+// Sentinel is a master Server, one replica of it, and sentinel processes
+// watching them (one with quorum 1, or NewSentinels's n with a majority), all
+// on free loopback ports. Clients find the
 // master through the sentinel (redis.NewFailoverClient). A master that does
 // not answer for SentinelDownAfter (stopped, or paused) is failed over to the
 // replica by the sentinel on its own; Failover forces it.
@@ -59,7 +60,16 @@ type Sentinel struct {
 // replica. The caller must Close it; in tests prefer StartSentinel. It fails
 // with ErrNoRedis when redis-server is missing, or when the setup is not
 // ready within 15s.
-func NewSentinel() (*Sentinel, error) {
+func NewSentinel() (*Sentinel, error) { return NewSentinels(1) }
+
+// NewSentinels is NewSentinel with n sentinels (n ≥ 1) and quorum n/2+1,
+// as a production deployment runs them (three is the usual): a master is
+// failed over only when a majority agrees it is down. It also waits until
+// every sentinel knows the others, so that a failover can be voted on.
+func NewSentinels(n int) (*Sentinel, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("redistest: %d sentinels", n)
+	}
 	s := &Sentinel{MasterName: SentinelMasterName}
 	var err error
 	s.Master, err = NewServer("--repl-diskless-sync-delay", "0")
@@ -71,9 +81,9 @@ func NewSentinel() (*Sentinel, error) {
 	if err == nil {
 		err = waitReplica(s.Replica, sentinelReadyTimeout)
 	}
-	if err == nil {
+	for i := 0; i < n && err == nil; i++ {
 		var p *Server
-		p, err = newSentinelProcess(s.MasterName, s.Master.Port)
+		p, err = newSentinelProcess(s.MasterName, s.Master.Port, n/2+1)
 		if p != nil {
 			s.sentinels = append(s.sentinels, p)
 			s.SentinelAddrs = append(s.SentinelAddrs, p.Addr)
@@ -91,9 +101,12 @@ func NewSentinel() (*Sentinel, error) {
 
 // StartSentinel is NewSentinel for a test: it fails tb when the setup
 // cannot start and closes it in tb.Cleanup.
-func StartSentinel(tb testing.TB) *Sentinel {
+func StartSentinel(tb testing.TB) *Sentinel { return StartSentinels(tb, 1) }
+
+// StartSentinels is NewSentinels for a test.
+func StartSentinels(tb testing.TB, n int) *Sentinel {
 	tb.Helper()
-	s, err := NewSentinel()
+	s, err := NewSentinels(n)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -158,10 +171,19 @@ func (s *Sentinel) Sync(timeout time.Duration) error {
 // acting as a master until the sentinel turns it into a replica, some
 // seconds later (about 8s). Errors: the sentinel's refusal (e.g. no good
 // replica), or the timeout.
-func (s *Sentinel) Failover(timeout time.Duration) error {
+func (s *Sentinel) Failover(timeout time.Duration) error { return s.failover(timeout, true) }
+
+// FailoverNow is Failover without waiting for the replica to catch up
+// first: what the replica has not received when the sentinel promotes it is
+// lost (an operator's SENTINEL FAILOVER while the replica lags).
+func (s *Sentinel) FailoverNow(timeout time.Duration) error { return s.failover(timeout, false) }
+
+func (s *Sentinel) failover(timeout time.Duration, sync bool) error {
 	deadline := time.Now().Add(timeout)
-	if err := s.Sync(timeout); err != nil {
-		return err
+	if sync {
+		if err := s.Sync(timeout); err != nil {
+			return err
+		}
 	}
 	sc := s.sentinelClient()
 	defer sc.Close()
@@ -180,6 +202,50 @@ func (s *Sentinel) Failover(timeout time.Duration) error {
 		if addr != s.Replica.Addr {
 			return fmt.Errorf("sentinel reports master %s, want %s", addr, s.Replica.Addr)
 		}
+		if role := infoField(ctx, rc, "role"); role != "master" {
+			return fmt.Errorf("replica %s has role %q", s.Replica.Addr, role)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redistest: failover not done within %v: %w", timeout, err)
+	}
+	s.Master, s.Replica = s.Replica, s.Master
+	return nil
+}
+
+// KillMaster kills the master (SIGKILL, as a crash would), without waiting
+// for the replica to catch up, and waits until every sentinel reports the
+// replica as the master and it reports role master; then it swaps Master
+// and Replica (Replica is then the dead former master: Restart brings it
+// back empty, as a replica of the first master's address). The sentinels
+// notice after SentinelDownAfter, so this takes some seconds; at most
+// timeout. Writes the replica had not received are lost, as in a real
+// crash.
+func (s *Sentinel) KillMaster(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	s.Master.Stop()
+	rc := nodeClient(s.Replica)
+	defer rc.Close()
+	for _, p := range s.sentinels {
+		sc := sentinelClient(p)
+		err := poll(ctx, func() error {
+			addr, err := s.masterAddr(ctx, sc)
+			if err != nil {
+				return err
+			}
+			if addr != s.Replica.Addr {
+				return fmt.Errorf("sentinel %s reports master %s, want %s", p.Addr, addr, s.Replica.Addr)
+			}
+			return nil
+		})
+		sc.Close()
+		if err != nil {
+			return fmt.Errorf("redistest: no failover within %v after the master was killed: %w", timeout, err)
+		}
+	}
+	err := poll(ctx, func() error {
 		if role := infoField(ctx, rc, "role"); role != "master" {
 			return fmt.Errorf("replica %s has role %q", s.Replica.Addr, role)
 		}
@@ -246,12 +312,25 @@ func (s *Sentinel) waitReported(timeout time.Duration) error {
 			if err != nil {
 				return err
 			}
+			healthy := false
 			for _, r := range replicas {
 				if net.JoinHostPort(r["ip"], r["port"]) == s.Replica.Addr && r["flags"] == "slave" && r["master-link-status"] == "ok" {
-					return nil
+					healthy = true
 				}
 			}
-			return fmt.Errorf("does not report replica %s as healthy: %v", s.Replica.Addr, replicas)
+			if !healthy {
+				return fmt.Errorf("does not report replica %s as healthy: %v", s.Replica.Addr, replicas)
+			}
+			if len(s.sentinels) > 1 {
+				others, err := sc.Sentinels(ctx, s.MasterName).Result()
+				if err != nil {
+					return err
+				}
+				if len(others) < len(s.sentinels)-1 {
+					return fmt.Errorf("knows %d other sentinels, want %d", len(others), len(s.sentinels)-1)
+				}
+			}
+			return nil
 		})
 		sc.Close()
 		if err != nil {
@@ -310,9 +389,9 @@ func poll(ctx context.Context, check func() error) error {
 }
 
 // newSentinelProcess starts redis-server in sentinel mode monitoring
-// 127.0.0.1:masterPort as name, with quorum 1. Sentinel rewrites its config
-// file, so the file lives in the process's own directory.
-func newSentinelProcess(name string, masterPort int) (*Server, error) {
+// 127.0.0.1:masterPort as name, with the given quorum. Sentinel rewrites its
+// config file, so the file lives in the process's own directory.
+func newSentinelProcess(name string, masterPort, quorum int) (*Server, error) {
 	if _, err := exec.LookPath(Binary); err != nil {
 		return nil, ErrNoRedis
 	}
@@ -320,10 +399,10 @@ func newSentinelProcess(name string, masterPort int) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	conf := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1\n"+
-		"sentinel down-after-milliseconds %[1]s %[3]d\n"+
-		"sentinel failover-timeout %[1]s %[4]d\n",
-		name, masterPort, SentinelDownAfter.Milliseconds(), sentinelFailoverTimeout.Milliseconds())
+	conf := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d %d\n"+
+		"sentinel down-after-milliseconds %[1]s %[4]d\n"+
+		"sentinel failover-timeout %[1]s %[5]d\n",
+		name, masterPort, quorum, SentinelDownAfter.Milliseconds(), sentinelFailoverTimeout.Milliseconds())
 	s := &Server{dir: dir}
 	err = s.launch(func() ([]string, error) {
 		// Written afresh each try: a failed start may have rewritten it.

@@ -72,3 +72,46 @@ func TestSentinelFailoverClientFollows(t *testing.T) {
 		t.Fatalf("data written before the failover: %q, %v", v, err)
 	}
 }
+
+// Three sentinels (quorum 2) fail a killed master over to the replica on
+// their own: KillMaster returns once all report it, and the failover client
+// writes to the new master. A write the replica had received survives; the
+// probe that the old master is gone: its address refuses connections.
+func TestSentinelsKillMaster(t *testing.T) {
+	st := redistest.StartSentinels(t, 3)
+	if len(st.SentinelAddrs) != 3 {
+		t.Fatalf("%d sentinels, want 3", len(st.SentinelAddrs))
+	}
+	c := st.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.Set(ctx, "before", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Sync(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	old := st.Master.Addr
+	if err := st.KillMaster(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st.Master.Addr == old {
+		t.Fatal("KillMaster did not swap Master and Replica")
+	}
+	var err error
+	for i := 0; i < 100; i++ { // the failover client moves to the new master
+		if err = c.Set(ctx, "after", "v", 0).Err(); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("write after the failover: %v", err)
+	}
+	if v, err := st.Master.Client(t).Get(ctx, "before").Result(); err != nil || v != "v" {
+		t.Fatalf("the replicated write on the new master: %q, %v", v, err)
+	}
+	if err := st.Replica.Client(t).Ping(ctx).Err(); err == nil {
+		t.Fatal("probe: the killed master still answers")
+	}
+}
