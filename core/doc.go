@@ -82,6 +82,13 @@
 // coalesced: while round trips are in flight, the calls that arrive meanwhile
 // go together as one pipeline (see WithoutCoalescing).
 //
+// Replication: Redis replicates asynchronously, so a master that fails
+// right after a grant can let a failover hand the same lock to a second
+// owner. WithReplicaAck(n, timeout) makes grants and renewals wait for n
+// replicas (WAIT, in the same round trip): a lock is returned only once a
+// replica has it, and otherwise Lock fails with ErrNotReplicated. The README's
+// "Choosing a topology" has what each deployment guarantees, measured.
+//
 // Fencing: each acquisition gets a fence, max(server clock in µs, last fence
 // + 1), strictly increasing over the holders of a key as long as the server
 // clock does not step back by more than the time since the last acquisition
