@@ -94,6 +94,12 @@ func peers() []peer {
 			open:   openLockgate(false),
 		},
 		{
+			name: "lockgate/redlock3", module: "github.com/lockgate/lockgate", servers: 3, uncontended: true, contended: true,
+			config: "core.NewRedlock over 3 independent redis-servers (majority 2), core.WithWait(2s), otherwise defaults",
+			waits:  "asks all three in parallel; a waiter does not queue (grants on independent nodes could go to different waiters) but flags the lock, and a release on any node tells it by SPUBLISH that the lock is free; an owner split between nodes gives its grants back and retries after a random 1–11ms.",
+			open:   openLockgateRedlock,
+		},
+		{
 			name: "redislock", module: "github.com/bsm/redislock", servers: 1, uncontended: true, contended: true,
 			config: fmt.Sprintf("Obtain(ctx, key, %v, opts); uncontended: nil opts (its default, no retry); contended: RetryStrategy LinearBackoff(%v) (the cadence of its README example) within a 2s context", peerTTL, redislockDefaultRetry),
 			waits:  "polls: a failed Obtain retries the obtain script after the RetryStrategy's backoff (default NoRetry: a busy lock fails at once), until the context ends; no notification.",
@@ -147,8 +153,9 @@ func peers() []peer {
 // ---- lockgate
 
 type lockgateLocker struct {
-	c *redis.Client
-	l *core.Locker
+	c    *redis.Client
+	more []*redis.Client // a Redlock's other nodes
+	l    *core.Locker
 }
 
 func openLockgate(ctxTimeout bool) func(e *env, i int, cnt *counters) (locker, error) {
@@ -161,6 +168,26 @@ func openLockgate(ctxTimeout bool) func(e *env, i int, cnt *counters) (locker, e
 		}
 		return &lockgateLocker{c: c, l: l}, nil
 	}
+}
+
+// openLockgateRedlock is lockgate's Redlock over the run's three servers,
+// one client each (ContextTimeoutEnabled, as for lockgate).
+func openLockgateRedlock(e *env, i int, cnt *counters) (locker, error) {
+	var cs []redis.UniversalClient
+	var closers []*redis.Client
+	for s := range 3 {
+		c := newClientWith(e.addr(s), cnt, true)
+		cs = append(cs, c)
+		closers = append(closers, c)
+	}
+	l, err := core.NewRedlock(cs, core.WithWait(waitBudget))
+	if err != nil {
+		for _, c := range closers {
+			c.Close()
+		}
+		return nil, err
+	}
+	return &lockgateLocker{c: closers[0], more: closers[1:], l: l}, nil
 }
 
 func (g *lockgateLocker) do(ctx context.Context, key string, _ time.Duration, fn func()) error {
@@ -183,6 +210,9 @@ func (g *lockgateLocker) do(ctx context.Context, key string, _ time.Duration, fn
 func (g *lockgateLocker) close() {
 	g.l.Close()
 	g.c.Close()
+	for _, c := range g.more {
+		c.Close()
+	}
 }
 
 // ---- bsm/redislock

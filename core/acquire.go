@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 )
 
@@ -76,12 +77,12 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	// Queued in Redis: wait to be handed the lock by a release (told on
 	// the lock's channel), refreshing the entry every refresh interval —
 	// which also retries, should a notification be lost.
-	w := l.room.join(a.keys.hash(), a.owner)
+	w := l.join(a.keys.hash(), a.owner)
 	if w == nil {
 		a.undo()
 		return nil, ErrClosed
 	}
-	defer l.room.leave(w)
+	defer l.leave(w)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	every := refresh(a.o.ttl)
@@ -116,6 +117,22 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 			a.busySeen, a.holder, a.holderAt = true, g.life, time.Now()
 			continue
 		case <-w.wake:
+			if l.redlock != nil {
+				// Every waiter of every Locker hears a Redlock release:
+				// spread their attempts, or they split the nodes.
+				d := jitter(0)
+				if time.Until(a.deadline) <= d {
+					continue
+				}
+				timer.Reset(d)
+				select {
+				case <-ctx.Done():
+					continue
+				case <-l.done:
+					continue
+				case <-timer.C:
+				}
+			}
 		case <-timer.C:
 			if sleep == remaining {
 				continue // the budget's end: no attempt, it would have none left
@@ -184,17 +201,30 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		a.sentAt = append(a.sentAt, sent)
 		seq = len(a.sentAt)
 	}
+	owner := a.owner // a Redlock split changes a.owner; a late result is this one's
 	r, err := bounded(l, ctx, a.deadline, func(cctx context.Context) acquireResult {
-		fence, wait, err := l.be.acquire(cctx, &a.keys, a.owner, o.ttlArg, entry, seq)
+		fence, wait, err := l.be.acquire(cctx, &a.keys, owner, o.ttlArg, entry, seq)
 		return acquireResult{fence, wait, err}
 	}, func(r acquireResult) {
 		if r.err == errEnded || a.cross != nil || r.err == nil && r.fence == 0 && !a.waits {
 			return // nothing to undo
 		}
-		a.undo()
+		a.undoOwner(owner)
 	})
-	if err == nil && r.err == nil {
+	if err == nil && (r.err == nil || r.err == errSplit) {
 		l.undos.answered() // Redis answers: undos waiting for it go now
+	}
+	if err == nil && r.err == errSplit {
+		// Redlock: some nodes granted, too few for a majority. Give those
+		// back, and go on under a new owner (the old one's done markers
+		// would make its next attempt a no-op), after a random delay so
+		// that owners that split do not split again.
+		a.undoOwner(owner)
+		if a.cross == nil {
+			a.owner = newOwnerID()
+		}
+		a.busySeen, a.holder, a.holderAt = true, jitter(0), time.Now()
+		return nil, nil
 	}
 	switch {
 	case err == errLate:
@@ -270,10 +300,18 @@ func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt in
 
 // undo releases the hold this call's attempts may have added, or its place
 // in the queue.
-func (a *acquisition) undo() {
+func (a *acquisition) undo() { a.undoOwner(a.owner) }
+
+func (a *acquisition) undoOwner(owner string) {
 	if a.cross == nil {
-		a.l.undo(&a.keys, a.owner, a.o)
+		a.l.undo(&a.keys, owner, a.o)
 	}
+}
+
+// jitter is a random wait in [1ms, 1ms + max(d, 10ms)): after a Redlock
+// split, owners that raced try again at different moments.
+func jitter(d time.Duration) time.Duration {
+	return time.Millisecond + time.Duration(rand.Int64N(int64(max(d, 10*time.Millisecond))))
 }
 
 var noEntry any = ""

@@ -23,9 +23,11 @@ type Locker struct {
 	opts   lockerOptions
 	epoch  time.Time // origin of the monotonic clock used for validity
 	wd     *watchdog
-	room   *waitRoom
-	hints  holdTimes
-	server serverCheck
+	rooms  []*waitRoom // one per Redis deployment: one, or a Redlock's nodes
+	// redlock is be when the Locker is a Redlock (NewRedlock), else nil
+	redlock *redlock
+	hints   holdTimes
+	server  serverCheck
 	// markerTTL is how long a done marker lives: longer than the client
 	// can take to re-send a call
 	markerTTL time.Duration
@@ -87,7 +89,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		ctxDeadlines: ctxDeadlines,
 		opts:         o,
 		epoch:        time.Now(),
-		room:         newWaitRoom(client),
+		rooms:        []*waitRoom{newWaitRoom(client)},
 		done:         make(chan struct{}),
 		undos:        undoWaits{wake: make(chan struct{})},
 	}
@@ -186,7 +188,9 @@ func (l *Locker) stop() []*hold {
 	l.stopOnce.Do(func() {
 		l.closed.Store(true)
 		close(l.done)
-		l.room.close()
+		for _, r := range l.rooms {
+			r.close()
+		}
 		held = l.wd.close()
 	})
 	return held

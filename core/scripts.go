@@ -15,9 +15,12 @@ var (
 	renewSrc string
 	//go:embed scripts/pttl.lua
 	pttlSrc string
+	//go:embed scripts/fence.lua
+	fenceSrc string
 
 	acquireScript = redis.NewScript(acquireSrc)
 	releaseScript = redis.NewScript(releaseSrc)
 	renewScript   = redis.NewScript(renewSrc)
 	pttlScript    = redis.NewScript(pttlSrc)
+	fenceScript   = redis.NewScript(fenceSrc)
 )

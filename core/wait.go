@@ -83,12 +83,26 @@ func newWaitRoom(c redis.UniversalClient) *waitRoom {
 // the room checks whether the lock was granted to one of its waiters
 // meanwhile (see check). It returns nil once the room is closed.
 func (r *waitRoom) join(ch, owner string) *waiter {
-	w := &waiter{ch: ch, owner: owner, granted: make(chan grant, 1), handed: make(chan grant, 1), wake: make(chan struct{}, 1)}
+	w := newWaiter(ch, owner)
+	if !r.add(w) {
+		return nil
+	}
+	return w
+}
+
+func newWaiter(ch, owner string) *waiter {
+	return &waiter{ch: ch, owner: owner, granted: make(chan grant, 1), handed: make(chan grant, 1), wake: make(chan struct{}, 1)}
+}
+
+// add is join for a waiter made by the caller (a Redlock waiter is in the
+// room of every node); false once the room is closed.
+func (r *waitRoom) add(w *waiter) bool {
+	ch, owner := w.ch, w.owner
 	node := r.nodeOf(ch) // outside the lock: it may ask the cluster for its slots
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return nil
+		return false
 	}
 	lw := r.chans[ch]
 	if lw == nil {
@@ -110,7 +124,7 @@ func (r *waitRoom) join(ch, owner string) *waiter {
 		delete(lw.early, owner)
 		w.granted <- g
 	}
-	return w
+	return true
 }
 
 // leave removes w; the last waiter of a lock unsubscribes from it.
@@ -148,6 +162,18 @@ func (r *waitRoom) nodeOf(ch string) string {
 // tells the lock's other waiters how long the new holder has for now (if
 // it is gone, the lock is free for them then).
 func (r *waitRoom) deliver(ch, payload string) {
+	if payload == "f" {
+		// Free, and no queued waiter to hand it to: waiters that do not
+		// queue (Redlock's) try again.
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if lw := r.chans[ch]; lw != nil {
+			for _, w := range lw.waiters {
+				signal(w.wake)
+			}
+		}
+		return
+	}
 	g, ok := parseGrant(payload)
 	if !ok {
 		return
@@ -326,4 +352,27 @@ func (r *waitRoom) close() {
 	r.mu.Unlock()
 	r.stop()
 	r.wg.Wait()
+}
+
+// join adds a waiter for owner on lock channel ch to the room of every
+// Redis deployment of l (one, or a Redlock's nodes: a release on any of
+// them wakes it); nil once l is closed.
+func (l *Locker) join(ch, owner string) *waiter {
+	w := newWaiter(ch, owner)
+	for i, r := range l.rooms {
+		if !r.add(w) {
+			for _, in := range l.rooms[:i] {
+				in.leave(w)
+			}
+			return nil
+		}
+	}
+	return w
+}
+
+// leave removes w from every room.
+func (l *Locker) leave(w *waiter) {
+	for _, r := range l.rooms {
+		r.leave(w)
+	}
 }

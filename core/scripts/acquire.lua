@@ -12,7 +12,8 @@
 -- KEYS[5] waiters' entries (hash: owner → "<expiry ms>|<seq>")
 -- ARGV[1] owner, ARGV[2] TTL ms, ARGV[3] fence window ms,
 -- ARGV[4] how long a waiter's entry lives, ms ("" for a single attempt: never
---         queue), ARGV[5] the waiter's refresh number
+--         queue; "n" for a waiter that does not queue but is to be told when
+--         the lock is free, as Redlock's are), ARGV[5] the waiter's refresh number
 -- Returns F (> 0) when ARGV[1] holds the lock (taken now, taken by an earlier
 -- copy, or granted to it as a waiter by the last release: then claimed for the
 -- whole TTL), -(ms to wait) (<= 0) when busy or when live waiters are ahead,
@@ -34,7 +35,7 @@ end
 local now = redis.call('TIME')
 local ms = now[1] * 1000 + math.floor(now[2] / 1000)
 local function join()
-  if ARGV[4] ~= '' then
+  if ARGV[4] ~= '' and ARGV[4] ~= 'n' then
     redis.call('ZADD', KEYS[4], 'NX', now[1] * 1000000 + now[2], ARGV[1])
     redis.call('HSET', KEYS[5], ARGV[1], (ms + tonumber(ARGV[4])) .. '|' .. ARGV[5])
     redis.call('PEXPIRE', KEYS[4], 2 * tonumber(ARGV[4]) + tonumber(ARGV[2]))

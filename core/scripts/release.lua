@@ -5,7 +5,8 @@
 -- have expired, which it then claims for its whole TTL; and it is told on the
 -- lock's channel (KEYS[1]: SPUBLISH "g <waiter> <fence> <seq> <ms>", ms the
 -- hold's first lifetime, which the other waiters note as the holder's TTL).
--- Nothing is published when no one waits. Safe to run twice: the release leaves a done
+-- Nothing is published when no one waits; when only waiters that do not
+-- queue wait (Redlock's), "f" tells them the lock is free. Safe to run twice: the release leaves a done
 -- marker for the owner (KEYS[3], for ARGV[3] ms: longer than the client can
 -- take to re-send a call), so a copy of this call answers the same, and a late
 -- copy of the owner's acquire does nothing. It runs when Redis is at
@@ -34,7 +35,7 @@ local now = redis.call('TIME')
 local ms = now[1] * 1000 + math.floor(now[2] / 1000)
 for batch = 1, 4 do
   local ws = redis.call('ZRANGE', KEYS[4], 0, 15)
-  if #ws == 0 then return 0 end
+  if #ws == 0 then break end
   local es = redis.call('HMGET', KEYS[5], unpack(ws))
   for i, w in ipairs(ws) do
     local exp, seq
@@ -59,4 +60,7 @@ for batch = 1, 4 do
   redis.call('ZREM', KEYS[4], unpack(ws))
   redis.call('HDEL', KEYS[5], unpack(ws))
 end
+-- No live waiter in the queue, yet someone waited: waiters that do not
+-- queue (Redlock's) are told the lock is free.
+redis.call('SPUBLISH', KEYS[1], 'f')
 return 0

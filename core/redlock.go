@@ -1,0 +1,362 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// NodeError is one Redlock node's failure within a call: errors.As finds
+// it in an ErrUnavailable error, one per node that did not answer.
+type NodeError struct {
+	Node string // the node's address, or "node <i>" when the client names none
+	Err  error
+}
+
+func (e *NodeError) Error() string { return "lockgate: redlock node " + e.Node + ": " + e.Err.Error() }
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// redlock is the backend over N independent masters: every call goes to
+// all of them in parallel, each bounded by a per-node timeout, and counts
+// when a majority (quorum) agrees.
+type redlock struct {
+	nodes  []*single
+	names  []string
+	quorum int
+	// spawn runs a node's call on a goroutine the Locker tracks (Close
+	// waits for it); false once closed
+	spawn func(func()) bool
+	// timeout is the per-node timeout of calls that name no TTL (release,
+	// TTL): perNode of the Locker's default TTL
+	timeout time.Duration
+}
+
+var errSplit = errors.New("granted by fewer nodes than a quorum")
+
+// perNode is the per-node timeout of a call for a lock of ttl: a small
+// fraction of the TTL (redis.io's advice: a few tens of ms for a 10s TTL),
+// at least 20ms, at most 1s.
+func perNode(ttl time.Duration) time.Duration {
+	return min(max(ttl/100, 20*time.Millisecond), time.Second)
+}
+
+// fanOut runs call on every node in parallel, each bounded by d (and by
+// ctx), and returns the results of the nodes that answered in time; a node
+// that did not has its error set to a timeout. A late answer is dropped:
+// the scripts are safe to repeat and to undo, and an acquire's undo goes to
+// every node (see attempt).
+func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(context.Context, *single) (T, error)) ([]T, []error) {
+	res := make([]T, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	type answer struct {
+		i   int
+		v   T
+		err error
+	}
+	ch := make(chan answer, len(r.nodes))
+	cctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	pending := 0
+	for i := range errs {
+		errs[i] = errNoAnswer
+	}
+	for i, n := range r.nodes {
+		if r.spawn(func() {
+			v, err := call(cctx, n)
+			ch <- answer{i, v, err}
+		}) {
+			pending++
+		} else {
+			errs[i] = ErrClosed
+		}
+	}
+	for pending > 0 {
+		select {
+		case a := <-ch:
+			res[a.i], errs[a.i] = a.v, a.err
+			pending--
+		case <-cctx.Done():
+			pending = 0
+		}
+	}
+	return res, errs
+}
+
+// unavailableNodes joins the errors of the nodes that failed, each a
+// *NodeError naming it.
+func (r *redlock) unavailableNodes(errs []error) error {
+	var es []error
+	for i, err := range errs {
+		if err != nil {
+			es = append(es, &NodeError{Node: r.names[i], Err: err})
+		}
+	}
+	return errors.Join(es...)
+}
+
+type nodeAcquire struct {
+	fence int64
+	wait  time.Duration
+}
+
+func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int) (int64, time.Duration, error) {
+	ttlD := ttlOf(ttl)
+	if e, _ := entry.(string); e != "" {
+		entry = "n" // Redlock waiters do not queue: they are told when the lock is free
+	}
+	res, errs := fanOut(ctx, r, perNode(ttlD), func(cctx context.Context, n *single) (nodeAcquire, error) {
+		f, w, err := n.acquire(cctx, k, owner, ttl, entry, seq)
+		return nodeAcquire{f, w}, err
+	})
+	granted, answered, ended := 0, 0, 0
+	var fence int64
+	var wait time.Duration
+	for i := range res {
+		switch {
+		case errs[i] == errEnded:
+			ended++
+			answered++
+		case errs[i] != nil:
+		case res[i].fence > 0:
+			granted++
+			answered++
+			fence = max(fence, res[i].fence)
+		default:
+			answered++
+			if wait == 0 || res[i].wait < wait {
+				wait = res[i].wait
+			}
+		}
+	}
+	switch {
+	case ended > 0:
+		return 0, 0, errEnded
+	case granted >= r.quorum:
+		if err := r.raiseFences(ctx, k, fence, ttlD, res, errs); err != nil {
+			return 0, 0, err
+		}
+		return fence, 0, nil
+	case answered-granted >= r.quorum || (answered >= r.quorum && granted < r.quorum && granted > 0):
+		// Busy on a quorum, or a split between owners: nobody holds it.
+		if granted > 0 {
+			return 0, max(wait, time.Millisecond), errSplit
+		}
+		return 0, max(wait, 0), nil
+	}
+	return 0, 0, r.unavailableNodes(errs)
+}
+
+// raiseFences makes fence the floor of every granting node's fence key, so
+// that the next holder's fence, issued by a quorum that shares a node with
+// this one, is above it. It needs a quorum of nodes to confirm.
+func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, fence int64, ttl time.Duration, got []nodeAcquire, errs []error) error {
+	arg := strconv.FormatInt(fence, 10)
+	res, ferrs := fanOut(ctx, r, perNode(ttl), func(cctx context.Context, n *single) (bool, error) {
+		i := slices.Index(r.nodes, n)
+		if errs[i] != nil || got[i].fence == 0 {
+			return false, nil
+		}
+		err := fenceScript.Run(cctx, n.c, []string{k.names[1]}, arg, n.windowArg).Err()
+		return err == nil, err
+	})
+	raised := 0
+	for i := range res {
+		if ferrs[i] == nil && res[i] {
+			raised++
+		}
+	}
+	if raised < r.quorum {
+		return r.unavailableNodes(ferrs)
+	}
+	return nil
+}
+
+func (r *redlock) release(ctx context.Context, k *lockKeys, owner string) (bool, error) {
+	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, n *single) (bool, error) {
+		return n.release(cctx, k, owner)
+	})
+	held, answered := false, 0
+	for i := range res {
+		if errs[i] == nil {
+			answered++
+			held = held || res[i]
+		}
+	}
+	if answered < r.quorum {
+		// Given back on too few nodes to tell: unavailable, so that an
+		// undo tries again. (Nodes that did not answer keep their copy
+		// until its TTL ends; a majority without it is enough for others.)
+		return held, r.unavailableNodes(errs)
+	}
+	return held, nil
+}
+
+func (r *redlock) groups(ctx context.Context, batch []renewal) [][]int {
+	all := make([]int, len(batch))
+	for i := range all {
+		all[i] = i
+	}
+	return [][]int{all}
+}
+
+// renew renews on every node; a lease is held while a quorum holds it. A
+// node that answered without the lock while a quorum holds it (it restarted
+// empty, or its copy expired) gets it back, as a fresh grant for the same
+// owner, so that the lease is not one restart away from losing its quorum.
+func (r *redlock) renew(ctx context.Context, batch []renewal, part []int) {
+	var ttl time.Duration
+	for _, i := range part {
+		ttl = max(ttl, batch[i].ttl)
+	}
+	d := perNode(ttl)
+	// Each node fills its own copy; only the copies of the nodes that
+	// answered in time are read (a late one may still be writing its own).
+	per := make([][]renewal, len(r.nodes))
+	for ni := range per {
+		per[ni] = slices.Clone(batch)
+	}
+	_, errs := fanOut(ctx, r, d, func(cctx context.Context, n *single) (struct{}, error) {
+		n.renew(cctx, per[slices.Index(r.nodes, n)], part)
+		return struct{}{}, nil
+	})
+	for _, i := range part {
+		held, answered := 0, 0
+		var nerrs []error
+		for ni := range r.nodes {
+			if errs[ni] != nil {
+				nerrs = append(nerrs, &NodeError{Node: r.names[ni], Err: errNoAnswer})
+				continue
+			}
+			if err := per[ni][i].err; err != nil {
+				nerrs = append(nerrs, &NodeError{Node: r.names[ni], Err: err})
+				continue
+			}
+			answered++
+			if per[ni][i].held {
+				held++
+			}
+		}
+		switch {
+		case held >= r.quorum:
+			batch[i].held, batch[i].err = true, nil
+			for ni := range r.nodes {
+				if errs[ni] == nil && per[ni][i].err == nil && !per[ni][i].held {
+					r.restore(ctx, r.nodes[ni], batch[i])
+				}
+			}
+		case answered-held >= r.quorum || answered >= r.quorum:
+			batch[i].held, batch[i].err = false, nil
+		default:
+			batch[i].held, batch[i].err = false, errors.Join(nerrs...)
+		}
+	}
+}
+
+// restore takes the lock again on a node that lost it, for the same
+// owner, best effort: a node where another owner holds it stays so.
+func (r *redlock) restore(ctx context.Context, n *single, b renewal) {
+	owner, _ := b.ownerArg.(string)
+	if owner == "" {
+		return
+	}
+	_, _, _ = n.acquire(ctx, b.keys, owner, b.ttlArg, noEntry, 0)
+}
+
+func (r *redlock) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
+	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, n *single) (time.Duration, error) {
+		return n.pttl(cctx, k, owner)
+	})
+	var ttls []time.Duration
+	answered := 0
+	for i := range res {
+		switch {
+		case errs[i] == nil:
+			answered++
+			ttls = append(ttls, res[i])
+		case errors.Is(errs[i], ErrNotHeld):
+			answered++
+		}
+	}
+	if len(ttls) >= r.quorum {
+		slices.Sort(ttls)
+		slices.Reverse(ttls)
+		return ttls[r.quorum-1], nil // what a quorum still holds
+	}
+	if answered >= r.quorum {
+		return 0, ErrNotHeld
+	}
+	return 0, r.unavailableNodes(errs)
+}
+
+// ttlOf reads a boxed TTL argument (ms as a string).
+func ttlOf(ttl any) time.Duration {
+	s, _ := ttl.(string)
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return time.Duration(n) * time.Millisecond
+}
+
+// NewRedlock returns a Locker over independent masters (the Redlock
+// algorithm): clients are N ≥ 3, N odd, each a plain client or a Sentinel
+// failover client on its own master (not a Cluster client). Every call goes
+// to all of them in parallel, each node bounded by a small fraction of the
+// TTL (1%, 20ms to 1s); a lock is held when a majority granted it within
+// its validity (TTL − elapsed − drift), else what the nodes granted is
+// given back and Lock waits, woken by a release on any node, or retries.
+// Renewals need a majority too: a lease whose majority is gone is lost
+// (its context cancelled with ErrLockLost); a node that answers without the
+// lock while a majority holds it gets it back. The fence is the largest of
+// the majority's, made the floor of their fence keys before Lock returns,
+// so fences increase across holders as long as a majority of nodes keeps
+// its data. Outcomes: busy on a majority, ErrNotObtained; too few nodes
+// answering, ErrUnavailable joined with a *NodeError per node that did not.
+// opts are New's.
+//
+// Errors: ErrInvalid for fewer than three clients, an even number, a nil
+// one, a Cluster client, or two on the same address.
+func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
+	if len(clients) < 3 || len(clients)%2 == 0 {
+		return nil, invalidf("redlock needs an odd number of at least 3 masters, got %d", len(clients))
+	}
+	seen := map[string]bool{}
+	names := make([]string, len(clients))
+	for i, c := range clients {
+		if isNil(c) {
+			return nil, invalidf("redlock client %d is nil", i)
+		}
+		pc, ok := c.(*redis.Client)
+		if !ok {
+			return nil, invalidf("redlock client %d is a %T: each must be one master (a plain or a Sentinel failover client)", i, c)
+		}
+		addr := pc.Options().Addr
+		names[i] = addr
+		if addr == "" || addr == "FailoverClient" {
+			names[i] = fmt.Sprintf("node %d", i)
+			continue
+		}
+		if seen[addr] {
+			return nil, invalidf("redlock clients %s twice: the masters must be independent", addr)
+		}
+		seen[addr] = true
+	}
+	l, err := New(clients[0], opts...)
+	if err != nil {
+		return nil, err
+	}
+	r := &redlock{names: names, quorum: len(clients)/2 + 1, timeout: perNode(l.opts.call.ttl)}
+	l.rooms = nil
+	for _, c := range clients {
+		r.nodes = append(r.nodes, &single{c: c, windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout})
+		l.rooms = append(l.rooms, newWaitRoom(c))
+		l.markerTTL = max(l.markerTTL, markerTTL(c))
+		l.ctxDeadlines = l.ctxDeadlines && honoursDeadlines(c)
+	}
+	r.spawn = l.goBackground
+	l.be = r
+	l.redlock = r
+	return l, nil
+}

@@ -1,0 +1,332 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// masters starts n independent redis-servers and returns them with a
+// client each.
+func masters(t *testing.T, n int) ([]*redistest.Server, []redis.UniversalClient) {
+	var srvs []*redistest.Server
+	var cs []redis.UniversalClient
+	for i := 0; i < n; i++ {
+		s := redistest.Start(t)
+		srvs = append(srvs, s)
+		cs = append(cs, s.Client(t))
+	}
+	return srvs, cs
+}
+
+// redlockOn is a Redlock Locker on its own clients of srvs, closed at the
+// end of the test.
+func redlockOn(t *testing.T, srvs []*redistest.Server, opts ...core.Option) *core.Locker {
+	t.Helper()
+	var cs []redis.UniversalClient
+	for _, s := range srvs {
+		cs = append(cs, s.Client(t))
+	}
+	l, err := core.NewRedlock(cs, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func TestNewRedlockRejects(t *testing.T) {
+	srvs, cs := masters(t, 3)
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srvs[0].Addr}})
+	defer cluster.Close()
+	for _, tc := range []struct {
+		name    string
+		clients []redis.UniversalClient
+	}{
+		{"two", cs[:2]},
+		{"four", append(append([]redis.UniversalClient{}, cs...), srvs[0].Client(t))},
+		{"nil", []redis.UniversalClient{cs[0], cs[1], nil}},
+		{"typed nil", []redis.UniversalClient{cs[0], cs[1], (*redis.Client)(nil)}},
+		{"cluster", []redis.UniversalClient{cs[0], cs[1], cluster}},
+		{"same address", []redis.UniversalClient{cs[0], cs[1], srvs[0].Client(t)}},
+	} {
+		if _, err := core.NewRedlock(tc.clients); !errors.Is(err, core.ErrInvalid) {
+			t.Errorf("%s: NewRedlock = %v, want ErrInvalid", tc.name, err)
+		}
+	}
+	l, err := core.NewRedlock(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+}
+
+// Over 3 masters: the lock is on every node while held; another Redlock
+// Locker is busy; a waiter is woken by the release (long before its
+// budget or any retry); re-entry through the lease's context; the next
+// holder's fence is larger; Unlock frees every node.
+func TestRedlockBasics(t *testing.T) {
+	srvs, cs := masters(t, 3)
+	a, b := redlockOn(t, srvs), redlockOn(t, srvs)
+	ctx := ctxT(t)
+	s, err := a.Lock(ctx, "rl:k", core.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cs {
+		if c.Exists(ctx, "lockgate:{rl:k}").Val() != 1 {
+			t.Fatalf("node %d lacks the lock while it is held", i)
+		}
+	}
+	if _, err := b.TryLock(ctx, "rl:k"); !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("TryLock of a held Redlock = %v, want ErrNotObtained", err)
+	}
+	inner, err := a.Lock(s.Context(), "rl:k")
+	if err != nil || !inner.Reentrant() || inner.Fence() != s.Fence() {
+		t.Fatalf("re-entry = %v, %v", inner, err)
+	}
+	inner.Unlock(ctx)
+	got := make(chan *core.Lease, 1)
+	start := time.Now()
+	go func() {
+		l, err := b.Lock(ctx, "rl:k", core.WithWait(10*time.Second), core.WithTTL(time.Minute))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	waitSubscribers(t, cs[0].(*redis.Client), "lockgate:{rl:k}", 1)
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := <-got
+	if next == nil {
+		t.FailNow()
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the waiter got the lock %v after the release: no release woke it", took)
+	}
+	if next.Fence() <= s.Fence() {
+		t.Fatalf("next fence %d not above %d", next.Fence(), s.Fence())
+	}
+	if err := next.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cs {
+		if c.Exists(ctx, "lockgate:{rl:k}").Val() != 0 {
+			t.Fatalf("node %d still has the lock after Unlock", i)
+		}
+	}
+}
+
+// Over 5 masters, 3 Lockers × 4 goroutines increment a counter in a
+// separate Redis with a non-atomic GET then SET under the lock, while two
+// masters are killed mid-run: no increment is lost. Control: the same
+// increments without the lock lose some.
+func TestRedlockMutualExclusionWithKills(t *testing.T) {
+	srvs, _ := masters(t, 5)
+	counter := redistest.Start(t).Client(t)
+	ctx := ctxT(t)
+	var ls []*core.Locker
+	for i := 0; i < 3; i++ {
+		ls = append(ls, redlockOn(t, srvs, core.WithTTL(2*time.Second)))
+	}
+	run := func(key string, locked bool, kill func()) (done int64) {
+		var wg sync.WaitGroup
+		var n atomic.Int64
+		stop := time.Now().Add(3 * time.Second)
+		for g := 0; g < 12; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(stop) {
+					var s *core.Lease
+					if locked {
+						var err error
+						s, err = ls[g%3].Lock(ctx, "rl:count", core.WithWait(2*time.Second))
+						if err != nil {
+							continue // busy, or a node being killed: try again
+						}
+					}
+					v, _ := counter.Get(ctx, key).Int64()
+					time.Sleep(100 * time.Microsecond) // the read-modify-write window
+					counter.Set(ctx, key, v+1, 0)
+					n.Add(1)
+					if s != nil {
+						s.Unlock(ctx)
+					}
+				}
+			}()
+		}
+		if kill != nil {
+			time.Sleep(time.Second)
+			kill()
+		}
+		wg.Wait()
+		return n.Load()
+	}
+	done := run("locked", true, func() { srvs[0].Stop(); srvs[1].Stop() })
+	got, _ := counter.Get(ctx, "locked").Int64()
+	t.Logf("locked, 2 of 5 masters killed after 1s: %d increments, counter %d", done, got)
+	if done < 10 || got != done {
+		t.Fatalf("under the Redlock: %d increments, counter %d (lost %d)", done, got, done-got)
+	}
+	undone := run("unlocked", false, nil)
+	lost, _ := counter.Get(ctx, "unlocked").Int64()
+	if lost >= undone {
+		t.Fatalf("control: %d increments without the lock lost none (counter %d): the test cannot see a race", undone, lost)
+	}
+}
+
+// 3 of 5 masters down: Lock is ErrUnavailable, joined with a *NodeError per
+// node that did not answer, within its budget; never busy.
+func TestRedlockQuorumDown(t *testing.T) {
+	srvs, _ := masters(t, 5)
+	l := redlockOn(t, srvs)
+	ctx := ctxT(t)
+	warm(t, l)
+	for _, s := range srvs[:3] {
+		s.Stop()
+	}
+	start := time.Now()
+	_, err := l.Lock(ctx, "rl:down", core.WithWait(500*time.Millisecond))
+	took := time.Since(start)
+	if !errors.Is(err, core.ErrUnavailable) || errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("3 of 5 down = %v, want ErrUnavailable", err)
+	}
+	var ne *core.NodeError
+	if !errors.As(err, &ne) || ne.Node == "" {
+		t.Fatalf("no *NodeError in %v", err)
+	}
+	if took > 500*time.Millisecond+budgetSlack {
+		t.Fatalf("Lock took %v with a 500ms budget", took)
+	}
+}
+
+// A node that restarts empty while a lock is held does not let a second
+// owner in (the others are still a majority), and the holder's next
+// renewal restores the lock there. Fences keep increasing across Lockers
+// and across the restart.
+func TestRedlockRestartAndFences(t *testing.T) {
+	srvs, cs := masters(t, 5)
+	a, b := redlockOn(t, srvs), redlockOn(t, srvs)
+	ctx := ctxT(t)
+	var last int64
+	next := func(l *core.Locker) *core.Lease {
+		t.Helper()
+		s, err := l.Lock(ctx, "rl:fence", core.WithTTL(900*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Fence() <= last {
+			t.Fatalf("fence %d not above the previous holder's %d", s.Fence(), last)
+		}
+		last = s.Fence()
+		return s
+	}
+	for i := 0; i < 4; i++ {
+		next([]*core.Locker{a, b}[i%2]).Unlock(ctx)
+	}
+	s := next(a)
+	if err := srvs[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if cs[0].Exists(ctx, "lockgate:{rl:fence}").Val() != 0 {
+		t.Fatal("probe: the restarted node kept the lock")
+	}
+	if _, err := b.TryLock(ctx, "rl:fence"); !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("second owner after one node restarted empty = %v, want ErrNotObtained", err)
+	}
+	// Restored for A's owner (b's refused TryLock may have been granted
+	// on the empty node for a moment, and given back).
+	owner := cs[1].HGet(ctx, "lockgate:{rl:fence}", "owner").Val()
+	restored := false
+	for i := 0; i < 100 && !restored; i++ { // renewals every 300ms
+		restored = owner != "" && cs[0].HGet(ctx, "lockgate:{rl:fence}", "owner").Val() == owner
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !restored {
+		t.Fatal("the holder's renewals did not restore the lock on the restarted node")
+	}
+	s.Unlock(ctx)
+	// The restarted node lost its fence key: the majority's floor still
+	// orders the next holders.
+	for i := 0; i < 4; i++ {
+		next([]*core.Locker{b, a}[i%2]).Unlock(ctx)
+	}
+}
+
+// One master hung (SIGSTOP): Lock proceeds on the others within the
+// per-node timeout (here 50ms: 1% of a 5s TTL), and renewals keep the lease
+// for several TTL/3 rounds.
+func TestRedlockHungNode(t *testing.T) {
+	srvs, _ := masters(t, 3)
+	l := redlockOn(t, srvs)
+	ctx := ctxT(t)
+	warm(t, l)
+	if err := srvs[2].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer srvs[2].Resume()
+	pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := srvs[2].Client(t).Ping(pctx).Err(); err == nil {
+		t.Fatal("probe: the paused node answers")
+	}
+	start := time.Now()
+	s, err := l.Lock(ctx, "rl:hung", core.WithTTL(600*time.Millisecond))
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("Lock with one of 3 nodes hung: %v", err)
+	}
+	t.Logf("Lock with one of 3 nodes hung took %v", took)
+	if took > 500*time.Millisecond {
+		t.Fatalf("Lock with one node hung took %v, beyond the per-node timeout", took)
+	}
+	select {
+	case <-s.Done():
+		t.Fatalf("lease lost with one node hung: %v", context.Cause(s.Context()))
+	case <-time.After(1500 * time.Millisecond): // 2.5 TTLs: renewals went on
+	}
+	s.Unlock(ctx)
+}
+
+// Fences from different majorities do not order by themselves: a node
+// whose fence key is ahead (here set an hour ahead, as a node whose clock
+// runs fast would issue) gives holder A a large fence; with that node gone,
+// holder B's majority is made of the others. A's fence was made their floor
+// before A's Lock returned, so B's is larger still.
+func TestRedlockFenceFloor(t *testing.T) {
+	srvs, cs := masters(t, 5)
+	a, b := redlockOn(t, srvs), redlockOn(t, srvs)
+	ctx := ctxT(t)
+	ahead := time.Now().Add(time.Hour).UnixMicro()
+	if err := cs[1].Set(ctx, "lockgate:{rl:floor}:fence", ahead, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := a.Lock(ctx, "rl:floor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.Fence() <= ahead {
+		t.Fatalf("probe: A's fence %d is not the node ahead's (%d): the scenario did not happen", sa.Fence(), ahead)
+	}
+	sa.Unlock(ctx)
+	srvs[1].Stop()
+	sb, err := b.Lock(ctx, "rl:floor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Unlock(ctx)
+	if sb.Fence() <= sa.Fence() {
+		t.Fatalf("B's fence %d is not above A's %d: the majority's floor was not raised", sb.Fence(), sa.Fence())
+	}
+}
