@@ -89,6 +89,11 @@
 // replica has it, and otherwise Lock fails with ErrNotReplicated. The README's
 // "Choosing a topology" has what each deployment guarantees, measured.
 //
+// Redlock: NewRedlock gives the same Locker over N independent masters; a
+// lock needs a majority of them, every call goes to all in parallel with a
+// per-node timeout, and fences are made to increase across majorities (see
+// NewRedlock and the README's "Redlock").
+//
 // Fencing: each acquisition gets a fence, max(server clock in µs, last fence
 // + 1), strictly increasing over the holders of a key as long as the server
 // clock does not step back by more than the time since the last acquisition

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -94,6 +95,12 @@ func TestRedlockBasics(t *testing.T) {
 		t.Fatalf("re-entry = %v, %v", inner, err)
 	}
 	inner.Unlock(ctx)
+	if err := s.Extend(ctx, 2*time.Minute); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if ttl, err := s.TTL(ctx); err != nil || ttl <= time.Minute {
+		t.Fatalf("TTL after Extend(2m) = %v, %v; want above the first 1m", ttl, err)
+	}
 	got := make(chan *core.Lease, 1)
 	start := time.Now()
 	go func() {
@@ -328,5 +335,41 @@ func TestRedlockFenceFloor(t *testing.T) {
 	defer sb.Unlock(ctx)
 	if sb.Fence() <= sa.Fence() {
 		t.Fatalf("B's fence %d is not above A's %d: the majority's floor was not raised", sb.Fence(), sa.Fence())
+	}
+}
+
+// A lease whose majority is gone is lost: with 2 of 3 masters killed, the
+// renewals fail and the lease's context is cancelled with ErrLockLost
+// before its validity could pass. Control: with one of 3 killed, the lease
+// is kept.
+func TestRedlockLosesWithoutMajority(t *testing.T) {
+	for _, killed := range []int{1, 2} {
+		t.Run(strconv.Itoa(killed)+" of 3 killed", func(t *testing.T) {
+			srvs, _ := masters(t, 3)
+			l := redlockOn(t, srvs)
+			ctx := ctxT(t)
+			const ttl = 600 * time.Millisecond
+			s, err := l.Lock(ctx, "rl:lose", core.WithTTL(ttl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Unlock(ctx)
+			for _, srv := range srvs[:killed] {
+				srv.Stop()
+			}
+			select {
+			case <-s.Done():
+				if killed == 1 {
+					t.Fatalf("lease lost with a majority alive: %v", context.Cause(s.Context()))
+				}
+				if !errors.Is(context.Cause(s.Context()), core.ErrLockLost) {
+					t.Fatalf("lease ended with %v, want ErrLockLost", context.Cause(s.Context()))
+				}
+			case <-time.After(3 * ttl):
+				if killed == 2 {
+					t.Fatal("lease still live 3 TTLs after its majority was killed")
+				}
+			}
+		})
 	}
 }

@@ -15,14 +15,16 @@ import (
 // how long, which target, how long to wait) is reproducible from the seed;
 // how it interleaves with the workers is real time.
 type chaos struct {
-	cfg    *RunConfig
-	procs  *processes
-	srv    *redistest.Server   // single topology
-	proxy  *redistest.Proxy    // single topology
-	st     *redistest.Sentinel // sentinel topology
-	log    *jsonLog
-	mu     sync.Mutex
-	counts map[string]int
+	cfg     *RunConfig
+	procs   *processes
+	srv     *redistest.Server   // single topology
+	proxy   *redistest.Proxy    // single topology
+	srvs    []*redistest.Server // redlock topology (srv, proxy: the first)
+	proxies []*redistest.Proxy
+	st      *redistest.Sentinel // sentinel topology
+	log     *jsonLog
+	mu      sync.Mutex
+	counts  map[string]int
 }
 
 // lanes returns the fault kinds of each lane for the topology, keeping
@@ -31,6 +33,8 @@ func (c *chaos) lanes() [][]string {
 	var all [][]string
 	if c.st != nil {
 		all = [][]string{{FaultPause, FaultKill}, {FaultFailover, FaultMasterHang}}
+	} else if len(c.srvs) > 1 {
+		all = [][]string{{FaultPause, FaultKill}, {FaultNodeRestart, FaultNodeHang}, {FaultNodeNet}}
 	} else {
 		all = [][]string{{FaultPause, FaultKill}, {FaultRestart, FaultHangShort, FaultHangLong}, {FaultLateReply, FaultCut, FaultLatency}}
 	}
@@ -103,6 +107,32 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		c.st.Failover(10 * time.Second)
 	case FaultMasterHang:
 		hang(c.st.Master, frac(0.5, 2))
+	case FaultNodeRestart:
+		n := rng.IntN(len(c.srvs))
+		f.Target = c.srvs[n].Addr
+		c.srvs[n].Restart()
+	case FaultNodeHang:
+		n := rng.IntN(len(c.srvs))
+		f.Target = c.srvs[n].Addr
+		hang(c.srvs[n], frac(0.3, 3))
+	case FaultNodeNet:
+		n := rng.IntN(len(c.proxies))
+		p := c.proxies[n]
+		f.Target = c.srvs[n].Addr
+		switch rng.IntN(3) {
+		case 0:
+			h := p.HoldReply(redistest.MatchCommand("evalsha"), 2*rt)
+			select {
+			case <-h.Released():
+			case <-time.After(3 * rt):
+			}
+		case 1:
+			p.Cut()
+		default:
+			p.SetLatency(time.Duration(20+rng.IntN(60)) * time.Millisecond)
+			time.Sleep(frac(1, 2.5))
+			p.SetLatency(0)
+		}
 	}
 	f.End = now()
 	c.log.add(f, true)

@@ -86,6 +86,13 @@ const (
 	FaultLatency    = "latency"          // latency added to every reply
 	FaultFailover   = "failover"         // Sentinel failover forced
 	FaultMasterHang = "master_hang"      // the Sentinel master SIGSTOPped briefly
+
+	// Redlock topology: faults of one of the masters (a majority stays).
+	// The checker excuses nothing for them: one node down, hung or emptied
+	// must not break any promise.
+	FaultNodeRestart = "node_restart"   // one master restarted empty
+	FaultNodeHang    = "node_hang"      // one master SIGSTOPped for 0.3–3 read timeouts
+	FaultNodeNet     = "node_net_fault" // one master's proxy: a reply held, connections cut, or latency
 )
 
 // jsonLog appends JSON lines to a file, one per record, safe for

@@ -22,7 +22,7 @@ type RunConfig struct {
 	Duration time.Duration // default 1m
 	Seed     int64         // the fault schedule's seed; default the time
 	Lock     string        // LockGate (default), LockNaive, LockIgnoreCtx
-	Topology string        // "single" (default: one Redis behind the fault proxy) or "sentinel"
+	Topology string        // "single" (default: one Redis behind the fault proxy), "sentinel", or "redlock" (3 masters, each behind a proxy)
 	Faults   []string      // the fault kinds to inject; default all of the topology
 	Fenced   bool          // the resource rejects lower fences (the default run passes true)
 
@@ -60,8 +60,8 @@ func (c *RunConfig) defaults() error {
 	if c.Topology == "" {
 		c.Topology = "single"
 	}
-	if c.Topology != "single" && c.Topology != "sentinel" {
-		return fmt.Errorf("-topology %q: want single or sentinel", c.Topology)
+	if c.Topology != "single" && c.Topology != "sentinel" && c.Topology != "redlock" {
+		return fmt.Errorf("-topology %q: want single, sentinel or redlock", c.Topology)
 	}
 	if c.TTL <= 0 {
 		c.TTL = 500 * time.Millisecond
@@ -120,18 +120,27 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		ch.st = st
 		redisArg, master = strings.Join(st.SentinelAddrs, ","), st.MasterName
 	} else {
-		srv, err := redistest.NewServer()
-		if err != nil {
-			return nil, err
+		nodes := 1
+		if cfg.Topology == "redlock" {
+			nodes = 3
 		}
-		defer srv.Close()
-		proxy, err := redistest.NewProxy(srv.Addr)
-		if err != nil {
-			return nil, err
+		var addrs []string
+		for range nodes {
+			srv, err := redistest.NewServer()
+			if err != nil {
+				return nil, err
+			}
+			defer srv.Close()
+			proxy, err := redistest.NewProxy(srv.Addr)
+			if err != nil {
+				return nil, err
+			}
+			defer proxy.Close()
+			ch.srvs, ch.proxies = append(ch.srvs, srv), append(ch.proxies, proxy)
+			addrs = append(addrs, proxy.Addr)
 		}
-		defer proxy.Close()
-		ch.srv, ch.proxy = srv, proxy
-		redisArg = proxy.Addr
+		ch.srv, ch.proxy = ch.srvs[0], ch.proxies[0]
+		redisArg = strings.Join(addrs, ",")
 	}
 	faultLog, err := createLog(filepath.Join(cfg.Dir, "faults.jsonl"))
 	if err != nil {
@@ -144,6 +153,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 			"-keys", strconv.Itoa(cfg.Keys), "-seed", strconv.FormatInt(cfg.Seed*1000+int64(i)*10+int64(gen), 10),
 			"-lock", cfg.Lock, "-ttl", cfg.TTL.String(), "-wait", cfg.Wait.String(), "-read-timeout", cfg.ReadTimeout.String(),
 			"-ctx-timeout=" + strconv.FormatBool(i%2 == 1), // both ways of bounding a call
+			"-redlock=" + strconv.FormatBool(cfg.Topology == "redlock"),
 		}
 	}}
 	ch.procs = procs

@@ -40,6 +40,7 @@ type WorkerConfig struct {
 	Wait        time.Duration
 	ReadTimeout time.Duration
 	CtxTimeout  bool // the client's ContextTimeoutEnabled
+	Redlock     bool // Redis is the comma-separated addresses of Redlock's masters
 	Log         string
 }
 
@@ -49,6 +50,7 @@ type worker struct {
 	log    *jsonLog
 	res    *resourceClient
 	client redis.UniversalClient
+	nodes  []redis.UniversalClient // Redlock's masters (client is the first)
 	locker *core.Locker
 	holds  atomic.Int64
 }
@@ -71,6 +73,7 @@ func WorkerMain(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.Wait, "wait", time.Second, "wait budget")
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", 300*time.Millisecond, "go-redis read timeout")
 	fs.BoolVar(&cfg.CtxTimeout, "ctx-timeout", false, "go-redis ContextTimeoutEnabled")
+	fs.BoolVar(&cfg.Redlock, "redlock", false, "-redis names Redlock's masters, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,12 +97,19 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 			ContextTimeoutEnabled: cfg.CtxTimeout, PoolSize: 4,
 		})
 	} else {
-		w.client = redis.NewClient(&redis.Options{
-			Addr: cfg.Redis, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.ReadTimeout, DialTimeout: time.Second,
-			ContextTimeoutEnabled: cfg.CtxTimeout, PoolSize: 4,
-		})
+		for _, addr := range strings.Split(cfg.Redis, ",") {
+			c := redis.NewClient(&redis.Options{
+				Addr: addr, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.ReadTimeout, DialTimeout: time.Second,
+				ContextTimeoutEnabled: cfg.CtxTimeout, PoolSize: 4,
+			})
+			defer c.Close()
+			w.nodes = append(w.nodes, c)
+		}
+		w.client = w.nodes[0]
 	}
-	defer w.client.Close()
+	if cfg.MasterName != "" {
+		defer w.client.Close()
+	}
 	if err := w.newLocker(); err != nil {
 		return err
 	}
@@ -114,7 +124,13 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 }
 
 func (w *worker) newLocker() error {
-	l, err := core.New(w.client, core.WithTTL(w.cfg.TTL), core.WithWait(w.cfg.Wait))
+	var l *core.Locker
+	var err error
+	if w.cfg.Redlock {
+		l, err = core.NewRedlock(w.nodes, core.WithTTL(w.cfg.TTL), core.WithWait(w.cfg.Wait))
+	} else {
+		l, err = core.New(w.client, core.WithTTL(w.cfg.TTL), core.WithWait(w.cfg.Wait))
+	}
 	w.locker = l
 	return err
 }

@@ -77,9 +77,9 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long faults are injected")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule (0: from the clock; printed)")
 	fs.StringVar(&cfg.Lock, "lock", rig.LockGate, "lockgate, or the controls naive (SET NX PX + DEL) and ignorectx (a holder ignoring its lease context)")
-	fs.StringVar(&cfg.Topology, "topology", "single", "single (one Redis behind the fault proxy) or sentinel (master, replica, sentinel; forced failovers)")
+	fs.StringVar(&cfg.Topology, "topology", "single", "single (one Redis behind the fault proxy), sentinel (master, replica, sentinel; forced failovers) or redlock (3 masters behind proxies; one master's faults)")
 	fs.StringVar(&faults, "faults", "", "comma-separated fault kinds to inject (default all of the topology): "+
-		strings.Join([]string{rig.FaultPause, rig.FaultKill, rig.FaultRestart, rig.FaultHangShort, rig.FaultHangLong, rig.FaultLateReply, rig.FaultCut, rig.FaultLatency, rig.FaultFailover, rig.FaultMasterHang}, ", "))
+		strings.Join([]string{rig.FaultPause, rig.FaultKill, rig.FaultRestart, rig.FaultHangShort, rig.FaultHangLong, rig.FaultLateReply, rig.FaultCut, rig.FaultLatency, rig.FaultFailover, rig.FaultMasterHang, rig.FaultNodeRestart, rig.FaultNodeHang, rig.FaultNodeNet}, ", "))
 	fs.BoolVar(&unfenced, "unfenced", false, "the resource accepts every write (no fencing)")
 	fs.DurationVar(&cfg.TTL, "ttl", 500*time.Millisecond, "lease time")
 	fs.DurationVar(&cfg.Wait, "wait", time.Second, "wait budget of Lock")
