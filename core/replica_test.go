@@ -154,3 +154,60 @@ func waitReplicaAcks(t *testing.T, master *redis.Client) {
 	}
 	t.Fatal("the replica acknowledged no write within 10s")
 }
+
+// WithReplicaAck on a real Cluster whose masters have a replica each: the
+// script and WAIT go to the key's master, the grant is on that master's
+// replica when Lock returns, and with that replica stopped Lock fails with
+// ErrNotReplicated. Control: a Locker without the option obtains the same
+// lock meanwhile.
+func TestReplicaAckOnCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	if err := cl.AddReplicas(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c := cl.Client(t)
+	acked := lockerOn(t, c, core.WithReplicaAck(1, 300*time.Millisecond))
+	plain := lockerOn(t, cl.Client(t))
+	ctx := ctxT(t)
+	hash := "lockgate:{rac:k}"
+	slot := int(c.ClusterKeySlot(ctx, hash).Val())
+	i := -1
+	for n, s := range cl.Servers {
+		if s == cl.ServerForSlot(slot) {
+			i = n
+		}
+	}
+	if i < 0 {
+		t.Fatal("no master serves the key's slot")
+	}
+	master := redis.NewClient(&redis.Options{Addr: cl.Servers[i].Addr})
+	defer master.Close()
+	waitReplicaAcks(t, master)
+	replica := redis.NewClient(&redis.Options{Addr: cl.Replicas[i].Addr, PoolSize: 1, OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+		return cn.ReadOnly(ctx).Err()
+	}})
+	defer replica.Close()
+
+	s, err := acked.Lock(ctx, "rac:k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := replica.HGet(ctx, hash, "owner").Val(); got == "" || got != master.HGet(ctx, hash, "owner").Val() {
+		t.Fatalf("replica's owner %q right after Lock, want the master's", got)
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Replicas[i].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Replicas[i].Resume()
+	if _, err := acked.Lock(ctx, "rac:k", core.WithWait(time.Second)); !errors.Is(err, core.ErrNotReplicated) {
+		t.Fatalf("Lock with the key's replica stopped = %v, want ErrNotReplicated", err)
+	}
+	p, err := plain.Lock(ctx, "rac:k", core.WithWait(2*time.Second))
+	if err != nil {
+		t.Fatalf("control without acknowledgement: %v", err)
+	}
+	p.Unlock(ctx)
+}

@@ -38,6 +38,9 @@ type Cluster struct {
 	// node; a restarted node keeps its identity and slots (its cluster
 	// config file survives in its Dir) but no data.
 	Servers []*Server
+	// Replicas are the masters' replicas, Replicas[i] of Servers[i], once
+	// AddReplicas has started them.
+	Replicas []*Server
 
 	ranges [][2]int // slot range served by Servers[i]
 	buses  []int    // cluster bus port of Servers[i]
@@ -85,6 +88,52 @@ func StartCluster(tb testing.TB, masters int) *Cluster {
 	}
 	tb.Cleanup(func() { c.Close() })
 	return c
+}
+
+// AddReplicas starts one replica for every master (Replicas[i] replicates
+// Servers[i]), joins them to the cluster and waits, for at most timeout,
+// until every replica's link to its master is up and the masters report
+// it. Cluster clients keep sending to the masters; WAIT on a master counts
+// its replica.
+func (c *Cluster) AddReplicas(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for _, m := range c.Servers {
+		r, bus, err := newClusterNode()
+		if err != nil {
+			return err
+		}
+		c.Replicas = append(c.Replicas, r)
+		mc := nodeClient(m)
+		id, err := mc.Do(ctx, "cluster", "myid").Text()
+		if err == nil {
+			err = mc.Do(ctx, "cluster", "meet", "127.0.0.1", r.Port, bus).Err()
+		}
+		mc.Close()
+		if err != nil {
+			return fmt.Errorf("redistest: cluster replica for %s: %w", m.Addr, err)
+		}
+		rc := nodeClient(r)
+		// The replica must know the master's node ID (gossip) before it
+		// can replicate it.
+		err = poll(ctx, func() error { return rc.Do(ctx, "cluster", "replicate", id).Err() })
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("redistest: cluster replicate %s: %w", m.Addr, err)
+		}
+	}
+	for _, r := range c.Replicas {
+		left := time.Until(deadlineOf(ctx))
+		if err := waitReplica(r, max(left, time.Millisecond)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }
 
 // newClusterNode starts one cluster-enabled server. The bus port is chosen
@@ -250,7 +299,7 @@ func (c *Cluster) Client(tb testing.TB) *redis.ClusterClient {
 // Close stops every node and removes their directories.
 func (c *Cluster) Close() error {
 	var errs []error
-	for _, s := range c.Servers {
+	for _, s := range append(append([]*Server(nil), c.Replicas...), c.Servers...) {
 		errs = append(errs, s.Close())
 	}
 	return errors.Join(errs...)
