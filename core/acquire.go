@@ -24,6 +24,7 @@ type acquisition struct {
 	// (monotonic ns), the moment a hold granted on it is valid from
 	sentAt []int64
 
+	unavail  error         // Redlock: the last attempt had too few nodes answering
 	busySeen bool          // a busy answer was received
 	holder   time.Duration // how long to wait, as the last busy answer said
 	holderAt time.Time     // when it was seen
@@ -39,15 +40,22 @@ func (a *acquisition) busy() error {
 // was in flight: busy, joined with context.DeadlineExceeded when the
 // deadline was ctx's (ctx.Done may not have fired yet).
 func (a *acquisition) expired() error {
-	if a.ctxEnds {
-		return errors.Join(a.busy(), context.DeadlineExceeded)
+	last := a.busy()
+	if a.unavail != nil {
+		last = a.unavail // a Redlock whose last attempt had too few nodes
 	}
-	return a.busy()
+	if a.ctxEnds {
+		return errors.Join(last, context.DeadlineExceeded)
+	}
+	return last
 }
 
 // ended is the error of a call whose ctx ended while no attempt was in
 // flight: the context's error, joined with busy when a busy answer was seen.
 func (a *acquisition) ended(ctx context.Context) error {
+	if a.unavail != nil {
+		return errors.Join(a.unavail, ctxErr(ctx))
+	}
 	if a.busySeen {
 		return errors.Join(a.busy(), ctxErr(ctx))
 	}
@@ -242,10 +250,19 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		err := unavailable("acquire", r.err)
 		if ctx.Err() != nil {
 			err = errors.Join(err, ctxErr(ctx))
+		} else if l.redlock != nil && a.waits && a.cross == nil {
+			// Redlock: too few nodes answered this time; retry within the
+			// budget under a new owner, and tell unavailable only if that
+			// is still so when the budget ends.
+			a.owner = newOwnerID()
+			a.unavail = err
+			a.busySeen, a.holder, a.holderAt = true, jitter(0), time.Now()
+			return nil, nil
 		}
 		return nil, err
 	case r.fence == 0:
 		a.busySeen, a.holder, a.holderAt = true, r.wait, time.Now()
+		a.unavail = nil
 		return nil, nil
 	}
 	if c := a.cross; c != nil && r.fence == c.fence {

@@ -40,9 +40,9 @@ var errSplit = errors.New("granted by fewer nodes than a quorum")
 
 // perNode is the per-node timeout of a call for a lock of ttl: a small
 // fraction of the TTL (redis.io's advice: a few tens of ms for a 10s TTL),
-// at least 20ms, at most 1s.
+// at least 50ms, at most 1s.
 func perNode(ttl time.Duration) time.Duration {
-	return min(max(ttl/100, 20*time.Millisecond), time.Second)
+	return min(max(ttl/100, 50*time.Millisecond), time.Second)
 }
 
 // fanOut runs call on every node in parallel, each bounded by d (and by
@@ -213,7 +213,10 @@ func (r *redlock) renew(ctx context.Context, batch []renewal, part []int) {
 	for _, i := range part {
 		ttl = max(ttl, batch[i].ttl)
 	}
-	d := perNode(ttl)
+	// Nobody waits for a renewal but the lease's validity: give each node a
+	// quarter of the TTL (a hung node then delays the renewal, not the
+	// lease), within the batch's deadline.
+	d := max(perNode(ttl), ttl/4)
 	// Each node fills its own copy; only the copies of the nodes that
 	// answered in time are read (a late one may still be writing its own).
 	per := make([][]renewal, len(r.nodes))
@@ -304,7 +307,7 @@ func ttlOf(ttl any) time.Duration {
 // algorithm): clients are N ≥ 3, N odd, each a plain client or a Sentinel
 // failover client on its own master (not a Cluster client). Every call goes
 // to all of them in parallel, each node bounded by a small fraction of the
-// TTL (1%, 20ms to 1s); a lock is held when a majority granted it within
+// TTL (1%, 50ms to 1s); a lock is held when a majority granted it within
 // its validity (TTL − elapsed − drift), else what the nodes granted is
 // given back and Lock waits, woken by a release on any node, or retries.
 // Renewals need a majority too: a lease whose majority is gone is lost

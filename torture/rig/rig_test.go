@@ -77,6 +77,28 @@ func TestRigCI(t *testing.T) {
 	}
 }
 
+// The CI size of the Redlock topology: workers on core.NewRedlock over 3
+// masters, each master restarted, hung and faulted on the network in turn;
+// one master's fault must break no promise (nothing is excused for it).
+// Probes: every kind was injected, and something was locked and written.
+func TestRigRedlockCI(t *testing.T) {
+	rep := run(t, rig.RunConfig{Workers: 4, Keys: 3, Duration: 20 * time.Second, Seed: 4, Topology: "redlock"})
+	if n := rep.Violations(); n != 0 {
+		t.Errorf("%d violations", n)
+	}
+	if n := len(rep.Deadlocks); n != 0 {
+		t.Errorf("%d deadlocks", n)
+	}
+	for _, kind := range []string{rig.FaultPause, rig.FaultKill, rig.FaultNodeRestart, rig.FaultNodeHang, rig.FaultNodeNet} {
+		if rep.Faults[kind] == 0 {
+			t.Errorf("probe: no %s fault was injected", kind)
+		}
+	}
+	if rep.Acquired == 0 || rep.Accepted == 0 {
+		t.Errorf("probe: nothing was locked or written (%d acquired, %d writes accepted)", rep.Acquired, rep.Accepted)
+	}
+}
+
 // The controls: the checker catches a broken lock and a broken holder.
 func TestRigControls(t *testing.T) {
 	t.Run("naive SET NX + DEL", func(t *testing.T) {
