@@ -108,8 +108,13 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 	case FaultMasterHang:
 		hang(c.st.Master, frac(0.5, 2))
 	case FaultNodeRestart:
+		// Killed, and started empty a TTL later: redis.io's "delayed
+		// restart" for a Redlock master without persistence, so that every
+		// lock it granted has expired before it grants again.
 		n := rng.IntN(len(c.srvs))
 		f.Target = c.srvs[n].Addr
+		c.srvs[n].Stop()
+		time.Sleep(ttl + 100*time.Millisecond)
 		c.srvs[n].Restart()
 	case FaultNodeHang:
 		n := rng.IntN(len(c.srvs))

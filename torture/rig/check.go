@@ -69,6 +69,27 @@ func (r *Report) Violations() int {
 	return len(r.Interleaved) + len(r.WriteAfter) + len(r.Dishonest) + len(r.BusyWhenHung) + len(r.Overlong) + len(r.BadReentry) + len(r.UnlockLies)
 }
 
+// overlapsOfTwoNodes returns the intervals in which two different Redlock
+// masters were faulted at once (hung, restarting, or on a faulted network).
+func overlapsOfTwoNodes(faults []Fault) []interval {
+	var nf []Fault
+	for _, f := range faults {
+		switch f.Kind {
+		case FaultNodeRestart, FaultNodeHang, FaultNodeNet:
+			nf = append(nf, f)
+		}
+	}
+	var out []interval
+	for i, a := range nf {
+		for _, b := range nf[i+1:] {
+			if a.Target != b.Target && a.Start < b.End && b.Start < a.End {
+				out = append(out, interval{max(a.Start, b.Start), min(a.End, b.End)})
+			}
+		}
+	}
+	return out
+}
+
 // FaultTotal is the number of faults injected.
 func (r *Report) FaultTotal() int {
 	n := 0
@@ -286,6 +307,12 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		}
 		unknown[c.Key] = append(unknown[c.Key], interval{c.Start, end + int64(lim.TTL)})
 	}
+	// Redlock: with two of the three masters faulted at once no majority
+	// answers, an outage. (Its "busy" can also come from another owner's
+	// partial grants that it then gives back — a split — which the deadlock
+	// rule does not know of: for Redlock, deadlocks are to be read, not
+	// counted as broken promises.)
+	outage = append(outage, overlapsOfTwoNodes(faults)...)
 	window := int64(lim.TTL + lim.Margin)
 	for _, c := range calls {
 		if c.Op == "reenter" && strings.HasPrefix(c.Res, ResOther) {

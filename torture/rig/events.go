@@ -90,7 +90,7 @@ const (
 	// Redlock topology: faults of one of the masters (a majority stays).
 	// The checker excuses nothing for them: one node down, hung or emptied
 	// must not break any promise.
-	FaultNodeRestart = "node_restart"   // one master restarted empty
+	FaultNodeRestart = "node_restart"   // one master killed, and started empty a TTL later (redis.io's delayed restart)
 	FaultNodeHang    = "node_hang"      // one master SIGSTOPped for 0.3–3 read timeouts
 	FaultNodeNet     = "node_net_fault" // one master's proxy: a reply held, connections cut, or latency
 )
