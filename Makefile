@@ -33,7 +33,7 @@ demo: redis seckill
 proto:
 	@scripts/proto.sh
 
-## torture: the fault-injection rig at full size (DURATION=10m; SEED=, TOPOLOGY=single|sentinel, WORKERS=6, KEYS=3)
+## torture: the fault-injection rig at full size (DURATION=10m; SEED=, TOPOLOGY=single|sentinel|redlock, WORKERS=6, KEYS=3)
 DURATION ?= 10m
 TOPOLOGY ?= single
 WORKERS ?= 6
