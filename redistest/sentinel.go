@@ -192,23 +192,42 @@ func (s *Sentinel) failover(timeout time.Duration, sync bool) error {
 	if err := sc.Failover(ctx, s.MasterName).Err(); err != nil {
 		return fmt.Errorf("redistest: SENTINEL FAILOVER: %w", err)
 	}
+	if err := s.waitPromoted(ctx, s.sentinels[:1]); err != nil {
+		return fmt.Errorf("redistest: failover not done within %v: %w", timeout, err)
+	}
+	return nil
+}
+
+// waitPromoted waits until each of sentinels reports Replica as the master
+// and Replica reports role master, then swaps Master and Replica.
+func (s *Sentinel) waitPromoted(ctx context.Context, sentinels []*Server) error {
 	rc := nodeClient(s.Replica)
 	defer rc.Close()
-	err := poll(ctx, func() error {
-		addr, err := s.masterAddr(ctx, sc)
+	for _, p := range sentinels {
+		sc := sentinelClient(p)
+		err := poll(ctx, func() error {
+			addr, err := s.masterAddr(ctx, sc)
+			if err != nil {
+				return err
+			}
+			if addr != s.Replica.Addr {
+				return fmt.Errorf("sentinel %s reports master %s, want %s", p.Addr, addr, s.Replica.Addr)
+			}
+			return nil
+		})
+		sc.Close()
 		if err != nil {
 			return err
 		}
-		if addr != s.Replica.Addr {
-			return fmt.Errorf("sentinel reports master %s, want %s", addr, s.Replica.Addr)
-		}
+	}
+	err := poll(ctx, func() error {
 		if role := infoField(ctx, rc, "role"); role != "master" {
 			return fmt.Errorf("replica %s has role %q", s.Replica.Addr, role)
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("redistest: failover not done within %v: %w", timeout, err)
+		return err
 	}
 	s.Master, s.Replica = s.Replica, s.Master
 	return nil
@@ -226,35 +245,9 @@ func (s *Sentinel) KillMaster(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	s.Master.Stop()
-	rc := nodeClient(s.Replica)
-	defer rc.Close()
-	for _, p := range s.sentinels {
-		sc := sentinelClient(p)
-		err := poll(ctx, func() error {
-			addr, err := s.masterAddr(ctx, sc)
-			if err != nil {
-				return err
-			}
-			if addr != s.Replica.Addr {
-				return fmt.Errorf("sentinel %s reports master %s, want %s", p.Addr, addr, s.Replica.Addr)
-			}
-			return nil
-		})
-		sc.Close()
-		if err != nil {
-			return fmt.Errorf("redistest: no failover within %v after the master was killed: %w", timeout, err)
-		}
+	if err := s.waitPromoted(ctx, s.sentinels); err != nil {
+		return fmt.Errorf("redistest: no failover within %v after the master was killed: %w", timeout, err)
 	}
-	err := poll(ctx, func() error {
-		if role := infoField(ctx, rc, "role"); role != "master" {
-			return fmt.Errorf("replica %s has role %q", s.Replica.Addr, role)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("redistest: failover not done within %v: %w", timeout, err)
-	}
-	s.Master, s.Replica = s.Replica, s.Master
 	return nil
 }
 
