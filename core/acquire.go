@@ -237,6 +237,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	switch {
 	case err == errLate:
 		err = unavailable("acquire", errNoAnswer)
+		if a.unavail != nil {
+			err = errors.Join(err, a.unavail) // a Redlock's earlier attempts name their nodes
+		}
 		if ctx.Err() != nil {
 			err = errors.Join(err, ctxErr(ctx))
 		}

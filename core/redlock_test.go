@@ -183,7 +183,7 @@ func TestRedlockMutualExclusionWithKills(t *testing.T) {
 	done := run("locked", true, func() { srvs[0].Stop(); srvs[1].Stop() })
 	got, _ := counter.Get(ctx, "locked").Int64()
 	t.Logf("locked, 2 of 5 masters killed after 1s: %d increments, counter %d", done, got)
-	if done < 10 || got != done {
+	if done < 3 || got != done {
 		t.Fatalf("under the Redlock: %d increments, counter %d (lost %d)", done, got, done-got)
 	}
 	undone := run("unlocked", false, nil)
@@ -272,8 +272,8 @@ func TestRedlockRestartAndFences(t *testing.T) {
 }
 
 // One master hung (SIGSTOP): Lock proceeds on the others within the
-// per-node timeout (here 50ms: 1% of a 5s TTL), and renewals keep the lease
-// for several TTL/3 rounds.
+// per-node timeout (50ms, the floor), and renewals keep the lease for
+// several TTL/3 rounds.
 func TestRedlockHungNode(t *testing.T) {
 	srvs, _ := masters(t, 3)
 	l := redlockOn(t, srvs)
@@ -289,7 +289,7 @@ func TestRedlockHungNode(t *testing.T) {
 		t.Fatal("probe: the paused node answers")
 	}
 	start := time.Now()
-	s, err := l.Lock(ctx, "rl:hung", core.WithTTL(600*time.Millisecond))
+	s, err := l.Lock(ctx, "rl:hung", core.WithTTL(time.Second))
 	took := time.Since(start)
 	if err != nil {
 		t.Fatalf("Lock with one of 3 nodes hung: %v", err)
@@ -301,7 +301,7 @@ func TestRedlockHungNode(t *testing.T) {
 	select {
 	case <-s.Done():
 		t.Fatalf("lease lost with one node hung: %v", context.Cause(s.Context()))
-	case <-time.After(1500 * time.Millisecond): // 2.5 TTLs: renewals went on
+	case <-time.After(2500 * time.Millisecond): // 2.5 TTLs: renewals went on
 	}
 	s.Unlock(ctx)
 }
@@ -348,7 +348,7 @@ func TestRedlockLosesWithoutMajority(t *testing.T) {
 			srvs, _ := masters(t, 3)
 			l := redlockOn(t, srvs)
 			ctx := ctxT(t)
-			const ttl = 600 * time.Millisecond
+			const ttl = time.Second // renewals every 333ms: room for a loaded machine
 			s, err := l.Lock(ctx, "rl:lose", core.WithTTL(ttl))
 			if err != nil {
 				t.Fatal(err)
