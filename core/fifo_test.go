@@ -389,12 +389,8 @@ func TestGrantMissedWhileResubscribing(t *testing.T) {
 func TestGrantBeforeJoin(t *testing.T) {
 	srv := redistest.Start(t)
 	holder, direct := newLocker(t, srv)
-	p := redistest.StartProxy(t, srv.Addr)
-	c := redis.NewClient(&redis.Options{Addr: p.Addr})
-	t.Cleanup(func() { c.Close() })
-	l := lockerOn(t, c)
+	p, l := proxiedLocker(t, srv)
 	ctx := ctxT(t)
-	warm(t, l)
 	s, err := holder.Lock(ctx, "early", core.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -497,12 +493,8 @@ func TestTryLockDoesNotJumpTheQueue(t *testing.T) {
 	srv := redistest.Start(t)
 	holder, direct := newLocker(t, srv)
 	other, _ := newLocker(t, srv)
-	p := redistest.StartProxy(t, srv.Addr)
-	c := redis.NewClient(&redis.Options{Addr: p.Addr})
-	t.Cleanup(func() { c.Close() })
-	waiter := lockerOn(t, c)
+	p, waiter := proxiedLocker(t, srv)
 	ctx := ctxT(t)
-	warm(t, waiter)
 	if _, err := holder.Lock(ctx, "nojump", core.WithTTL(400*time.Millisecond), core.WithoutWatchdog()); err != nil {
 		t.Fatal(err)
 	}
@@ -530,4 +522,16 @@ func TestTryLockDoesNotJumpTheQueue(t *testing.T) {
 	}
 	p.Unstall()
 	checkWoken(t, res, "nojump")
+}
+
+// proxiedLocker is a Locker whose client (go-redis defaults) reaches srv
+// through a fault proxy, with its scripts loaded and the server checked.
+func proxiedLocker(t *testing.T, srv *redistest.Server) (*redistest.Proxy, *core.Locker) {
+	t.Helper()
+	p := redistest.StartProxy(t, srv.Addr)
+	c := redis.NewClient(&redis.Options{Addr: p.Addr})
+	t.Cleanup(func() { c.Close() })
+	l := lockerOn(t, c)
+	warm(t, l)
+	return p, l
 }
