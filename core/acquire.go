@@ -304,6 +304,7 @@ func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt in
 		release:  o.releaseTimeout,
 		renewAt:  renewAt,
 		claim:    claim, // granted: claims the whole TTL once, even without the watchdog
+		pattern:  o.pattern,
 		hidx:     -1,
 	}
 	h.count.Store(1)

@@ -29,11 +29,12 @@ type hold struct {
 	validUntil atomic.Int64 // validity end, ns on the Locker's monotonic clock
 
 	// watchdog bookkeeping, guarded by the watchdog's mutex
-	renewAt int64 // next renewal due, monotonic ns
-	pending bool  // a renewal is in flight
-	claim   bool  // handed over by a release: renew once to the TTL even without the watchdog
-	hidx    int   // index in the watchdog heap, -1 when not scheduled
-	hkey    int64 // heap key: next(h) when last placed
+	renewAt int64  // next renewal due, monotonic ns
+	pending bool   // a renewal is in flight
+	claim   bool   // handed over by a release: renew once to the TTL even without the watchdog
+	pattern string // WithPattern of the acquisition, for observations
+	hidx    int    // index in the watchdog heap, -1 when not scheduled
+	hkey    int64  // heap key: next(h) when last placed
 }
 
 // Why a hold ended.
@@ -204,7 +205,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		h.ttl.Store(int64(ttl))
 		h.l.wd.renewed(h, sent, ttl)
 	}
-	h.l.observe(ctx, Event{Kind: EventExtended, Key: h.key, Fence: h.fence, Err: err})
+	h.l.observe(ctx, Event{Kind: EventExtended, Key: h.key, Pattern: h.pattern, Fence: h.fence, Err: err})
 	return err
 }
 
@@ -244,7 +245,7 @@ func (s *Lease) Unlock(ctx context.Context) error {
 	}
 	s.cancel(context.Canceled)
 	if h.count.Add(-1) > 0 {
-		h.l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Reentrant: s.reentrant, Fence: h.fence})
+		h.l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Reentrant: s.reentrant, Fence: h.fence})
 		return s.done(nil)
 	}
 	return s.done(h.releaseInRedis(ctx))
@@ -284,7 +285,7 @@ func (h *hold) releaseInRedis(ctx context.Context) error {
 		h.end.CompareAndSwap(endLive, endNotHeld)
 		err = ErrNotHeld
 	}
-	l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Held: time.Since(h.acquired), Fence: h.fence, Err: err})
+	l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Held: time.Since(h.acquired), Fence: h.fence, Err: err})
 	return err
 }
 

@@ -172,7 +172,7 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 			if errs[i] == nil && r.held {
 				l.hints.observe(time.Since(h.acquired))
 			}
-			l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Held: time.Since(h.acquired), Fence: h.fence, Err: errs[i]})
+			l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Held: time.Since(h.acquired), Fence: h.fence, Err: errs[i]})
 		}()
 	}
 	wg.Wait()
@@ -279,7 +279,7 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 		err = ctxErr(ctx)
 	}
 	if err != nil {
-		l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Err: err})
+		l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Pattern: o.pattern, Err: err})
 		return nil, err
 	}
 	o.box()
@@ -296,7 +296,7 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 	if s := reentry(ctx, key); s != nil {
 		if s.h.l == l {
 			if r := s.h.reenter(ctx); r != nil {
-				l.observe(ctx, Event{Kind: EventAcquired, Key: key, Wait: time.Since(start), Reentrant: true, Fence: r.h.fence})
+				l.observe(ctx, Event{Kind: EventAcquired, Key: key, Pattern: o.pattern, Wait: time.Since(start), Reentrant: true, Fence: r.h.fence})
 				return r, nil
 			}
 			// The hold ended meanwhile: a fresh acquisition.
@@ -309,7 +309,7 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 			c.owner, c.cross = s.h.owner, s.h
 			r, err := c.run(ctx)
 			if r != nil || !errors.Is(err, ErrNotObtained) || !wait || o.wait == 0 {
-				l.observe(ctx, lockEvent(key, start, c.attempts, r, err))
+				l.observe(ctx, lockEvent(key, o.pattern, start, c.attempts, r, err))
 				return r, err
 			}
 			a.attempts = c.attempts
@@ -321,13 +321,13 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 	a.owner = newOwnerID()
 	a.waits = wait && o.wait > 0
 	s, err := a.run(ctx)
-	l.observe(ctx, lockEvent(key, start, a.attempts, s, err))
+	l.observe(ctx, lockEvent(key, o.pattern, start, a.attempts, s, err))
 	return s, err
 }
 
 // lockEvent is the Observer's event of a Lock or TryLock.
-func lockEvent(key string, start time.Time, attempts int, s *Lease, err error) Event {
-	ev := Event{Kind: EventAcquired, Key: key, Wait: time.Since(start), Attempts: attempts}
+func lockEvent(key, pattern string, start time.Time, attempts int, s *Lease, err error) Event {
+	ev := Event{Kind: EventAcquired, Key: key, Pattern: pattern, Wait: time.Since(start), Attempts: attempts}
 	if err != nil {
 		ev.Kind, ev.Err = EventNotObtained, err
 	} else {

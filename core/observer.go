@@ -51,8 +51,12 @@ func (k EventKind) String() string {
 // Event is what an Observer is told. Fields that do not apply are zero.
 type Event struct {
 	Kind EventKind
-	// Key is the lock name as given to Lock.
+	// Key is the lock name as given to Lock. It carries request data: put
+	// Pattern, not Key, in metric attributes and span names.
 	Key string
+	// Pattern is the call's WithPattern (UnnamedPattern without one): the
+	// kind of lock, bounded.
+	Pattern string
 	// Wait is the time spent in Lock/TryLock (acquired, not obtained).
 	Wait time.Duration
 	// Held is how long the lease was held (released, lost).

@@ -53,6 +53,7 @@ type callOptions struct {
 	wait           time.Duration // 0: one attempt
 	watchdog       bool
 	releaseTimeout time.Duration
+	pattern        string // WithPattern: what observations name the lock by
 
 	// ttl and a waiter's queue entry lifetime in ms as strings, the
 	// scripts' arguments, boxed once per option set (box).
@@ -85,6 +86,7 @@ func defaultLockerOptions() lockerOptions {
 			wait:           DefaultWait,
 			watchdog:       true,
 			releaseTimeout: DefaultReleaseTimeout,
+			pattern:        UnnamedPattern,
 		},
 		prefix:      DefaultPrefix,
 		driftFactor: DefaultDriftFactor,
@@ -142,6 +144,31 @@ func WithWait(d time.Duration) LockOption {
 		default:
 			o.wait = d
 		}
+	})
+}
+
+// UnnamedPattern is the pattern of a lock taken without WithPattern.
+const UnnamedPattern = "unnamed"
+
+// MaxPatternLen is the longest pattern WithPattern accepts.
+const MaxPatternLen = 256
+
+// WithPattern names the kind of lock in every Event of the call and of the
+// lease it returns (Event.Pattern), for example "order:{user}:{voucher}":
+// what metrics and traces group by, where the key itself carries user data
+// and is unbounded. The adapters set it from their key template. Default
+// UnnamedPattern. One over MaxPatternLen bytes is cut to that length; an
+// empty pattern is an ErrInvalid error.
+func WithPattern(p string) LockOption {
+	return callOption(func(o *callOptions) {
+		if p == "" {
+			o.fail(invalidf("empty pattern"))
+			return
+		}
+		if len(p) > MaxPatternLen {
+			p = p[:MaxPatternLen]
+		}
+		o.pattern = p
 	})
 }
 

@@ -130,7 +130,7 @@ func (w *watchdog) lose(h *hold, why error) {
 		return
 	}
 	w.remove(h)
-	w.l.observe(context.Background(), Event{Kind: EventLost, Key: h.key, Held: time.Since(h.acquired), Fence: h.fence, Err: why})
+	w.l.observe(context.Background(), Event{Kind: EventLost, Key: h.key, Pattern: h.pattern, Held: time.Since(h.acquired), Fence: h.fence, Err: why})
 }
 
 // endWith ends h for why, cancelling its leases' contexts with cause;
@@ -295,7 +295,7 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 	if w.l.opts.observer != nil {
 		for _, i := range part {
 			if rs[i].err != nil || rs[i].held {
-				w.l.observe(context.Background(), Event{Kind: EventRenewed, Key: batch[i].key, Fence: batch[i].fence, Err: rs[i].err})
+				w.l.observe(context.Background(), Event{Kind: EventRenewed, Key: batch[i].key, Pattern: batch[i].pattern, Fence: batch[i].fence, Err: rs[i].err})
 			}
 		}
 	}

@@ -152,7 +152,12 @@ func findMethod(files *protoregistry.Files, fullMethod string) (protoreflect.Met
 // field is checked, FailOpen or not: a bad rule is a setup error, never a
 // reason to run without the lock.
 func compile(name, origin string, md protoreflect.MethodDescriptor, r Rule, o *options) (*method, error) {
+	// Observations name the method's lock by its key template (the
+	// annotation's or the rule's; Options may name it otherwise).
 	var opts []core.LockOption
+	if r.Key != "" {
+		opts = append(opts, core.WithPattern(r.Key))
+	}
 	opts = append(opts, o.lockOpts...)
 	switch {
 	case r.Wait == core.NoWait:

@@ -97,7 +97,9 @@ func build(cfg Config) (*middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	var opts []core.LockOption
+	// Observations name the route's lock by its template (LockOptions may
+	// name it otherwise), never by the key.
+	opts := []core.LockOption{core.WithPattern(tmpl.String())}
 	add := func(field string, opt core.LockOption) error {
 		if _, err := core.Combine(opt); err != nil {
 			return fmt.Errorf("fiberlock: Config.%s: %w", field, err)

@@ -87,13 +87,13 @@ func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (func(ht
 	if m.o.err != nil {
 		return nil, m.o.err
 	}
-	if len(m.o.lockOpts) > 0 {
-		combined, err := core.Combine(m.o.lockOpts...)
-		if err != nil {
-			return nil, fmt.Errorf("httplock: lock options: %w", err)
-		}
-		m.lockOpts = []core.LockOption{combined}
+	// Observations name the route's lock by its template (WithLockOptions
+	// may name it otherwise), never by the key.
+	combined, err := core.Combine(append([]core.LockOption{core.WithPattern(t.String())}, m.o.lockOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("httplock: lock options: %w", err)
 	}
+	m.lockOpts = []core.LockOption{combined}
 	if m.o.logger == nil {
 		m.o.logger = slog.Default()
 	}
