@@ -88,25 +88,16 @@ func (s *single) acked(ctx context.Context, script *redis.Script, keys []string,
 	if err != nil {
 		return nil, 0, err
 	}
-	var cmd *redis.Cmd
-	var wait *redis.Cmd
-	send := func(sha bool) {
-		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			if sha {
-				cmd = script.EvalSha(ctx, p, keys, args...)
-			} else {
-				cmd = script.Eval(ctx, p, keys, args...)
-			}
-			wait = p.Do(ctx, "wait", s.ackN, s.ackTimeout.Milliseconds())
-			return nil
-		})
-	}
-	send(true)
-	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		send(false)
-	}
+	call := &scriptCall{script: script, keys: keys, args: args}
+	var wait *redis.Cmd // the last pipeline's, which carried the script's run
+	pipeScripts(ctx, c, []*scriptCall{call}, func(p redis.Pipeliner) { wait = s.wait(ctx, p) })
 	n, err := wait.Int64()
-	return cmd, n, err
+	return call.cmd, n, err
+}
+
+// wait queues WAIT ackN ackTimeout on p.
+func (s *single) wait(ctx context.Context, p redis.Pipeliner) *redis.Cmd {
+	return p.Do(ctx, "wait", s.ackN, s.ackTimeout.Milliseconds())
 }
 
 // notReplicated is the error of a grant or renewal acknowledged by got of
@@ -229,8 +220,10 @@ func (s *single) renew(ctx context.Context, batch []renewal, part []int) {
 		}
 	}
 	var pc redis.Cmdable = s.c
-	var wait *redis.Cmd
+	var after func(redis.Pipeliner)
+	var waits []*redis.Cmd // one per pipeline: each covers the scripts it ran
 	if s.ackN > 0 {
+		after = func(p redis.Pipeliner) { waits = append(waits, s.wait(ctx, p)) }
 		c, err := s.node(ctx, batch[part[0]].keys.hash())
 		if err != nil {
 			for _, i := range part {
@@ -240,46 +233,27 @@ func (s *single) renew(ctx context.Context, batch []renewal, part []int) {
 		}
 		pc = c
 	}
-	run := func(useSha bool) []*redis.Cmd {
-		cmds := make([]*redis.Cmd, len(calls))
-		_, _ = pc.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for gi, g := range calls {
-				keys := make([]string, len(g))
-				args := make([]any, 0, 2*len(g))
-				for j, i := range g {
-					keys[j] = batch[i].keys.hash()
-					args = append(args, batch[i].ownerArg, batch[i].ttlArg)
-				}
-				if useSha {
-					cmds[gi] = renewScript.EvalSha(ctx, p, keys, args...)
-				} else {
-					cmds[gi] = renewScript.Eval(ctx, p, keys, args...)
-				}
-			}
-			if s.ackN > 0 {
-				wait = p.Do(ctx, "wait", s.ackN, s.ackTimeout.Milliseconds())
-			}
-			return nil
-		})
-		return cmds
-	}
-	cmds := run(true)
-	for _, c := range cmds {
-		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			cmds = run(false) // the script cache was flushed (restart, failover): send the source once
-			break
+	sc := make([]*scriptCall, len(calls))
+	for gi, g := range calls {
+		keys := make([]string, len(g))
+		args := make([]any, 0, 2*len(g))
+		for j, i := range g {
+			keys[j] = batch[i].keys.hash()
+			args = append(args, batch[i].ownerArg, batch[i].ttlArg)
 		}
+		sc[gi] = &scriptCall{script: renewScript, keys: keys, args: args}
 	}
+	pipeScripts(ctx, pc, sc, after)
 	var ackErr error
-	if wait != nil {
-		if n, err := wait.Int64(); err != nil {
+	for _, w := range waits {
+		if n, err := w.Int64(); err != nil {
 			ackErr = err
-		} else if n < int64(s.ackN) {
+		} else if n < int64(s.ackN) && ackErr == nil {
 			ackErr = s.notReplicated(n)
 		}
 	}
-	for gi, c := range cmds {
-		held, err := c.Int64Slice()
+	for gi, q := range sc {
+		held, err := q.cmd.Int64Slice()
 		if err == nil && len(held) != len(calls[gi]) {
 			err = errors.New("unexpected renew reply")
 		}

@@ -37,11 +37,8 @@ const coalesceSlots = 4
 
 // queuedCall is one script call waiting for a round trip.
 type queuedCall struct {
-	script *redis.Script
-	keys   []string
-	args   []any
-	cmd    *redis.Cmd
-	done   chan struct{} // closed when cmd is answered
+	scriptCall
+	done chan struct{} // closed when cmd is answered
 }
 
 // run sends script (EVALSHA, falling back to EVAL when the server's script
@@ -56,7 +53,7 @@ func (p *coalescer) run(ctx context.Context, script *redis.Script, keys []string
 		p.next(ctx)
 		return cmd
 	}
-	q := &queuedCall{script: script, keys: keys, args: args, done: make(chan struct{})}
+	q := &queuedCall{scriptCall: scriptCall{script: script, keys: keys, args: args}, done: make(chan struct{})}
 	p.queue = append(p.queue, q)
 	p.mu.Unlock()
 	select {
@@ -102,32 +99,14 @@ func (p *coalescer) next(ctx context.Context) {
 	}
 }
 
-// send runs batch as one pipeline (and once more with the scripts' source
-// for the calls the server's script cache did not know), then answers its
+// send runs batch as one pipeline (see pipeScripts), then answers its
 // callers.
 func (p *coalescer) send(ctx context.Context, batch []*queuedCall) {
-	pipeline := func(calls []*queuedCall, sha bool) {
-		_, _ = p.c.Pipelined(ctx, func(pl redis.Pipeliner) error {
-			for _, q := range calls {
-				if sha {
-					q.cmd = q.script.EvalSha(ctx, pl, q.keys, q.args...)
-				} else {
-					q.cmd = q.script.Eval(ctx, pl, q.keys, q.args...)
-				}
-			}
-			return nil
-		})
+	calls := make([]*scriptCall, len(batch))
+	for i, q := range batch {
+		calls[i] = &q.scriptCall
 	}
-	pipeline(batch, true)
-	var missing []*queuedCall
-	for _, q := range batch {
-		if err := q.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			missing = append(missing, q)
-		}
-	}
-	if len(missing) > 0 {
-		pipeline(missing, false)
-	}
+	pipeScripts(ctx, p.c, calls, nil)
 	for _, q := range batch {
 		close(q.done)
 	}

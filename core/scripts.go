@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	_ "embed"
 
 	"github.com/redis/go-redis/v9"
@@ -24,3 +25,43 @@ var (
 	pttlScript    = redis.NewScript(pttlSrc)
 	fenceScript   = redis.NewScript(fenceSrc)
 )
+
+// scriptCall is one script call sent in a pipeline; cmd is its answer.
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+}
+
+// pipeScripts sends calls as one pipeline of EVALSHAs, after's commands (if
+// any) at its end; then the calls the server's script cache lacked
+// (NOSCRIPT: a restart, a failover, SCRIPT FLUSH) once more with their
+// source, again followed by after's commands.
+func pipeScripts(ctx context.Context, c redis.Cmdable, calls []*scriptCall, after func(redis.Pipeliner)) {
+	send := func(calls []*scriptCall, sha bool) {
+		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, q := range calls {
+				if sha {
+					q.cmd = q.script.EvalSha(ctx, p, q.keys, q.args...)
+				} else {
+					q.cmd = q.script.Eval(ctx, p, q.keys, q.args...)
+				}
+			}
+			if after != nil {
+				after(p)
+			}
+			return nil
+		})
+	}
+	send(calls, true)
+	var missing []*scriptCall
+	for _, q := range calls {
+		if err := q.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			missing = append(missing, q)
+		}
+	}
+	if len(missing) > 0 {
+		send(missing, false)
+	}
+}
