@@ -127,19 +127,10 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 		case <-w.wake:
 			if l.redlock != nil {
 				// Every waiter of every Locker hears a Redlock release:
-				// spread their attempts, or they split the nodes.
-				d := jitter(0)
-				if time.Until(a.deadline) <= d {
-					continue
-				}
-				timer.Reset(d)
-				select {
-				case <-ctx.Done():
-					continue
-				case <-l.done:
-					continue
-				case <-timer.C:
-				}
+				// spread their attempts (the holder timer, after a random
+				// delay), or they split the nodes.
+				a.busySeen, a.holder, a.holderAt = true, jitter(0), time.Now()
+				continue
 			}
 		case <-timer.C:
 			if sleep == remaining {
@@ -223,15 +214,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		l.undos.answered() // Redis answers: undos waiting for it go now
 	}
 	if err == nil && r.err == errSplit {
-		// Redlock: some nodes granted, too few for a majority. Give those
-		// back, and go on under a new owner (the old one's done markers
-		// would make its next attempt a no-op), after a random delay so
-		// that owners that split do not split again.
+		// Redlock: some nodes granted, too few for a majority.
 		a.undoOwner(owner)
-		if a.cross == nil {
-			a.owner = newOwnerID()
-		}
-		a.busySeen, a.holder, a.holderAt = true, jitter(0), time.Now()
+		a.again()
 		return nil, nil
 	}
 	switch {
@@ -255,11 +240,10 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 			err = errors.Join(err, ctxErr(ctx))
 		} else if l.redlock != nil && a.waits && a.cross == nil {
 			// Redlock: too few nodes answered this time; retry within the
-			// budget under a new owner, and tell unavailable only if that
-			// is still so when the budget ends.
-			a.owner = newOwnerID()
+			// budget, and tell unavailable only if that is still so when
+			// the budget ends.
+			a.again()
 			a.unavail = err
-			a.busySeen, a.holder, a.holderAt = true, jitter(0), time.Now()
 			return nil, nil
 		}
 		return nil, err
@@ -327,6 +311,18 @@ func (a *acquisition) undoOwner(owner string) {
 	if a.cross == nil {
 		a.l.undo(&a.keys, owner, a.o)
 	}
+}
+
+// again readies a Redlock acquisition whose attempt may have left grants
+// (given back by the caller under the old owner) for another attempt: under
+// a new owner, since the old one's done markers make its attempts no-ops,
+// and after a random delay (the wait loop's holder timer), so that owners
+// that split the nodes do not split them again.
+func (a *acquisition) again() {
+	if a.cross == nil {
+		a.owner = newOwnerID()
+	}
+	a.busySeen, a.holder, a.holderAt = true, jitter(0), time.Now()
 }
 
 // jitter is a random wait in [1ms, 1ms + max(d, 10ms)): after a Redlock

@@ -50,7 +50,7 @@ func perNode(ttl time.Duration) time.Duration {
 // that did not has its error set to a timeout. A late answer is dropped:
 // the scripts are safe to repeat and to undo, and an acquire's undo goes to
 // every node (see attempt).
-func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(context.Context, *single) (T, error)) ([]T, []error) {
+func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *single) (T, error)) ([]T, []error) {
 	res := make([]T, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	type answer struct {
@@ -67,7 +67,7 @@ func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(c
 	}
 	for i, n := range r.nodes {
 		if r.spawn(func() {
-			v, err := call(cctx, n)
+			v, err := call(cctx, i, n)
 			ch <- answer{i, v, err}
 		}) {
 			pending++
@@ -109,7 +109,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 	if e, _ := entry.(string); e != "" {
 		entry = "n" // Redlock waiters do not queue: they are told when the lock is free
 	}
-	res, errs := fanOut(ctx, r, perNode(ttlD), func(cctx context.Context, n *single) (nodeAcquire, error) {
+	res, errs := fanOut(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *single) (nodeAcquire, error) {
 		f, w, err := n.acquire(cctx, k, owner, ttl, entry, seq)
 		return nodeAcquire{f, w}, err
 	})
@@ -141,12 +141,12 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 			return 0, 0, err
 		}
 		return fence, 0, nil
-	case answered-granted >= r.quorum || (answered >= r.quorum && granted < r.quorum && granted > 0):
+	case answered >= r.quorum:
 		// Busy on a quorum, or a split between owners: nobody holds it.
 		if granted > 0 {
-			return 0, max(wait, time.Millisecond), errSplit
+			return 0, 0, errSplit // the caller retries after a random delay
 		}
-		return 0, max(wait, 0), nil
+		return 0, wait, nil
 	}
 	return 0, 0, r.unavailableNodes(errs)
 }
@@ -156,8 +156,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 // this one, is above it. It needs a quorum of nodes to confirm.
 func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, fence int64, ttl time.Duration, got []nodeAcquire, errs []error) error {
 	arg := strconv.FormatInt(fence, 10)
-	res, ferrs := fanOut(ctx, r, perNode(ttl), func(cctx context.Context, n *single) (bool, error) {
-		i := slices.Index(r.nodes, n)
+	res, ferrs := fanOut(ctx, r, perNode(ttl), func(cctx context.Context, i int, n *single) (bool, error) {
 		if errs[i] != nil || got[i].fence == 0 {
 			return false, nil
 		}
@@ -177,7 +176,7 @@ func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, fence int64, ttl
 }
 
 func (r *redlock) release(ctx context.Context, k *lockKeys, owner string) (bool, error) {
-	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, n *single) (bool, error) {
+	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *single) (bool, error) {
 		return n.release(cctx, k, owner)
 	})
 	held, answered := false, 0
@@ -223,8 +222,8 @@ func (r *redlock) renew(ctx context.Context, batch []renewal, part []int) {
 	for ni := range per {
 		per[ni] = slices.Clone(batch)
 	}
-	_, errs := fanOut(ctx, r, d, func(cctx context.Context, n *single) (struct{}, error) {
-		n.renew(cctx, per[slices.Index(r.nodes, n)], part)
+	_, errs := fanOut(ctx, r, d, func(cctx context.Context, i int, n *single) (struct{}, error) {
+		n.renew(cctx, per[i], part)
 		return struct{}{}, nil
 	})
 	for _, i := range part {
@@ -252,7 +251,7 @@ func (r *redlock) renew(ctx context.Context, batch []renewal, part []int) {
 					r.restore(ctx, r.nodes[ni], batch[i])
 				}
 			}
-		case answered-held >= r.quorum || answered >= r.quorum:
+		case answered >= r.quorum: // a majority answered, too few hold it
 			batch[i].held, batch[i].err = false, nil
 		default:
 			batch[i].held, batch[i].err = false, errors.Join(nerrs...)
@@ -271,7 +270,7 @@ func (r *redlock) restore(ctx context.Context, n *single, b renewal) {
 }
 
 func (r *redlock) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
-	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, n *single) (time.Duration, error) {
+	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *single) (time.Duration, error) {
 		return n.pttl(cctx, k, owner)
 	})
 	var ttls []time.Duration
