@@ -15,8 +15,9 @@ import (
 // master or a Sentinel failover client), subscribed to the channels of
 // exactly the locks its callers wait for (subscribed with the first waiter
 // of a lock, unsubscribed after the last). A release that hands the lock to
-// a waiter publishes "g <waiter> <fence> <seq>" on the lock's channel, on the
-// node that holds it; the room passes it to that waiter.
+// a waiter publishes "g <waiter> <fence> <seq> <ms>" on the lock's channel,
+// on the node that holds it; the room passes it to that waiter. "f" (free,
+// no queued waiter to hand it to) wakes every waiter of the lock.
 type waitRoom struct {
 	client redis.UniversalClient
 
@@ -62,9 +63,8 @@ type grant struct {
 
 // shard is the Pub/Sub connection to one node.
 type shard struct {
-	kick  chan struct{}
-	ops   []psOp // (un)subscriptions to send, in order
-	count int    // channels subscribed or to be
+	kick chan struct{}
+	ops  []psOp // (un)subscriptions to send, in order
 }
 
 type psOp struct {
@@ -78,24 +78,15 @@ func newWaitRoom(c redis.UniversalClient) *waitRoom {
 	return r
 }
 
-// join adds a waiter for owner on ch, subscribing to ch if it is the
-// Locker's first waiter for that lock; once the subscription is confirmed,
-// the room checks whether the lock was granted to one of its waiters
-// meanwhile (see check). It returns nil once the room is closed.
-func (r *waitRoom) join(ch, owner string) *waiter {
-	w := newWaiter(ch, owner)
-	if !r.add(w) {
-		return nil
-	}
-	return w
-}
-
 func newWaiter(ch, owner string) *waiter {
 	return &waiter{ch: ch, owner: owner, granted: make(chan grant, 1), handed: make(chan grant, 1), wake: make(chan struct{}, 1)}
 }
 
-// add is join for a waiter made by the caller (a Redlock waiter is in the
-// room of every node); false once the room is closed.
+// add adds w (a Redlock waiter is in the room of every node), subscribing
+// to its lock's channel if it is the Locker's first waiter for that lock;
+// once the subscription is confirmed, the room checks whether the lock was
+// granted to one of its waiters meanwhile (see check). False once the room
+// is closed.
 func (r *waitRoom) add(w *waiter) bool {
 	ch, owner := w.ch, w.owner
 	node := r.nodeOf(ch) // outside the lock: it may ask the cluster for its slots
@@ -115,7 +106,6 @@ func (r *waitRoom) add(w *waiter) bool {
 		}
 		lw = &lockWaiters{shard: sh, waiters: map[string]*waiter{}}
 		r.chans[ch] = lw
-		sh.count++
 		sh.ops = append(sh.ops, psOp{sub: true, ch: ch})
 		signal(sh.kick)
 	}
@@ -138,7 +128,6 @@ func (r *waitRoom) leave(w *waiter) {
 	delete(lw.waiters, w.owner)
 	if len(lw.waiters) == 0 {
 		delete(r.chans, w.ch)
-		lw.shard.count--
 		lw.shard.ops = append(lw.shard.ops, psOp{sub: false, ch: w.ch})
 		signal(lw.shard.kick)
 	}

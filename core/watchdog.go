@@ -62,10 +62,14 @@ func signal(c chan struct{}) {
 	}
 }
 
+// renews reports whether the watchdog renews h: a lease under the
+// watchdog, or a hold handed over by a release that must claim its TTL once.
+func (h *hold) renews() bool { return h.watchdog || h.claim }
+
 // next is the hold's next event on the monotonic clock.
 func next(h *hold) int64 {
 	v := h.validUntil.Load()
-	if (h.watchdog || h.claim) && !h.pending && h.renewAt < v {
+	if h.renews() && !h.pending && h.renewAt < v {
 		return h.renewAt
 	}
 	return v
@@ -160,7 +164,7 @@ func (w *watchdog) schedule() {
 				continue
 			}
 			ttl := time.Duration(h.ttl.Load())
-			if (h.watchdog || h.claim) && !h.pending && h.renewAt-int64(min(ttl/10, 10*time.Millisecond)) <= now {
+			if h.renews() && !h.pending && h.renewAt-int64(min(ttl/10, 10*time.Millisecond)) <= now {
 				h.pending = true
 				w.queue = append(w.queue, h)
 				w.fix(h)
