@@ -19,10 +19,15 @@ func TestEventsCarryThePattern(t *testing.T) {
 	srv := redistest.Start(t)
 	var mu sync.Mutex
 	var evs []core.Event
+	renewed := make(chan struct{})
+	var once sync.Once
 	obs := core.ObserverFunc(func(_ context.Context, e core.Event) {
 		mu.Lock()
 		evs = append(evs, e)
 		mu.Unlock()
+		if e.Kind == core.EventRenewed {
+			once.Do(func() { close(renewed) })
+		}
 	})
 	l, _ := newLocker(t, srv, core.WithObserver(obs))
 	ctx := ctxT(t)
@@ -39,19 +44,7 @@ func TestEventsCarryThePattern(t *testing.T) {
 	if err := s.Extend(ctx, 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	renewed := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, e := range evs {
-			if e.Kind == core.EventRenewed {
-				return true
-			}
-		}
-		return false
-	}
-	for i := 0; i < 100 && !renewed(); i++ { // the watchdog renews every TTL/3
-		time.Sleep(10 * time.Millisecond)
-	}
+	within(t, renewed, 5*time.Second, "a watchdog renewal (every TTL/3)")
 	other, _ := newLocker(t, srv, core.WithObserver(obs))
 	if _, err := other.TryLock(ctx, "order:42:7", core.WithPattern(pattern)); !errors.Is(err, core.ErrNotObtained) {
 		t.Fatalf("TryLock of a held lock: %v", err)
