@@ -122,18 +122,13 @@ func (c *Cluster) AddReplicas(timeout time.Duration) error {
 			return fmt.Errorf("redistest: cluster replicate %s: %w", m.Addr, err)
 		}
 	}
+	deadline, _ := ctx.Deadline()
 	for _, r := range c.Replicas {
-		left := time.Until(deadlineOf(ctx))
-		if err := waitReplica(r, max(left, time.Millisecond)); err != nil {
+		if err := waitReplica(r, max(time.Until(deadline), time.Millisecond)); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func deadlineOf(ctx context.Context) time.Time {
-	d, _ := ctx.Deadline()
-	return d
 }
 
 // newClusterNode starts one cluster-enabled server. The bus port is chosen

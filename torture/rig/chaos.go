@@ -17,10 +17,8 @@ import (
 type chaos struct {
 	cfg     *RunConfig
 	procs   *processes
-	srv     *redistest.Server   // single topology
-	proxy   *redistest.Proxy    // single topology
-	srvs    []*redistest.Server // redlock topology (srv, proxy: the first)
-	proxies []*redistest.Proxy
+	srvs    []*redistest.Server // single topology: one; redlock: the masters
+	proxies []*redistest.Proxy  // in front of srvs[i]
 	st      *redistest.Sentinel // sentinel topology
 	log     *jsonLog
 	mu      sync.Mutex
@@ -86,23 +84,13 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 	case FaultKill:
 		f.Target = c.procs.kill(rng.IntN(c.cfg.Workers))
 	case FaultRestart:
-		c.srv.Restart()
+		c.srvs[0].Restart()
 	case FaultHangShort:
-		hang(c.srv, frac(0.3, 0.8))
+		hang(c.srvs[0], frac(0.3, 0.8))
 	case FaultHangLong:
-		hang(c.srv, frac(1.5, 3))
-	case FaultLateReply:
-		h := c.proxy.HoldReply(redistest.MatchCommand("evalsha"), 2*rt)
-		select {
-		case <-h.Released():
-		case <-time.After(3 * rt):
-		}
-	case FaultCut:
-		c.proxy.Cut()
-	case FaultLatency:
-		c.proxy.SetLatency(time.Duration(20+rng.IntN(60)) * time.Millisecond)
-		time.Sleep(frac(1, 2.5))
-		c.proxy.SetLatency(0)
+		hang(c.srvs[0], frac(1.5, 3))
+	case FaultLateReply, FaultCut, FaultLatency:
+		network(c.proxies[0], kind, rng, rt, frac)
 	case FaultFailover:
 		c.st.Failover(10 * time.Second)
 	case FaultMasterHang:
@@ -122,28 +110,33 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		hang(c.srvs[n], frac(0.3, 3))
 	case FaultNodeNet:
 		n := rng.IntN(len(c.proxies))
-		p := c.proxies[n]
 		f.Target = c.srvs[n].Addr
-		switch rng.IntN(3) {
-		case 0:
-			h := p.HoldReply(redistest.MatchCommand("evalsha"), 2*rt)
-			select {
-			case <-h.Released():
-			case <-time.After(3 * rt):
-			}
-		case 1:
-			p.Cut()
-		default:
-			p.SetLatency(time.Duration(20+rng.IntN(60)) * time.Millisecond)
-			time.Sleep(frac(1, 2.5))
-			p.SetLatency(0)
-		}
+		network(c.proxies[n], []string{FaultLateReply, FaultCut, FaultLatency}[rng.IntN(3)], rng, rt, frac)
 	}
 	f.End = now()
 	c.log.add(f, true)
 	c.mu.Lock()
 	c.counts[kind]++
 	c.mu.Unlock()
+}
+
+// network applies one network fault of kind through p: the next script's
+// reply held two read timeouts (rt), every connection cut, or latency.
+func network(p *redistest.Proxy, kind string, rng *rand.Rand, rt time.Duration, frac func(lo, hi float64) time.Duration) {
+	switch kind {
+	case FaultLateReply:
+		h := p.HoldReply(redistest.MatchCommand("evalsha"), 2*rt)
+		select {
+		case <-h.Released():
+		case <-time.After(3 * rt):
+		}
+	case FaultCut:
+		p.Cut()
+	case FaultLatency:
+		p.SetLatency(time.Duration(20+rng.IntN(60)) * time.Millisecond)
+		time.Sleep(frac(1, 2.5))
+		p.SetLatency(0)
+	}
 }
 
 func hang(s *redistest.Server, d time.Duration) {

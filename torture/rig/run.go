@@ -139,7 +139,6 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 			ch.srvs, ch.proxies = append(ch.srvs, srv), append(ch.proxies, proxy)
 			addrs = append(addrs, proxy.Addr)
 		}
-		ch.srv, ch.proxy = ch.srvs[0], ch.proxies[0]
 		redisArg = strings.Join(addrs, ",")
 	}
 	faultLog, err := createLog(filepath.Join(cfg.Dir, "faults.jsonl"))
