@@ -177,7 +177,7 @@ func (r *Report) contendedTable() string {
 
 func (r *Report) middlewareTable() string {
 	var b strings.Builder
-	b.WriteString("## Middleware (32 HTTP clients)\n\n")
+	fmt.Fprintf(&b, "## Middleware (%d HTTP clients)\n\n", r.Config.HTTPClients)
 	b.WriteString("| framework | route | keys | req/s | × plain | p50 | p99 | status codes | errors |\n|---|---|---|---:|---:|---:|---:|---|---:|\n")
 	for _, j := range r.Middleware {
 		if len(j.runs) == 0 {
