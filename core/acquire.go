@@ -28,6 +28,13 @@ type acquisition struct {
 	busySeen bool          // a busy answer was received
 	holder   time.Duration // how long to wait, as the last busy answer said
 	holderAt time.Time     // when it was seen
+
+	// observations (Event)
+	tag       any    // the caller's holder tag (WithHolderTag), nil without a tag function
+	holderTag string // the last holder tag a busy answer carried
+	waited    bool   // the call waited in the queue
+	offset    time.Duration
+	sampled   bool // offset is an estimate of the server's clock
 }
 
 // busy is the error of a call that last saw the lock busy.
@@ -91,6 +98,8 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 		return nil, ErrClosed
 	}
 	defer l.leave(w)
+	a.waited = true
+	l.observe(ctx, Event{Kind: EventWaiting, Key: a.key, Pattern: a.o.pattern, Attempts: a.attempts, HolderTag: a.holderTag})
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	every := refresh(a.o.ttl)
@@ -182,9 +191,11 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 }
 
 type acquireResult struct {
-	fence int64
-	wait  time.Duration
-	err   error
+	fence  int64
+	wait   time.Duration
+	holder string
+	err    error
+	at     time.Time // when the answer arrived
 }
 
 // attempt sends the acquire script once (for a waiting caller, a refresh of
@@ -201,9 +212,17 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		seq = len(a.sentAt)
 	}
 	owner := a.owner // a Redlock split changes a.owner; a late result is this one's
+	var wall time.Time
+	if l.opts.observer != nil {
+		wall = time.Now()
+	}
 	r, err := bounded(l, ctx, a.deadline, func(cctx context.Context) acquireResult {
-		fence, wait, err := l.be.acquire(cctx, &a.keys, owner, o.ttlArg, entry, seq)
-		return acquireResult{fence, wait, err}
+		fence, wait, holder, err := l.be.acquire(cctx, &a.keys, owner, o.ttlArg, entry, seq, a.tag)
+		r := acquireResult{fence: fence, wait: wait, holder: holder, err: err}
+		if !wall.IsZero() {
+			r.at = time.Now()
+		}
+		return r
 	}, func(r acquireResult) {
 		if r.err == errEnded || a.cross != nil || r.err == nil && r.fence == 0 && !a.waits {
 			return // nothing to undo
@@ -250,7 +269,16 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	case r.fence == 0:
 		a.busySeen, a.holder, a.holderAt = true, r.wait, time.Now()
 		a.unavail = nil
+		if r.holder != "" {
+			a.holderTag = r.holder
+		}
 		return nil, nil
+	}
+	if !wall.IsZero() && a.attempts == 1 && a.cross == nil {
+		// A first attempt's fence is the server's clock when the script
+		// ran (a later one's may be a grant's, issued earlier).
+		a.offset = time.UnixMicro(r.fence).Sub(wall.Add(r.at.Sub(wall) / 2))
+		a.sampled = true
 	}
 	if c := a.cross; c != nil && r.fence == c.fence {
 		// The lock the other Locker holds: re-enter its hold.

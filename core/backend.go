@@ -23,8 +23,11 @@ type backend interface {
 	// lock (also when the lock was handed to it as a waiter), or fence 0
 	// and how long to wait (the holder's remaining TTL, or the time live
 	// waiters ahead may take) when busy. errEnded: owner's hold or wait
-	// already ended (a late copy of a call already undone).
-	acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int) (fence int64, wait time.Duration, err error)
+	// already ended (a late copy of a call already undone). tag is the
+	// caller's holder tag (nil when the Locker has no tag function: then
+	// nothing is stored or answered); a busy answer then carries the
+	// holder's as holder.
+	acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (fence int64, wait time.Duration, holder string, err error)
 	// release gives up owner's hold, handing the lock to the first live
 	// waiter, or owner's place in the queue: held reports whether owner
 	// held the lock (a copy of a release that already happened reports true
@@ -40,6 +43,11 @@ type backend interface {
 	renew(ctx context.Context, batch []renewal, part []int)
 	// pttl returns the lock's remaining TTL if owner holds it, else ErrNotHeld.
 	pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error)
+	// inspect reads the lock's state without changing it (Inspect).
+	inspect(ctx context.Context, k *lockKeys) (lockState, error)
+	// scan calls fn with the keys of lock hashes matching glob, on every
+	// node, until fn returns false (List).
+	scan(ctx context.Context, glob string, fn func(key string) bool) error
 }
 
 // errEnded is acquire's answer to a late copy of a call whose hold was
@@ -116,35 +124,59 @@ func (s *single) run(ctx context.Context, script *redis.Script, keys []string, a
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int) (int64, time.Duration, error) {
+func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (int64, time.Duration, string, error) {
 	keys := k.script(owner)
-	var v int64
-	var err error
+	args := []any{owner, ttl, s.windowArg, entry, seq, tag}
+	if tag == nil {
+		args = args[:5]
+	}
+	var cmd *redis.Cmd
 	var acks int64
 	var ackErr error
 	if s.ackN > 0 {
-		var cmd *redis.Cmd
-		cmd, acks, ackErr = s.acked(ctx, acquireScript, keys[:], owner, ttl, s.windowArg, entry, seq)
+		cmd, acks, ackErr = s.acked(ctx, acquireScript, keys[:], args...)
 		if cmd == nil {
-			return 0, 0, ackErr
+			return 0, 0, "", ackErr
 		}
-		v, err = cmd.Int64()
 	} else {
-		v, err = s.run(ctx, acquireScript, keys[:], owner, ttl, s.windowArg, entry, seq).Int64()
+		cmd = s.run(ctx, acquireScript, keys[:], args...)
 	}
+	v, holder, err := acquireReply(cmd)
 	switch {
 	case err == redis.Nil:
-		return 0, 0, errEnded
+		return 0, 0, "", errEnded
 	case err != nil:
-		return 0, 0, err
+		return 0, 0, "", err
 	case v > 0 && ackErr != nil:
-		return 0, 0, ackErr // held, maybe: the caller undoes it
+		return 0, 0, "", ackErr // held, maybe: the caller undoes it
 	case v > 0 && s.ackN > 0 && acks < int64(s.ackN):
-		return 0, 0, s.notReplicated(acks)
+		return 0, 0, "", s.notReplicated(acks)
 	case v > 0:
-		return v, 0, nil
+		return v, 0, "", nil
 	}
-	return 0, time.Duration(-v) * time.Millisecond, nil
+	return 0, time.Duration(-v) * time.Millisecond, holder, nil
+}
+
+// acquireReply reads the acquire script's answer: a number, or (busy, asked
+// with a tag) the number and the holder's tag.
+func acquireReply(cmd *redis.Cmd) (int64, string, error) {
+	r, err := cmd.Result()
+	if err != nil {
+		return 0, "", err
+	}
+	switch r := r.(type) {
+	case int64:
+		return r, "", nil
+	case []any:
+		if len(r) == 2 {
+			v, ok := r[0].(int64)
+			tag, _ := r[1].(string)
+			if ok {
+				return v, tag, nil
+			}
+		}
+	}
+	return 0, "", fmt.Errorf("unexpected acquire reply %v", r)
 }
 
 func (s *single) release(ctx context.Context, k *lockKeys, owner string) (bool, error) {

@@ -236,7 +236,7 @@ func (s *Lease) Unlock(ctx context.Context) error {
 		if !s.gaveBack.Load() && h.count.Load() == 0 {
 			switch h.end.Load() {
 			case endLive:
-				return s.done(h.releaseInRedis(ctx))
+				return s.done(h.releaseInRedis(ctx, true))
 			case endReleased:
 				return s.done(nil) // the failed release went through after all
 			}
@@ -248,7 +248,7 @@ func (s *Lease) Unlock(ctx context.Context) error {
 		h.l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Reentrant: s.reentrant, Fence: h.fence})
 		return s.done(nil)
 	}
-	return s.done(h.releaseInRedis(ctx))
+	return s.done(h.releaseInRedis(ctx, false))
 }
 
 // done records that Unlock gave this lease back (err nil) and returns err.
@@ -259,8 +259,9 @@ func (s *Lease) done(err error) error {
 	return err
 }
 
-// releaseInRedis sends the release of the whole hold once.
-func (h *hold) releaseInRedis(ctx context.Context) error {
+// releaseInRedis sends the release of the whole hold once (retry: again,
+// after a release that failed).
+func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 	switch h.end.Load() {
 	case endLost:
 		return errLostNotHeld
@@ -285,7 +286,7 @@ func (h *hold) releaseInRedis(ctx context.Context) error {
 		h.end.CompareAndSwap(endLive, endNotHeld)
 		err = ErrNotHeld
 	}
-	l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Held: time.Since(h.acquired), Fence: h.fence, Err: err})
+	l.released(ctx, h, retry, err)
 	return err
 }
 

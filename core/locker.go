@@ -126,7 +126,9 @@ func isNil(c redis.UniversalClient) bool {
 // the client given to New.
 func (l *Locker) Close() error {
 	for _, h := range l.stop() {
-		h.endWith(endClosed, ErrClosed)
+		if h.endWith(endClosed, ErrClosed) {
+			l.lost(h, ErrClosed)
+		}
 	}
 	l.stopBackground()
 	return nil
@@ -172,7 +174,7 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 			if errs[i] == nil && r.held {
 				l.hints.observe(time.Since(h.acquired))
 			}
-			l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Held: time.Since(h.acquired), Fence: h.fence, Err: errs[i]})
+			l.released(ctx, h, false, errs[i])
 		}()
 	}
 	wg.Wait()
@@ -285,6 +287,9 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 	o.box()
 
 	a := &acquisition{l: l, key: key, o: &o}
+	if l.opts.tag != nil {
+		a.tag = holderTag(l.opts.tag(ctx))
+	}
 	if d, ok := ctx.Deadline(); ok {
 		a.deadline, a.ctxEnds = d, true
 	}
@@ -309,10 +314,10 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 			c.owner, c.cross = s.h.owner, s.h
 			r, err := c.run(ctx)
 			if r != nil || !errors.Is(err, ErrNotObtained) || !wait || o.wait == 0 {
-				l.observe(ctx, lockEvent(key, o.pattern, start, c.attempts, r, err))
+				l.observe(ctx, c.event(start, r, err))
 				return r, err
 			}
-			a.attempts = c.attempts
+			a.attempts, a.holderTag = c.attempts, c.holderTag
 		}
 	}
 	if a.keys.hash() == "" {
@@ -321,13 +326,14 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 	a.owner = newOwnerID()
 	a.waits = wait && o.wait > 0
 	s, err := a.run(ctx)
-	l.observe(ctx, lockEvent(key, o.pattern, start, a.attempts, s, err))
+	l.observe(ctx, a.event(start, s, err))
 	return s, err
 }
 
-// lockEvent is the Observer's event of a Lock or TryLock.
-func lockEvent(key, pattern string, start time.Time, attempts int, s *Lease, err error) Event {
-	ev := Event{Kind: EventAcquired, Key: key, Pattern: pattern, Wait: time.Since(start), Attempts: attempts}
+// event is the Observer's event of a Lock or TryLock that went to Redis.
+func (a *acquisition) event(start time.Time, s *Lease, err error) Event {
+	ev := Event{Kind: EventAcquired, Key: a.key, Pattern: a.o.pattern, Wait: time.Since(start), Attempts: a.attempts,
+		Waited: a.waited, HolderTag: a.holderTag, ClockOffset: a.offset, ClockSampled: a.sampled}
 	if err != nil {
 		ev.Kind, ev.Err = EventNotObtained, err
 	} else {
@@ -347,6 +353,28 @@ func (l *Locker) drift(ttl time.Duration) time.Duration {
 func (l *Locker) observe(ctx context.Context, e Event) {
 	if l.opts.observer != nil {
 		l.opts.observer.Observe(ctx, e)
+	}
+}
+
+// lost tells the Observer and the log that h's lease ended without a
+// release (why: see Event.Err).
+func (l *Locker) lost(h *hold, why error) {
+	held := time.Since(h.acquired)
+	l.observe(context.Background(), Event{Kind: EventLost, Key: h.key, Pattern: h.pattern, Held: held, Fence: h.fence, Err: why})
+	if why != ErrClosed {
+		l.logger().Warn("lockgate: lock lost", slog.String("pattern", h.pattern), slog.Int64("fence", h.fence),
+			slog.Duration("held", held), slog.Any("reason", why))
+	}
+}
+
+// released tells the Observer (and, when it failed, the log) that the
+// release of h was answered (or not).
+func (l *Locker) released(ctx context.Context, h *hold, retry bool, err error) {
+	held := time.Since(h.acquired)
+	l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Held: held, Fence: h.fence, Retry: retry, Err: err})
+	if err != nil && !errors.Is(err, ErrNotHeld) {
+		l.logger().Warn("lockgate: release failed; the lock expires after its TTL unless released again",
+			slog.String("pattern", h.pattern), slog.Int64("fence", h.fence), slog.Any("error", err))
 	}
 }
 

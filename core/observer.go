@@ -26,6 +26,10 @@ const (
 	// EventWarning: the Redis server is configured in a way that endangers
 	// locks (an eviction policy other than noeviction); Err says how.
 	EventWarning
+	// EventWaiting: a Lock found the lock busy and now waits for it in the
+	// lock's queue. Its EventAcquired or EventNotObtained follows, with
+	// Waited set.
+	EventWaiting
 )
 
 func (k EventKind) String() string {
@@ -44,6 +48,8 @@ func (k EventKind) String() string {
 		return "extended"
 	case EventWarning:
 		return "warning"
+	case EventWaiting:
+		return "waiting"
 	}
 	return "unknown"
 }
@@ -69,8 +75,29 @@ type Event struct {
 	Reentrant bool
 	// Fence is the lease's fencing token (acquired, released, lost).
 	Fence int64
-	// Err is the failure, if any.
+	// Err is the failure, if any. For EventLost: ErrNotHeld when a renewal
+	// or Extend found the lock gone or another owner's, ErrLockLost when
+	// renewals failed until the lease's validity ended, ErrClosed when
+	// Close ended the lease (its lock expires after its TTL).
 	Err error
+	// Waited is true (acquired, not obtained) when the call waited in the
+	// lock's queue: an EventWaiting preceded it.
+	Waited bool
+	// Retry is true (released) for an Unlock that retries a release that
+	// failed: the hold was already given up once.
+	Retry bool
+	// HolderTag is the tag (WithHolderTag) the holder stored with the lock,
+	// as the last busy answer carried it (waiting, acquired after a wait,
+	// not obtained); empty when the holder stored none or no tag function
+	// is set on this Locker.
+	HolderTag string
+	// ClockOffset is the Redis server's clock minus the local clock, as
+	// estimated from the server time the acquire script read and the
+	// round trip's midpoint (error at most half the round trip). Valid
+	// when ClockSampled: a fresh acquisition (for a Redlock, of the node
+	// whose clock was ahead).
+	ClockOffset  time.Duration
+	ClockSampled bool
 }
 
 // Observer is told of lock events. Observe is called synchronously on the

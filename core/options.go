@@ -1,7 +1,9 @@
 package core
 
 import (
+	"context"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -70,6 +72,7 @@ type lockerOptions struct {
 	call        callOptions
 	prefix      string
 	observer    Observer
+	tag         func(context.Context) string
 	logger      *slog.Logger
 	driftFactor float64
 	fenceWindow time.Duration
@@ -150,6 +153,10 @@ func WithWait(d time.Duration) LockOption {
 // UnnamedPattern is the pattern of a lock taken without WithPattern.
 const UnnamedPattern = "unnamed"
 
+// MaxHolderTagLen is the longest tag WithHolderTag's function may return
+// for it to be stored (a W3C traceparent is 55 bytes).
+const MaxHolderTagLen = 128
+
 // MaxPatternLen is the longest pattern WithPattern accepts.
 const MaxPatternLen = 256
 
@@ -227,9 +234,24 @@ func WithObserver(obs Observer) Option {
 	return lockerOption(func(o *lockerOptions) { o.observer = obs })
 }
 
+// WithHolderTag sets a function whose answer for the Lock call's context
+// is stored with each lock this Locker takes (a field of the lock's hash;
+// the lock's queue entry while waiting) and handed to callers that find
+// the lock busy (Event.HolderTag), and shown by Inspect. The otel module's
+// tag is the W3C traceparent of the caller's span, so that a waiter's span
+// links to the span of the request it waited for. A tag longer than
+// MaxHolderTagLen or containing '|' is not stored. Default none: nothing
+// extra is stored or sent.
+func WithHolderTag(fn func(ctx context.Context) string) Option {
+	return lockerOption(func(o *lockerOptions) { o.tag = fn })
+}
+
 // WithLogger sets where the Locker reports what it cannot return to a
-// caller: a server configuration that endangers locks (an eviction policy
-// other than noeviction), background releases that failed. Default
+// caller, and what operators must see even when callers ignore errors: a
+// server configuration that endangers locks (an eviction policy other than
+// noeviction), background releases that failed, locks lost (Warn) and
+// releases that failed (Warn). Lines carry the lock's pattern and fence,
+// never its key or owner id. Default
 // slog.Default() at the time of the report.
 func WithLogger(l *slog.Logger) Option {
 	return lockerOption(func(o *lockerOptions) { o.logger = l })
@@ -331,4 +353,13 @@ func (o *callOptions) box() {
 	if o.ttlArg == nil || o.ttlBoxed != o.ttl {
 		o.ttlArg, o.entryArg, o.ttlBoxed = ms(o.ttl), ms(entryTTL(o.ttl)), o.ttl
 	}
+}
+
+// holderTag is a tag function's answer as the acquire script's argument:
+// "" (store none) when it is too long or holds the entry separator.
+func holderTag(t string) any {
+	if len(t) > MaxHolderTagLen || strings.IndexByte(t, '|') >= 0 {
+		return ""
+	}
+	return t
 }

@@ -100,22 +100,24 @@ func (r *redlock) unavailableNodes(errs []error) error {
 }
 
 type nodeAcquire struct {
-	fence int64
-	wait  time.Duration
+	fence  int64
+	wait   time.Duration
+	holder string
 }
 
-func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int) (int64, time.Duration, error) {
+func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (int64, time.Duration, string, error) {
 	ttlD := ttlOf(ttl)
 	if e, _ := entry.(string); e != "" {
 		entry = "n" // Redlock waiters do not queue: they are told when the lock is free
 	}
 	res, errs := fanOut(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *single) (nodeAcquire, error) {
-		f, w, err := n.acquire(cctx, k, owner, ttl, entry, seq)
-		return nodeAcquire{f, w}, err
+		f, w, h, err := n.acquire(cctx, k, owner, ttl, entry, seq, tag)
+		return nodeAcquire{f, w, h}, err
 	})
 	granted, answered, ended := 0, 0, 0
 	var fence int64
 	var wait time.Duration
+	var holder string
 	for i := range res {
 		switch {
 		case errs[i] == errEnded:
@@ -131,24 +133,27 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 			if wait == 0 || res[i].wait < wait {
 				wait = res[i].wait
 			}
+			if holder == "" {
+				holder = res[i].holder
+			}
 		}
 	}
 	switch {
 	case ended > 0:
-		return 0, 0, errEnded
+		return 0, 0, "", errEnded
 	case granted >= r.quorum:
 		if err := r.raiseFences(ctx, k, fence, ttlD, res, errs); err != nil {
-			return 0, 0, err
+			return 0, 0, "", err
 		}
-		return fence, 0, nil
+		return fence, 0, "", nil
 	case answered >= r.quorum:
 		// Busy on a quorum, or a split between owners: nobody holds it.
 		if granted > 0 {
-			return 0, 0, errSplit // the caller retries after a random delay
+			return 0, 0, "", errSplit // the caller retries after a random delay
 		}
-		return 0, wait, nil
+		return 0, wait, holder, nil
 	}
-	return 0, 0, r.unavailableNodes(errs)
+	return 0, 0, "", r.unavailableNodes(errs)
 }
 
 // raiseFences makes fence the floor of every granting node's fence key, so
@@ -266,7 +271,7 @@ func (r *redlock) restore(ctx context.Context, n *single, b renewal) {
 	if owner == "" {
 		return
 	}
-	_, _, _ = n.acquire(ctx, b.keys, owner, b.ttlArg, noEntry, 0)
+	_, _, _, _ = n.acquire(ctx, b.keys, owner, b.ttlArg, noEntry, 0, nil)
 }
 
 func (r *redlock) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
@@ -361,4 +366,60 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	l.be = r
 	l.redlock = r
 	return l, nil
+}
+
+// inspect: the lock is held when a quorum of nodes names one owner; the
+// remaining TTL is what that quorum still holds, the fence the highest of
+// them, the age the youngest grant among them, the waiters the most any
+// node counts.
+func (r *redlock) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
+	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *single) (lockState, error) {
+		return n.inspect(cctx, k)
+	})
+	byOwner := map[string][]lockState{}
+	answered := 0
+	var out lockState
+	for i := range res {
+		if errs[i] != nil {
+			continue
+		}
+		answered++
+		out.Waiters = max(out.Waiters, res[i].Waiters)
+		if res[i].owner != "" {
+			byOwner[res[i].owner] = append(byOwner[res[i].owner], res[i])
+		}
+	}
+	if answered < r.quorum {
+		return lockState{}, r.unavailableNodes(errs)
+	}
+	for owner, sts := range byOwner {
+		if len(sts) < r.quorum {
+			continue
+		}
+		slices.SortFunc(sts, func(a, b lockState) int { return int(b.TTL - a.TTL) })
+		q := sts[r.quorum-1]
+		out.owner, out.Held, out.Holds, out.TTL, out.Age = owner, true, 1, q.TTL, q.Age
+		for _, st := range sts {
+			out.Fence = max(out.Fence, st.Fence)
+			out.Age = min(out.Age, st.Age)
+			if out.HolderTag == "" {
+				out.HolderTag = st.HolderTag
+			}
+		}
+	}
+	return out, nil
+}
+
+// scan: the union of every node's keys; a node that fails fails the scan.
+func (r *redlock) scan(ctx context.Context, glob string, fn func(string) bool) error {
+	for _, n := range r.nodes {
+		more := true
+		if err := n.scan(ctx, glob, func(key string) bool { more = fn(key); return more }); err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
+	return nil
 }

@@ -18,12 +18,15 @@ var (
 	pttlSrc string
 	//go:embed scripts/fence.lua
 	fenceSrc string
+	//go:embed scripts/inspect.lua
+	inspectSrc string
 
 	acquireScript = redis.NewScript(acquireSrc)
 	releaseScript = redis.NewScript(releaseSrc)
 	renewScript   = redis.NewScript(renewSrc)
 	pttlScript    = redis.NewScript(pttlSrc)
 	fenceScript   = redis.NewScript(fenceSrc)
+	inspectScript = redis.NewScript(inspectSrc)
 )
 
 // scriptCall is one script call sent in a pipeline; cmd is its answer.

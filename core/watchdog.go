@@ -134,7 +134,7 @@ func (w *watchdog) lose(h *hold, why error) {
 		return
 	}
 	w.remove(h)
-	w.l.observe(context.Background(), Event{Kind: EventLost, Key: h.key, Pattern: h.pattern, Held: time.Since(h.acquired), Fence: h.fence, Err: why})
+	w.l.lost(h, why)
 }
 
 // endWith ends h for why, cancelling its leases' contexts with cause;

@@ -14,10 +14,14 @@
 -- ARGV[4] how long a waiter's entry lives, ms ("" for a single attempt: never
 --         queue; "n" for a waiter that does not queue but is to be told when
 --         the lock is free, as Redlock's are), ARGV[5] the waiter's refresh number
+-- ARGV[6] (only when the Locker has a tag function) the caller's holder tag
+--         ("" for none): stored with the hold (field t) and the queue entry
+--         ("<expiry ms>|<seq>|<tag>"), and a busy answer carries the holder's.
 -- Returns F (> 0) when ARGV[1] holds the lock (taken now, taken by an earlier
 -- copy, or granted to it as a waiter by the last release: then claimed for the
--- whole TTL), -(ms to wait) (<= 0) when busy or when live waiters are ahead,
--- or nil when this owner's hold or wait has already ended.
+-- whole TTL), -(ms to wait) (<= 0) when busy or when live waiters are ahead
+-- (busy with ARGV[6] given: {-(ms to wait), holder's tag or ""}), or nil when
+-- this owner's hold or wait has already ended.
 local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'w')
 if v[1] == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2], 'GT')
@@ -37,7 +41,9 @@ local ms = now[1] * 1000 + math.floor(now[2] / 1000)
 local function join()
   if ARGV[4] ~= '' and ARGV[4] ~= 'n' then
     redis.call('ZADD', KEYS[4], 'NX', now[1] * 1000000 + now[2], ARGV[1])
-    redis.call('HSET', KEYS[5], ARGV[1], (ms + tonumber(ARGV[4])) .. '|' .. ARGV[5])
+    local e = (ms + tonumber(ARGV[4])) .. '|' .. ARGV[5]
+    if ARGV[6] and ARGV[6] ~= '' then e = e .. '|' .. ARGV[6] end
+    redis.call('HSET', KEYS[5], ARGV[1], e)
     redis.call('PEXPIRE', KEYS[4], 2 * tonumber(ARGV[4]) + tonumber(ARGV[2]))
     redis.call('PEXPIRE', KEYS[5], 2 * tonumber(ARGV[4]) + tonumber(ARGV[2]))
   end
@@ -50,6 +56,9 @@ if v[1] then
   end
   local t = redis.call('PTTL', KEYS[1])
   if t < 0 then t = 0 end
+  if ARGV[6] then
+    return {-t, redis.call('HGET', KEYS[1], 't') or ''}
+  end
   return -t
 end
 -- Free. First come, first served: a live waiter that arrived earlier goes
@@ -101,6 +110,9 @@ if queued then
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'fence', f, 'w', '1')
 else
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'fence', f)
+end
+if ARGV[6] and ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[1], 't', ARGV[6])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return f

@@ -4,7 +4,8 @@
 -- call: its hold (owner, a new fence), living until its queue entry would
 -- have expired, which it then claims for its whole TTL; and it is told on the
 -- lock's channel (KEYS[1]: SPUBLISH "g <waiter> <fence> <seq> <ms>", ms the
--- hold's first lifetime, which the other waiters note as the holder's TTL).
+-- hold's first lifetime, which the other waiters note as the holder's TTL;
+-- the waiter's tag, if its entry has one, becomes the hold's field t).
 -- Nothing is published when no one waits; when only waiters that do not
 -- queue wait (Redlock's), "f" tells them the lock is free. Safe to run twice: the release leaves a done
 -- marker for the owner (KEYS[3], for ARGV[3] ms: longer than the client can
@@ -38,8 +39,8 @@ for batch = 1, 4 do
   if #ws == 0 then break end
   local es = redis.call('HMGET', KEYS[5], unpack(ws))
   for i, w in ipairs(ws) do
-    local exp, seq
-    if es[i] then exp, seq = string.match(es[i], '^(%d+)|(%d+)$') end
+    local exp, seq, tag
+    if es[i] then exp, seq, tag = string.match(es[i], '^(%d+)|(%d+)|?(.*)$') end
     if exp and tonumber(exp) > ms then
       redis.call('ZREM', KEYS[4], unpack(ws, 1, i))
       redis.call('HDEL', KEYS[5], unpack(ws, 1, i))
@@ -52,6 +53,7 @@ for batch = 1, 4 do
       else
         redis.call('HSET', KEYS[1], 'owner', w, 'fence', f)
       end
+      if tag ~= '' then redis.call('HSET', KEYS[1], 't', tag) end
       redis.call('PEXPIREAT', KEYS[1], exp)
       redis.call('SPUBLISH', KEYS[1], 'g ' .. w .. ' ' .. string.format('%.0f', f) .. ' ' .. seq .. ' ' .. (tonumber(exp) - ms))
       return 0

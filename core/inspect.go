@@ -1,0 +1,250 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// LockInfo is what Redis knows of one lock (Inspect).
+type LockInfo struct {
+	// Key is the lock name as given to Lock.
+	Key string
+	// Held is true while an owner holds the lock.
+	Held bool
+	// Holds is 1 while the lock is held, else 0: re-entries are counted by
+	// the holder's process (its lease chain), not in Redis.
+	Holds int
+	// TTL is the lock's remaining time to live in Redis (zero when free);
+	// the holder's watchdog renews it every TTL/3.
+	TTL time.Duration
+	// Fence is the holder's fencing token (zero when free).
+	Fence int64
+	// Age is how long ago the holder was granted the lock, by the server's
+	// clock (the fence is the server time of the grant in µs, unless it
+	// had to be raised above an earlier one).
+	Age time.Duration
+	// Waiters counts the callers queued for the lock whose queue entry is
+	// live (Lock calls waiting in a Redlock are not queued, so not counted).
+	Waiters int
+	// HolderTag is what the holder's WithHolderTag function stored (the
+	// otel module's: the holder's W3C traceparent, which names its trace
+	// id); empty when none.
+	HolderTag string
+}
+
+// lockState is a backend's view of one lock: LockInfo and the owner id,
+// which only ForceRelease uses and nothing shows.
+type lockState struct {
+	LockInfo
+	owner string
+}
+
+// Inspect returns what Redis knows of the lock named key without taking
+// it or changing anything (one read-only script). For a Redlock, the lock
+// is held when a quorum of nodes names the same owner; TTL, fence, age and
+// waiters are then the lowest and highest of those nodes as fits
+// (remaining TTL: the quorum's; fence: the highest).
+//
+// Errors: ErrInvalid for a bad key; an ErrUnavailable error when Redis does
+// not answer within ctx or fails; ErrClosed after Close.
+func (l *Locker) Inspect(ctx context.Context, key string) (LockInfo, error) {
+	st, err := l.inspect(ctx, key)
+	return st.LockInfo, err
+}
+
+func (l *Locker) inspect(ctx context.Context, key string) (lockState, error) {
+	if err := validateKey(key); err != nil {
+		return lockState{}, err
+	}
+	if l.closed.Load() {
+		return lockState{}, ErrClosed
+	}
+	k := l.keysFor(key)
+	st, err := l.be.inspect(ctx, &k)
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			return lockState{}, err
+		}
+		return lockState{}, unavailable("inspect", err)
+	}
+	st.Key = key
+	return st, nil
+}
+
+// ForceRelease removes the lock named key whoever holds it, and returns
+// what it removed (Held false: it was free, nothing was done). It is the
+// operator's last resort for a lock whose holder is known to be gone and
+// whose TTL is too long to wait for — a live holder loses the lock at its
+// next renewal (its lease's context is cancelled with ErrLockLost), but
+// until then it believes it holds it, so two owners may act at once:
+// fence the protected resource (see "Fencing" in the package doc). The
+// release is the holder's own (the lock goes to the first live waiter); it
+// removes exactly the hold it inspected: if the lock changed hands in
+// between, nothing is removed and the error says so (ErrNotHeld).
+//
+// Errors: as Inspect; ErrNotHeld when the lock changed hands meanwhile.
+func (l *Locker) ForceRelease(ctx context.Context, key string) (LockInfo, error) {
+	st, err := l.inspect(ctx, key)
+	if err != nil || !st.Held {
+		return st.LockInfo, err
+	}
+	k := l.keysFor(key)
+	held, err := l.be.release(ctx, &k, st.owner)
+	switch {
+	case err != nil:
+		return st.LockInfo, unavailable("release", err)
+	case !held:
+		return st.LockInfo, fmt.Errorf("%w: the lock changed hands since it was inspected; nothing was removed", ErrNotHeld)
+	}
+	return st.LockInfo, nil
+}
+
+// DefaultListLimit is List's limit when it is given one of 0 or less.
+const DefaultListLimit = 100
+
+// List returns the names of locks that exist now (held, or granted to a
+// waiter) whose name matches match (Redis glob syntax: * ? [..] \; empty
+// matches all), at most limit of them (DefaultListLimit for limit <= 0),
+// in no particular order. It SCANs the keys under the Locker's prefix, on
+// every master of a Cluster and of a Redlock, so it costs time in the
+// number of keys on the server, not the number of locks: an operator's
+// tool, not something to call per request.
+//
+// Errors: an ErrUnavailable error when a node does not answer within ctx
+// or fails; ErrClosed after Close.
+func (l *Locker) List(ctx context.Context, match string, limit int) ([]string, error) {
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	if match == "" {
+		match = "*"
+	}
+	if strings.ContainsAny(match, "%}") {
+		match = braceEscaper.Replace(match)
+	}
+	glob := globEscape(l.opts.prefix) + "{" + match + "}"
+	seen := map[string]bool{}
+	var names []string
+	err := l.be.scan(ctx, glob, func(key string) bool {
+		name, ok := l.nameOf(key)
+		if ok && !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+		return len(names) < limit
+	})
+	if err != nil {
+		return names, unavailable("list", err)
+	}
+	return names, nil
+}
+
+// nameOf is keysFor's inverse for a lock hash's key.
+func (l *Locker) nameOf(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, l.opts.prefix+"{")
+	if !ok || !strings.HasSuffix(rest, "}") || strings.Contains(rest[:len(rest)-1], "}") {
+		return "", false
+	}
+	name := rest[:len(rest)-1]
+	if strings.Contains(name, "%") {
+		name = strings.NewReplacer("%7D", "}", "%25", "%").Replace(name)
+	}
+	return name, true
+}
+
+// globEscape quotes the glob characters of s for SCAN MATCH.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// inspectReply reads the inspect script's answer.
+func inspectReply(cmd *redis.Cmd) (lockState, error) {
+	r, err := cmd.Slice()
+	if err != nil {
+		return lockState{}, err
+	}
+	if len(r) != 7 {
+		return lockState{}, fmt.Errorf("unexpected inspect reply %v", r)
+	}
+	owner, _ := r[0].(string)
+	fence, _ := r[1].(int64)
+	pttl, _ := r[2].(int64)
+	sec, _ := r[3].(int64)
+	usec, _ := r[4].(int64)
+	waiters, _ := r[5].(int64)
+	tag, _ := r[6].(string)
+	st := lockState{owner: owner, LockInfo: LockInfo{Waiters: int(waiters)}}
+	if owner != "" {
+		st.Held, st.Holds, st.Fence, st.HolderTag = true, 1, fence, tag
+		st.TTL = time.Duration(max(pttl, 0)) * time.Millisecond
+		st.Age = max(time.Unix(sec, usec*1000).Sub(time.UnixMicro(fence)), 0)
+	}
+	return st, nil
+}
+
+func (s *single) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
+	return inspectReply(inspectScript.Run(ctx, s.c, []string{k.names[0], k.names[3]}))
+}
+
+// scan calls fn with each key matching glob that is a hash, on every
+// master, until fn returns false.
+func (s *single) scan(ctx context.Context, glob string, fn func(string) bool) error {
+	stop := errors.New("enough")
+	one := func(ctx context.Context, c redis.Cmdable, fn func(string) bool) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.ScanType(ctx, cursor, glob, 1000, "hash").Result()
+			if err != nil {
+				return err
+			}
+			for _, key := range keys {
+				if !fn(key) {
+					return stop
+				}
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	}
+	var err error
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		// The masters are scanned in parallel: one fn call at a time, and
+		// none after one said enough.
+		var mu sync.Mutex
+		done := false
+		locked := func(key string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if !done && !fn(key) {
+				done = true
+			}
+			return !done
+		}
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return one(ctx, c, locked)
+		})
+	} else {
+		err = one(ctx, s.c, fn)
+	}
+	if err == stop {
+		return nil
+	}
+	return err
+}

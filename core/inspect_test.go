@@ -1,0 +1,201 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// waitersReach waits (bounded) until Inspect counts n waiters of key: the
+// queue entry is written by the waiter's first attempt, which sends no
+// signal this side can wait on.
+func waitersReach(t *testing.T, l *core.Locker, key string, n int) core.LockInfo {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		info, err := l.Inspect(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Waiters == n || time.Now().After(deadline) {
+			return info
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Inspect reads a held lock without taking it: held, its fence, TTL, age
+// and live waiters; a free lock reads free; nothing is changed (the holder
+// keeps its hold, the waiter still waits). Checked on one server, a Cluster
+// and a Redlock of three.
+func TestInspect(t *testing.T) {
+	srv := redistest.Start(t)
+	cl := redistest.StartCluster(t, 3)
+	srvs, _ := masters(t, 3)
+	for _, tc := range []struct {
+		name string
+		l    func() *core.Locker
+	}{
+		{"single", func() *core.Locker { l, _ := newLocker(t, srv); return l }},
+		{"cluster", func() *core.Locker { return lockerOn(t, cl.Client(t)) }},
+		{"redlock", func() *core.Locker { return redlockOn(t, srvs) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, other := tc.l(), tc.l()
+			ctx := ctxT(t)
+			if info, err := l.Inspect(ctx, "inspect:1"); err != nil || info.Held || info.Fence != 0 || info.Key != "inspect:1" {
+				t.Fatalf("free lock: %+v, %v", info, err)
+			}
+			start := time.Now()
+			s, err := l.Lock(ctx, "inspect:1", core.WithTTL(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Unlock(ctx)
+			got := make(chan error, 1)
+			wctx, stop := context.WithCancel(ctx)
+			defer stop()
+			go func() {
+				w, err := other.Lock(wctx, "inspect:1", core.WithWait(20*time.Second))
+				if err == nil {
+					w.Unlock(ctx)
+				}
+				got <- err
+			}()
+			want := 1
+			if tc.name == "redlock" {
+				want = 0 // Redlock waiters are told, not queued
+			}
+			info := waitersReach(t, l, "inspect:1", want)
+			if !info.Held || info.Holds != 1 || info.Fence != s.Fence() || info.Waiters != want {
+				t.Errorf("held lock: %+v, want held, fence %d, %d waiters", info, s.Fence(), want)
+			}
+			if info.TTL <= 8*time.Second || info.TTL > 10*time.Second {
+				t.Errorf("TTL %v, want just under 10s", info.TTL)
+			}
+			if info.Age > time.Since(start)+50*time.Millisecond {
+				t.Errorf("age %v, more than the %v since Lock", info.Age, time.Since(start))
+			}
+			if _, err := s.TTL(ctx); err != nil {
+				t.Errorf("the holder lost its hold after Inspect: %v", err)
+			}
+			stop()
+			if err := <-got; !errors.Is(err, context.Canceled) {
+				t.Errorf("the waiter got %v while the lock was held", err)
+			}
+			if _, err := l.Inspect(ctx, ""); !errors.Is(err, core.ErrInvalid) {
+				t.Errorf("Inspect(\"\") = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+// List finds exactly the locks that exist and match, on every master of a
+// Cluster and a Redlock, also with names that need escaping; the limit
+// cuts it.
+func TestList(t *testing.T) {
+	srv := redistest.Start(t)
+	cl := redistest.StartCluster(t, 3)
+	srvs, _ := masters(t, 3)
+	for _, tc := range []struct {
+		name string
+		l    func() *core.Locker
+	}{
+		{"single", func() *core.Locker { l, _ := newLocker(t, srv); return l }},
+		{"cluster", func() *core.Locker { return lockerOn(t, cl.Client(t)) }},
+		{"redlock", func() *core.Locker { return redlockOn(t, srvs) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := tc.l()
+			ctx := ctxT(t)
+			var want []string
+			for i := range 12 {
+				want = append(want, fmt.Sprintf("order:%d:7", i))
+			}
+			want = append(want, "order:odd}name%:7")
+			for _, k := range append(slices.Clone(want), "other:1", "orders") {
+				s, err := l.Lock(ctx, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Unlock(ctx)
+			}
+			got, err := l.List(ctx, "order:*", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sort.Strings(got)
+			sort.Strings(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("List(order:*) = %q\nwant %q", got, want)
+			}
+			if got, _ := l.List(ctx, "order:odd}*", 0); len(got) != 1 || got[0] != "order:odd}name%:7" {
+				t.Errorf("List of an escaped name = %q", got)
+			}
+			if got, _ := l.List(ctx, "order:*", 5); len(got) != 5 {
+				t.Errorf("List with limit 5 returned %d", len(got))
+			}
+			if tc.name == "cluster" {
+				// probe: the locks really are spread over the masters
+				nodes := map[string]bool{}
+				c := cl.Client(t)
+				for _, k := range want {
+					slot, _ := c.ClusterKeySlot(ctx, "lockgate:{"+k+"}").Result()
+					nodes[cl.ServerForSlot(int(slot)).Addr] = true
+				}
+				if len(nodes) < 2 {
+					t.Fatalf("probe: all test locks on one master")
+				}
+			}
+		})
+	}
+}
+
+// ForceRelease removes the hold whoever has it: the holder loses it at its
+// next renewal (its context is cancelled with ErrLockLost), the first
+// waiter is granted the lock. On a free lock it does nothing.
+func TestForceRelease(t *testing.T) {
+	srv := redistest.Start(t)
+	l, _ := newLocker(t, srv)
+	other, _ := newLocker(t, srv)
+	ctx := ctxT(t)
+	if info, err := l.ForceRelease(ctx, "stuck:1"); err != nil || info.Held {
+		t.Fatalf("ForceRelease of a free lock = %+v, %v", info, err)
+	}
+	s, err := l.Lock(ctx, "stuck:1", core.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *core.Lease, 1)
+	go func() {
+		w, err := other.Lock(ctx, "stuck:1", core.WithWait(20*time.Second))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- w
+	}()
+	waitersReach(t, l, "stuck:1", 1)
+	info, err := l.ForceRelease(ctx, "stuck:1")
+	if err != nil || !info.Held || info.Fence != s.Fence() {
+		t.Fatalf("ForceRelease = %+v, %v; want the holder's hold (fence %d)", info, err, s.Fence())
+	}
+	w := <-got
+	if w == nil {
+		t.Fatal("the waiter was not granted the lock")
+	}
+	defer w.Unlock(ctx)
+	if w.Fence() <= s.Fence() {
+		t.Errorf("the waiter's fence %d is not above the removed one %d", w.Fence(), s.Fence())
+	}
+	within(t, s.Done(), 5*time.Second, "the removed holder noticing the loss at its next renewal")
+	if cause := context.Cause(s.Context()); !errors.Is(cause, core.ErrLockLost) {
+		t.Errorf("the removed holder's context cause = %v, want ErrLockLost", cause)
+	}
+}

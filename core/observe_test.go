@@ -1,0 +1,281 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// recorder is an Observer that keeps every event and signals each kind.
+type recorder struct {
+	mu   sync.Mutex
+	evs  []core.Event
+	seen map[core.EventKind]chan struct{}
+}
+
+func newRecorder() *recorder {
+	r := &recorder{seen: map[core.EventKind]chan struct{}{}}
+	for k := core.EventAcquired; k <= core.EventWaiting; k++ {
+		r.seen[k] = make(chan struct{})
+	}
+	return r
+}
+
+func (r *recorder) Observe(_ context.Context, e core.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, e)
+	select {
+	case <-r.seen[e.Kind]:
+	default:
+		close(r.seen[e.Kind])
+	}
+}
+
+func (r *recorder) of(kind core.EventKind) []core.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []core.Event
+	for _, e := range r.evs {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+type tagKey struct{}
+
+func tagOf(ctx context.Context) string { s, _ := ctx.Value(tagKey{}).(string); return s }
+
+func withTag(ctx context.Context, tag string) context.Context {
+	return context.WithValue(ctx, tagKey{}, tag)
+}
+
+// A waiter is told who it waits for: the holder's tag comes back with the
+// busy answer (EventWaiting, then the acquisition's event, Waited), and a
+// lock handed to a waiter by the release carries the waiter's own tag from
+// its queue entry. Control: a Locker without a tag function stores and
+// hears nothing.
+func TestHolderTagReachesTheWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	rec := newRecorder()
+	holder, _ := newLocker(t, srv, core.WithHolderTag(tagOf))
+	waiter, _ := newLocker(t, srv, core.WithHolderTag(tagOf), core.WithObserver(rec))
+	ctx := ctxT(t)
+	s, err := holder.Lock(withTag(ctx, "holder-span"), "order:1:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := holder.Inspect(ctx, "order:1:2")
+	if err != nil || info.HolderTag != "holder-span" {
+		t.Fatalf("Inspect = %+v, %v; want the holder's tag stored", info, err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		w, err := waiter.Lock(withTag(ctx, "waiter-span"), "order:1:2", core.WithWait(10*time.Second))
+		if err == nil {
+			defer w.Unlock(ctx)
+			info, err = waiter.Inspect(ctx, "order:1:2")
+			if err == nil && info.HolderTag != "waiter-span" {
+				err = errors.New("the granted hold carries tag " + info.HolderTag)
+			}
+		}
+		got <- err
+	}()
+	within(t, rec.seen[core.EventWaiting], 5*time.Second, "the waiter's EventWaiting")
+	if w := rec.of(core.EventWaiting); w[0].HolderTag != "holder-span" {
+		t.Errorf("EventWaiting.HolderTag = %q, want the holder's", w[0].HolderTag)
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	acq := rec.of(core.EventAcquired)
+	if len(acq) != 1 || !acq[0].Waited || acq[0].HolderTag != "holder-span" {
+		t.Errorf("the waiter's EventAcquired = %+v, want Waited and the holder's tag", acq)
+	}
+
+	// Control: no tag function, nothing stored, nothing heard.
+	plain := newRecorder()
+	p1, _ := newLocker(t, srv)
+	p2, _ := newLocker(t, srv, core.WithObserver(plain))
+	s, err = p1.Lock(withTag(ctx, "holder-span"), "order:3:4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p2.TryLock(withTag(ctx, "x"), "order:3:4"); !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("TryLock of a held lock: %v", err)
+	}
+	if info, _ := p1.Inspect(ctx, "order:3:4"); info.HolderTag != "" || !info.Held {
+		t.Errorf("without a tag function Inspect = %+v, want held and no tag", info)
+	}
+	if e := plain.of(core.EventNotObtained); len(e) != 1 || e[0].HolderTag != "" || e[0].Waited {
+		t.Errorf("without a tag function the busy event is %+v", e)
+	}
+	s.Unlock(ctx)
+
+	// A tag too long or holding the separator is not stored.
+	for _, bad := range []string{strings.Repeat("a", core.MaxHolderTagLen+1), "a|b"} {
+		s, err := holder.Lock(withTag(ctx, bad), "order:5:6")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info, _ := holder.Inspect(ctx, "order:5:6"); info.HolderTag != "" {
+			t.Errorf("tag %.10q... was stored", bad)
+		}
+		s.Unlock(ctx)
+	}
+}
+
+// The clock offset is estimated from the fence (the server's clock when the
+// acquire ran) and the round trip's midpoint: near zero on loopback, and,
+// with every reply delayed 200ms, within half the round trip, the error
+// bound it documents (probe: the estimate moves by about that much, so it
+// reads the reply's timing and is not a constant).
+func TestClockOffsetEstimate(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.StartProxy(t, srv.Addr)
+	rec := newRecorder()
+	l := lockerOn(t, noRetries(t, proxy.Addr), core.WithObserver(rec))
+	ctx := ctxT(t)
+	s, err := l.Lock(ctx, "clock:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := l.Lock(s.Context(), "clock:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner.Unlock(ctx)
+	s.Unlock(ctx)
+	acq := rec.of(core.EventAcquired)
+	if len(acq) != 2 || !acq[0].ClockSampled || acq[1].ClockSampled {
+		t.Fatalf("events %+v: want a sample from the fresh acquisition only", acq)
+	}
+	if off := acq[0].ClockOffset; off.Abs() > 20*time.Millisecond {
+		t.Errorf("offset against a local Redis = %v, want near zero", off)
+	}
+	proxy.SetLatency(200 * time.Millisecond)
+	s, err = l.Lock(ctx, "clock:2", core.WithWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetLatency(0)
+	s.Unlock(ctx)
+	e := rec.of(core.EventAcquired)[2]
+	if !e.ClockSampled || e.Wait < 200*time.Millisecond {
+		t.Fatalf("probe: the delayed acquisition %+v", e)
+	}
+	if e.ClockOffset > 0 || e.ClockOffset < -e.Wait/2-10*time.Millisecond || e.ClockOffset > -50*time.Millisecond {
+		t.Errorf("offset with replies delayed 200ms = %v (round trip %v): want about -100ms, within half the round trip", e.ClockOffset, e.Wait)
+	}
+}
+
+// Each hold ends in exactly one event: a release (the first; a retried
+// Unlock is Retry), or a loss — also when Close ends it (EventLost,
+// ErrClosed), so a count of held locks built on events returns to zero.
+func TestEveryHoldEndsOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.StartProxy(t, srv.Addr)
+	rec := newRecorder()
+	l, err := core.New(noRetries(t, proxy.Addr), core.WithObserver(rec), core.WithReleaseTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	a, err := l.Lock(ctx, "end:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Lock(ctx, "end:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetRefuse(true)
+	proxy.Cut()
+	if err := a.Unlock(ctx); !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("Unlock with Redis unreachable = %v, want ErrUnavailable", err)
+	}
+	proxy.SetRefuse(false)
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatalf("retried Unlock = %v", err)
+	}
+	l.Close()
+	within(t, b.Done(), time.Second, "Close ending the lease")
+	rel := rec.of(core.EventReleased)
+	if len(rel) != 2 || rel[0].Retry || rel[0].Err == nil || !rel[1].Retry || rel[1].Err != nil {
+		t.Errorf("releases %+v: want a failed one, then its retry", rel)
+	}
+	lost := rec.of(core.EventLost)
+	if len(lost) != 1 || !errors.Is(lost[0].Err, core.ErrClosed) || lost[0].Fence != b.Fence() {
+		t.Errorf("lost %+v: want the lease Close ended, ErrClosed", lost)
+	}
+}
+
+// Lost locks and failed releases are logged with the pattern and the
+// fence, never the key (user data) or the owner id.
+func TestLogsNameThePatternNotTheKey(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.StartProxy(t, srv.Addr)
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	rec := newRecorder()
+	l := lockerOn(t, noRetries(t, proxy.Addr), core.WithLogger(log), core.WithObserver(rec))
+	ctx := ctxT(t)
+	s, err := l.Lock(ctx, "order:secret-user-42:7", core.WithPattern("order:{user}:{voucher}"), core.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Lost: someone deletes it; the next renewal finds it gone.
+	if err := srv.Client(t).Del(ctx, "lockgate:{order:secret-user-42:7}").Err(); err != nil {
+		t.Fatal(err)
+	}
+	within(t, s.Done(), 5*time.Second, "the loss")
+	r, err := l.Lock(ctx, "order:secret-user-42:8", core.WithPattern("order:{user}:{voucher}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetRefuse(true)
+	proxy.Cut()
+	if err := r.Unlock(ctx); !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("Unlock with Redis unreachable = %v", err)
+	}
+	proxy.SetRefuse(false)
+	if err := r.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"lock lost", "release failed", "pattern=order:{user}:{voucher}", "fence=" + itoa(s.Fence()), "fence=" + itoa(r.Fence())} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "secret-user") {
+		t.Errorf("the log holds the key:\n%s", out)
+	}
+	if lost := rec.of(core.EventLost); len(lost) != 1 || !errors.Is(lost[0].Err, core.ErrNotHeld) {
+		t.Errorf("probe: lost events %+v", lost)
+	}
+}
+
+// noRetries is a client to addr that does not re-send failed commands, so
+// that a failure is reported once and nothing goes on in the background.
+func noRetries(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

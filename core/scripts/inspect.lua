@@ -1,0 +1,18 @@
+#!lua flags=no-writes
+-- inspect: what Redis knows of lock KEYS[1] (KEYS[2] its waiters' entries),
+-- read only. Returns {owner or "", fence or 0, PTTL ms, server time s, µs,
+-- live waiters, holder tag or ""}. Waiters are the entries that have not
+-- expired; over 1000 entries the count is of entries, live or not.
+local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 't')
+local now = redis.call('TIME')
+local ms = now[1] * 1000 + math.floor(now[2] / 1000)
+local n = redis.call('HLEN', KEYS[2])
+if n > 0 and n <= 1000 then
+  local live = 0
+  for _, e in ipairs(redis.call('HVALS', KEYS[2])) do
+    local exp = tonumber(string.match(e, '^(%d+)'))
+    if exp and exp > ms then live = live + 1 end
+  end
+  n = live
+end
+return {v[1] or '', tonumber(v[2]) or 0, redis.call('PTTL', KEYS[1]), tonumber(now[1]), tonumber(now[2]), n, v[3] or ''}
