@@ -90,6 +90,15 @@ func (s *Lease) Key() string {
 	return s.h.key
 }
 
+// Pattern returns the lock's pattern (WithPattern; UnnamedPattern
+// without one): what logs and metrics may name it by, unlike Key.
+func (s *Lease) Pattern() string {
+	if s == nil {
+		return ""
+	}
+	return s.h.pattern
+}
+
 // Fence returns the lease's fencing token: strictly greater than the fence
 // of every earlier holder of this key (see "Fencing" in the package doc for
 // the exact conditions), and the same for every re-entry of one hold. Pass

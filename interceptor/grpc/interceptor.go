@@ -160,7 +160,7 @@ func (i *Interceptor) acquire(ctx context.Context, m *method, msg protoreflect.M
 	}
 	if m.failOpen && failOpen(err) {
 		i.logger.WarnContext(ctx, "grpclock: redis unavailable, running without the lock (fail-open)",
-			"method", m.name, "rule", m.origin, "key", key, "error", err)
+			"method", m.name, "rule", m.origin, "pattern", m.pattern, "error", err)
 		return nil, nil
 	}
 	return nil, i.lockStatus(ctx, m, err)
@@ -186,12 +186,12 @@ func (i *Interceptor) release(ctx context.Context, m *method, lease *core.Lease)
 		// The handler's context was cancelled when the lock was lost;
 		// there is nothing left to release.
 		i.logger.WarnContext(ctx, "grpclock: the lock was lost while the handler ran",
-			"method", m.name, "key", lease.Key(), "error", err)
+			"method", m.name, "pattern", lease.Pattern(), "fence", lease.Fence(), "error", err)
 	case errors.Is(err, core.ErrClosed):
 		i.logger.WarnContext(ctx, "grpclock: the Locker was closed while the handler ran (Shutdown released the lock; after Close it expires after its TTL)",
-			"method", m.name, "key", lease.Key())
+			"method", m.name, "pattern", lease.Pattern(), "fence", lease.Fence())
 	default:
 		i.logger.WarnContext(ctx, "grpclock: release failed (the lock expires after its TTL)",
-			"method", m.name, "key", lease.Key(), "error", err)
+			"method", m.name, "pattern", lease.Pattern(), "fence", lease.Fence(), "error", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 type method struct {
 	name     string // full method name, "/pkg.Service/Method"
 	origin   string // "annotation" or "Go rule", for errors and logs
+	pattern  string // the rule's key template, for logs
 	key      *key
 	opt      core.LockOption // WithLockOptions, Wait, TTL, Options, combined and checked
 	failOpen bool
@@ -193,6 +194,7 @@ func compile(name, origin string, md protoreflect.MethodDescriptor, r Rule, o *o
 	m := &method{
 		name:         name,
 		origin:       origin,
+		pattern:      r.Key,
 		key:          k,
 		opt:          combined,
 		failOpen:     r.FailOpen,

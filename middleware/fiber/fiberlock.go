@@ -184,7 +184,7 @@ func (m *middleware) handle(c *fiber.Ctx) error {
 		c.Locals(leaseKey{}, nil)
 		if err := lease.Unlock(parent); err != nil {
 			cfg.Logger.WarnContext(parent, "lockgate: release failed (the lock expires after its TTL)",
-				slog.String("key", lease.Key()), slog.Any("error", err))
+				slog.String("pattern", lease.Pattern()), slog.Int64("fence", lease.Fence()), slog.Any("error", err))
 		}
 	}()
 	return c.Next()
@@ -194,7 +194,7 @@ func (m *middleware) failed(c *fiber.Ctx, ctx context.Context, key string, err e
 	cfg := &m.cfg
 	d := lockhttp.Decide(err, cfg.FailOpen, ctx)
 	if d.Log != "" {
-		cfg.Logger.Log(ctx, d.Level, d.Log, slog.String("key", key), slog.Any("error", err))
+		cfg.Logger.Log(ctx, d.Level, d.Log, slog.String("pattern", m.tmpl.String()), slog.Any("error", err))
 	}
 	switch d.Status {
 	case 0:

@@ -300,6 +300,10 @@ func TestRedisDown(t *testing.T) {
 	if !strings.Contains(logBuf.String(), "fail-open") {
 		t.Fatalf("fail-open not logged: %q", logBuf.String())
 	}
+	// The log names the route's pattern, not the key (request data).
+	if log := logBuf.String(); !strings.Contains(log, "pattern=order:{path.voucher}") || strings.Contains(log, "order:7") {
+		t.Fatalf("fail-open log should carry the pattern and never the key: %q", log)
+	}
 }
 
 // TestLockLost: the lock key deleted behind a running handler's back → the

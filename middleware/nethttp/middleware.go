@@ -155,7 +155,7 @@ func (m *middleware) failed(next http.Handler, w http.ResponseWriter, r *http.Re
 	ctx := r.Context()
 	d := lockhttp.Decide(err, m.o.failOpen, ctx)
 	if d.Log != "" {
-		m.o.logger.Log(ctx, d.Level, d.Log, slog.String("key", key), slog.Any("error", err))
+		m.o.logger.Log(ctx, d.Level, d.Log, slog.String("pattern", m.t.String()), slog.Any("error", err))
 	}
 	switch d.Status {
 	case 0:
@@ -176,6 +176,6 @@ func (m *middleware) failed(next http.Handler, w http.ResponseWriter, r *http.Re
 func (m *middleware) release(lease *core.Lease, r *http.Request) {
 	if err := lease.Unlock(r.Context()); err != nil {
 		m.o.logger.WarnContext(r.Context(), "lockgate: release failed (the lock expires after its TTL)",
-			slog.String("key", lease.Key()), slog.Any("error", err))
+			slog.String("pattern", lease.Pattern()), slog.Int64("fence", lease.Fence()), slog.Any("error", err))
 	}
 }
