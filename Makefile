@@ -1,8 +1,8 @@
 # lockgate — make demo (the flash-sale proof) and make test (everything CI runs).
 SHELL := /bin/bash
 GO ?= go
-# Every Go module of the repo: the library, the example, the fault rig, the benchmarks.
-MODULES := . $(patsubst %/go.mod,%,$(wildcard example/go.mod torture/go.mod bench/go.mod))
+# Every Go module of the repo: the library, the OpenTelemetry module, the example, the fault rig, the benchmarks.
+MODULES := . $(patsubst %/go.mod,%,$(wildcard otel/go.mod example/go.mod torture/go.mod bench/go.mod))
 USERS ?= 300
 DUP ?= 8
 STOCK ?= 200

@@ -1,0 +1,93 @@
+package otellock
+
+import (
+	"context"
+	"encoding/hex"
+	"time"
+
+	"github.com/lockgate/lockgate/core"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// span records one Lock or TryLock call of a traced request (ctx holds a
+// recording span) as a span "lock <pattern>" from the call's start to its
+// end, a child of ctx's span, linked to the holder's span when the lock was
+// found busy and the holder had stored its trace context (HolderTag).
+func (o *Observer) span(ctx context.Context, e core.Event, outcome string) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return // an untraced call: no root span of its own, and no cost
+	}
+	end := time.Now()
+	_, s := o.tracer.Start(ctx, o.attrs(e.Pattern, "", "").spanName, trace.WithTimestamp(end.Add(-e.Wait)))
+	s.SetAttributes(
+		attribute.String("lockgate.pattern", e.Pattern),
+		attribute.String("lockgate.outcome", outcome),
+		attribute.Int("lockgate.attempts", e.Attempts),
+		attribute.Bool("lockgate.waited", e.Waited),
+	)
+	if sc, ok := parseTraceParent(e.HolderTag); ok {
+		s.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("lockgate.link", "holder")}})
+	}
+	if e.Err == nil {
+		s.SetAttributes(attribute.Int64("lockgate.fence", e.Fence))
+	} else {
+		if outcome == OutcomeUnavailable || outcome == OutcomeInvalid {
+			s.SetStatus(codes.Error, outcome)
+		}
+		s.SetAttributes(attribute.String("error.type", outcome))
+	}
+	s.End(trace.WithTimestamp(end))
+}
+
+// HolderTag returns the W3C traceparent of ctx's span
+// ("00-<trace id>-<span id>-<flags>"), or "" when ctx holds no sampled
+// span: then nothing is stored with the lock. Give it to
+// core.WithHolderTag (Options does).
+func (o *Observer) HolderTag(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() || !sc.IsSampled() {
+		return ""
+	}
+	var b [55]byte
+	copy(b[:], "00-")
+	tid, sid := sc.TraceID(), sc.SpanID()
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags())})
+	return string(b[:])
+}
+
+// parseTraceParent reads a traceparent as HolderTag writes it.
+func parseTraceParent(s string) (trace.SpanContext, bool) {
+	if len(s) != 55 || s[:3] != "00-" || s[35] != '-' || s[52] != '-' {
+		return trace.SpanContext{}, false
+	}
+	var tid trace.TraceID
+	var sid trace.SpanID
+	var flags [1]byte
+	if _, err := hex.Decode(tid[:], []byte(s[3:35])); err != nil {
+		return trace.SpanContext{}, false
+	}
+	if _, err := hex.Decode(sid[:], []byte(s[36:52])); err != nil {
+		return trace.SpanContext{}, false
+	}
+	if _, err := hex.Decode(flags[:], []byte(s[53:55])); err != nil {
+		return trace.SpanContext{}, false
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(flags[0]), Remote: true})
+	return sc, sc.IsValid()
+}
+
+// TraceID returns the trace id of a holder tag written by HolderTag (as
+// Inspect shows it), or "" when tag is not one.
+func TraceID(tag string) string {
+	sc, ok := parseTraceParent(tag)
+	if !ok {
+		return ""
+	}
+	return sc.TraceID().String()
+}
