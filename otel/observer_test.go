@@ -37,8 +37,9 @@ func noRetries(t *testing.T, addr string) *redis.Client {
 
 // Every outcome lands on its instrument with its attributes, on real
 // Redis servers and real faults: acquired, reentered, busy, canceled,
-// invalid, unavailable (connections refused); releases ok and not_held
-// (the hash deleted under the holder); renewals ok, failed (refused) and
+// invalid, unavailable (connections refused); releases ok, failed and
+// retried, and not_held (the hash deleted under the holder); renewals ok,
+// failed (refused) and
 // lost; lost not_held, expired and closed. held and waiters go back to
 // zero. Keys carry a user id that no attribute may hold.
 func TestEachOutcomeOnItsInstrument(t *testing.T) {
@@ -116,6 +117,21 @@ func TestEachOutcomeOnItsInstrument(t *testing.T) {
 	within(t, s4.Done(), 5*time.Second, "the loss of a lease whose renewals fail")
 	proxy.SetRefuse(false)
 
+	// A release that fails, then its retry: two releases, one end of the hold.
+	s5, err := flaky.Lock(ctx, "order:user-831204:13", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetRefuse(true)
+	proxy.Cut()
+	if err := s5.Unlock(ctx); !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("Unlock with Redis refusing = %v", err)
+	}
+	proxy.SetRefuse(false)
+	if err := s5.Unlock(ctx); err != nil {
+		t.Fatalf("retried Unlock = %v", err)
+	}
+
 	// closed: Close ends a held lease.
 	closing := r.locker(t, srv.Client(t))
 	if _, err := closing.Lock(ctx, "order:user-831204:12", p); err != nil {
@@ -128,13 +144,14 @@ func TestEachOutcomeOnItsInstrument(t *testing.T) {
 		attr []string
 		want int
 	}{
-		{"lockgate.lock.acquire.duration", []string{"outcome=acquired"}, 5},
+		{"lockgate.lock.acquire.duration", []string{"outcome=acquired"}, 6},
 		{"lockgate.lock.acquire.duration", []string{"outcome=reentered"}, 1},
 		{"lockgate.lock.acquire.duration", []string{"outcome=busy"}, 1},
 		{"lockgate.lock.acquire.duration", []string{"outcome=canceled"}, 1},
 		{"lockgate.lock.acquire.duration", []string{"outcome=invalid"}, 1},
 		{"lockgate.lock.acquire.duration", []string{"outcome=unavailable"}, 1},
-		{"lockgate.lock.releases", []string{"outcome=ok"}, 1},
+		{"lockgate.lock.releases", []string{"outcome=ok"}, 2},
+		{"lockgate.lock.releases", []string{"outcome=failed"}, 1},
 		{"lockgate.lock.releases", []string{"outcome=not_held"}, 1},
 		{"lockgate.lock.renewals", []string{"outcome=lost"}, 1},
 		{"lockgate.lock.lost", []string{"reason=not_held"}, 1},
@@ -142,7 +159,7 @@ func TestEachOutcomeOnItsInstrument(t *testing.T) {
 		{"lockgate.lock.lost", []string{"reason=closed"}, 1},
 		{"lockgate.lock.held", nil, 0},
 		{"lockgate.lock.waiters", nil, 0},
-		{"lockgate.lock.hold.duration", nil, 5},
+		{"lockgate.lock.hold.duration", nil, 6},
 	} {
 		attr := append([]string{"pattern=" + pattern}, c.attr...)
 		got, ok := r.value(t, c.name, attr...)
