@@ -3,6 +3,7 @@ package grpclock_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	grpclock "github.com/lockgate/lockgate/interceptor/grpc"
 	"github.com/lockgate/lockgate/interceptor/grpc/internal/testpb"
 	"github.com/lockgate/lockgate/redistest"
@@ -137,9 +139,11 @@ func TestRedisHungUnavailable(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr}) // go-redis defaults: ReadTimeout 3s, MaxRetries 3
 	t.Cleanup(func() { rdb.Close() })
+	var logBuf locktest.SyncBuffer
 	e := newEnvOn(t, newBaseOn(t, srv, rdb),
 		grpclock.WithRule(methodOrder, grpclock.Rule{Key: "order:{user_id}", Wait: 200 * time.Millisecond}),
 		grpclock.WithRule(methodRelaxed, grpclock.Rule{Key: "relaxed:{user_id}", Wait: 200 * time.Millisecond, FailOpen: true}),
+		grpclock.WithLogger(slog.New(slog.NewTextHandler(&logBuf, nil))),
 	)
 	ctx := testCtx(t)
 	// Warm up: a connection in the pool and the server check done.
@@ -175,6 +179,10 @@ func TestRedisHungUnavailable(t *testing.T) {
 	}
 	if took >= 2*time.Second {
 		t.Fatalf("fail-open call took %v, want < 2s", took)
+	}
+	// The fail-open decision is logged with the rule's pattern, never the key.
+	if log := logBuf.String(); !strings.Contains(log, "fail-open") || !strings.Contains(log, "pattern=relaxed:{user_id}") || strings.Contains(log, "relaxed:u1") {
+		t.Fatalf("fail-open log should carry the pattern and never the key: %q", log)
 	}
 }
 
