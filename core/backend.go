@@ -34,6 +34,10 @@ type backend interface {
 	// again). It marks owner's hold as ended, so that a late copy of its
 	// acquire does nothing.
 	release(ctx context.Context, k *lockKeys, owner string) (held bool, err error)
+	// forceRelease is release by an operator (ForceRelease): held only if
+	// owner holds the lock now (a copy of a release that already happened
+	// does not count), and owner's own later release reports not held.
+	forceRelease(ctx context.Context, k *lockKeys, owner string) (held bool, err error)
 	// groups splits a renewal batch into parts that can be sent and
 	// answered independently (one per Redis node); each part is a list of
 	// indexes into batch.
@@ -182,6 +186,12 @@ func acquireReply(cmd *redis.Cmd) (int64, string, error) {
 func (s *single) release(ctx context.Context, k *lockKeys, owner string) (bool, error) {
 	keys := k.script(owner)
 	n, err := s.run(ctx, releaseScript, keys[:], owner, s.windowArg, s.markerArg).Int64()
+	return n == 0, err
+}
+
+func (s *single) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {
+	keys := k.script(owner)
+	n, err := releaseScript.Run(ctx, s.c, keys[:], owner, s.windowArg, s.markerArg, "force").Int64()
 	return n == 0, err
 }
 

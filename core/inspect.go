@@ -15,11 +15,10 @@ import (
 type LockInfo struct {
 	// Key is the lock name as given to Lock.
 	Key string
-	// Held is true while an owner holds the lock.
+	// Held is true while an owner holds the lock. (How many times the
+	// holder re-entered it is not in Redis: re-entries are counted in the
+	// holder's process, by its lease chain.)
 	Held bool
-	// Holds is 1 while the lock is held, else 0: re-entries are counted by
-	// the holder's process (its lease chain), not in Redis.
-	Holds int
 	// TTL is the lock's remaining time to live in Redis (zero when free);
 	// the holder's watchdog renews it every TTL/3.
 	TTL time.Duration
@@ -84,18 +83,21 @@ func (l *Locker) inspect(ctx context.Context, key string) (lockState, error) {
 // next renewal (its lease's context is cancelled with ErrLockLost), but
 // until then it believes it holds it, so two owners may act at once:
 // fence the protected resource (see "Fencing" in the package doc). The
-// release is the holder's own (the lock goes to the first live waiter); it
-// removes exactly the hold it inspected: if the lock changed hands in
-// between, nothing is removed and the error says so (ErrNotHeld).
+// release hands the lock to the first live waiter, as the holder's own
+// would; it removes exactly the hold it inspected: if the lock changed hands
+// in between, nothing is removed and the error says so (ErrNotHeld). The
+// holder's own Unlock afterwards reports ErrNotHeld.
 //
-// Errors: as Inspect; ErrNotHeld when the lock changed hands meanwhile.
+// Errors: as Inspect; ErrNotHeld when the lock changed hands meanwhile; an
+// ErrUnavailable error from the release means the hold may or may not have
+// been removed (Inspect again).
 func (l *Locker) ForceRelease(ctx context.Context, key string) (LockInfo, error) {
 	st, err := l.inspect(ctx, key)
 	if err != nil || !st.Held {
 		return st.LockInfo, err
 	}
 	k := l.keysFor(key)
-	held, err := l.be.release(ctx, &k, st.owner)
+	held, err := l.be.forceRelease(ctx, &k, st.owner)
 	switch {
 	case err != nil:
 		return st.LockInfo, unavailable("release", err)
@@ -191,7 +193,7 @@ func inspectReply(cmd *redis.Cmd) (lockState, error) {
 	tag, _ := r[6].(string)
 	st := lockState{owner: owner, LockInfo: LockInfo{Waiters: int(waiters)}}
 	if owner != "" {
-		st.Held, st.Holds, st.Fence, st.HolderTag = true, 1, fence, tag
+		st.Held, st.Fence, st.HolderTag = true, fence, tag
 		st.TTL = time.Duration(max(pttl, 0)) * time.Millisecond
 		st.Age = max(time.Unix(sec, usec*1000).Sub(time.UnixMicro(fence)), 0)
 	}

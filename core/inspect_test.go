@@ -74,7 +74,7 @@ func TestInspect(t *testing.T) {
 				want = 0 // Redlock waiters are told, not queued
 			}
 			info := waitersReach(t, l, "inspect:1", want)
-			if !info.Held || info.Holds != 1 || info.Fence != s.Fence() || info.Waiters != want {
+			if !info.Held || info.Fence != s.Fence() || info.Waiters != want {
 				t.Errorf("held lock: %+v, want held, fence %d, %d waiters", info, s.Fence(), want)
 			}
 			if info.TTL <= 8*time.Second || info.TTL > 10*time.Second {
@@ -197,5 +197,53 @@ func TestForceRelease(t *testing.T) {
 	within(t, s.Done(), 5*time.Second, "the removed holder noticing the loss at its next renewal")
 	if cause := context.Cause(s.Context()); !errors.Is(cause, core.ErrLockLost) {
 		t.Errorf("the removed holder's context cause = %v, want ErrLockLost", cause)
+	}
+}
+
+// ForceRelease removes only the hold it inspected, however that hold ended
+// meanwhile: a holder that unlocked (its done marker says "released") and a
+// new owner that took the lock leave it nothing to remove — ErrNotHeld, the
+// new holder untouched. And a holder whose hold was removed learns it from
+// its own Unlock (ErrNotHeld), not a success. Redlock too.
+func TestForceReleaseRemovesOnlyWhatItSaw(t *testing.T) {
+	srv := redistest.Start(t)
+	srvs, _ := masters(t, 3)
+	for _, tc := range []struct {
+		name string
+		l    func() *core.Locker
+	}{
+		{"single", func() *core.Locker { l, _ := newLocker(t, srv); return l }},
+		{"redlock", func() *core.Locker { return redlockOn(t, srvs) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, other := tc.l(), tc.l()
+			ctx := ctxT(t)
+			// The operator's two steps, with the holder's unlock and a new
+			// owner in between: Inspect saw the first hold.
+			s, err := l.Lock(ctx, "stuck:2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			n, err := other.Lock(ctx, "stuck:2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := core.ForceReleaseOwner(ctx, l, "stuck:2", s); !errors.Is(err, core.ErrNotHeld) {
+				t.Errorf("force release of a hold that ended = %v, want ErrNotHeld", err)
+			}
+			if _, err := n.TTL(ctx); err != nil {
+				t.Errorf("the new holder lost its hold: %v", err)
+			}
+			// Removed under the holder: its Unlock says so.
+			if info, err := l.ForceRelease(ctx, "stuck:2"); err != nil || info.Fence != n.Fence() {
+				t.Fatalf("ForceRelease = %+v, %v", info, err)
+			}
+			if err := n.Unlock(ctx); !errors.Is(err, core.ErrNotHeld) {
+				t.Errorf("the removed holder's Unlock = %v, want ErrNotHeld", err)
+			}
+		})
 	}
 }

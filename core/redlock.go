@@ -200,6 +200,26 @@ func (r *redlock) release(ctx context.Context, k *lockKeys, owner string) (bool,
 	return held, nil
 }
 
+// forceRelease: held when a quorum of nodes held owner's hold and removed it.
+func (r *redlock) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {
+	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *single) (bool, error) {
+		return n.forceRelease(cctx, k, owner)
+	})
+	removed, answered := 0, 0
+	for i := range res {
+		if errs[i] == nil {
+			answered++
+			if res[i] {
+				removed++
+			}
+		}
+	}
+	if answered < r.quorum {
+		return removed > 0, r.unavailableNodes(errs)
+	}
+	return removed >= r.quorum, nil
+}
+
 func (r *redlock) groups(ctx context.Context, batch []renewal) [][]int {
 	all := make([]int, len(batch))
 	for i := range all {
@@ -398,7 +418,7 @@ func (r *redlock) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
 		}
 		slices.SortFunc(sts, func(a, b lockState) int { return int(b.TTL - a.TTL) })
 		q := sts[r.quorum-1]
-		out.owner, out.Held, out.Holds, out.TTL, out.Age = owner, true, 1, q.TTL, q.Age
+		out.owner, out.Held, out.TTL, out.Age = owner, true, q.TTL, q.Age
 		for _, st := range sts {
 			out.Fence = max(out.Fence, st.Fence)
 			out.Age = min(out.Age, st.Age)

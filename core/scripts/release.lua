@@ -14,9 +14,14 @@
 -- maxmemory (allow-oom): it frees more than the small marker it writes.
 -- KEYS[2] fence key, KEYS[4] waiters (zset), KEYS[5] waiters' entries (hash).
 -- ARGV[2] fence window ms.
+-- ARGV[4] "force" (ForceRelease, an operator's): remove ARGV[1]'s hold only if
+-- it holds the lock now — no done marker of an earlier release counts, the
+-- queue is not touched otherwise — and mark the hold as ended without a
+-- release of its own ('0'), so that the owner's own Unlock reports not held.
 -- Returns 0 when the owner's hold is (now, or already) released, -1 when the
 -- owner did not hold the lock (it only left the queue, if it was in it).
 local v = redis.call('HMGET', KEYS[1], 'owner', 'w')
+if v[1] ~= ARGV[1] and ARGV[4] == 'force' then return -1 end
 if v[1] ~= ARGV[1] then
   redis.call('ZREM', KEYS[4], ARGV[1])
   redis.call('HDEL', KEYS[5], ARGV[1])
@@ -28,7 +33,7 @@ if v[1] ~= ARGV[1] then
   return -1
 end
 redis.call('DEL', KEYS[1])
-redis.call('SET', KEYS[3], '1', 'PX', ARGV[3])
+redis.call('SET', KEYS[3], ARGV[4] == 'force' and '0' or '1', 'PX', ARGV[3])
 if not v[2] then return 0 end -- no one joined the queue while it was held
 -- The first live waiter, in batches of 16; the dead ones before it and the
 -- one granted leave the queue.

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgate/lockgate/core"
+)
+
+// newClient returns the go-redis client of the deployment c names: a
+// Cluster client for -cluster, a Sentinel failover client for -sentinel,
+// else a client of the single server -addr. Every call is bounded by the
+// command's context (ContextTimeoutEnabled), so by -timeout. A failed call
+// is reported rather than retried (the operator reruns the command); a
+// Cluster client still follows redirects and retries within MaxRedirects,
+// as go-redis does. Retrying a release is safe: core's release script
+// answers a copy of a call the same. The pool is small: a command makes one
+// call at a time.
+func newClient(c *config) redis.UniversalClient {
+	switch {
+	case len(c.cluster) > 0:
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:                 c.cluster,
+			Password:              c.password,
+			DialTimeout:           c.timeout,
+			ReadTimeout:           c.timeout,
+			WriteTimeout:          c.timeout,
+			ContextTimeoutEnabled: true,
+			MaxRetries:            -1,
+			PoolSize:              4,
+		})
+	case len(c.sentinel) > 0:
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName:            c.master,
+			SentinelAddrs:         c.sentinel,
+			Password:              c.password,
+			DB:                    c.db,
+			DialTimeout:           c.timeout,
+			ReadTimeout:           c.timeout,
+			WriteTimeout:          c.timeout,
+			ContextTimeoutEnabled: true,
+			MaxRetries:            -1,
+			PoolSize:              4,
+		})
+	default:
+		return redis.NewClient(&redis.Options{
+			Addr:                  c.addr,
+			Password:              c.password,
+			DB:                    c.db,
+			DialTimeout:           c.timeout,
+			ReadTimeout:           c.timeout,
+			WriteTimeout:          c.timeout,
+			ContextTimeoutEnabled: true,
+			MaxRetries:            -1,
+			PoolSize:              4,
+		})
+	}
+}
+
+// session is the connection of one command: the client and a Locker on
+// it, made on first use so that usage errors never dial.
+type session struct {
+	cfg    *config
+	client redis.UniversalClient
+	locker *core.Locker
+}
+
+// lockerFor returns the session's Locker, making it on the first call.
+func (s *session) lockerFor() (*core.Locker, error) {
+	if s.locker != nil {
+		return s.locker, nil
+	}
+	client := newClient(s.cfg)
+	l, err := core.New(client, core.WithPrefix(s.cfg.prefix))
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	s.client, s.locker = client, l
+	return l, nil
+}
+
+// close closes the Locker (which holds nothing) and the client.
+func (s *session) close() {
+	if s.locker != nil {
+		s.locker.Close()
+		s.client.Close()
+	}
+}

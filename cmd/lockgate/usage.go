@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+const intro = `lockgate shows the locks a lockgate Locker keeps in Redis and, as a last
+resort, removes one.
+
+Usage:
+
+	lockgate [global flags] <command> [arguments]
+
+Commands:
+`
+
+const outro = `Columns: KEY the lock name; HELD yes or no; TTL its remaining time to
+live in Redis (the holder's watchdog renews it every third of its TTL);
+FENCE the holder's fencing token; AGE how long ago it was granted (by the
+server's clock); WAITERS the callers queued for it; TRACE the trace id of
+the holder's W3C traceparent tag (core.WithHolderTag, the otel module's),
+or the raw tag. A free lock shows "-" but for its waiters.
+
+Exit status: 0 done; 1 runtime error (Redis unavailable or not answering
+within -timeout, the lock changed hands during release); 2 usage error
+(unknown command, missing KEY, bad flag, release without --force).
+`
+
+// usage writes the whole usage text.
+func usage(w io.Writer) {
+	fmt.Fprint(w, intro)
+	for _, c := range commands {
+		commandUsage(w, c)
+	}
+	fmt.Fprint(w, "\n\thelp [COMMAND]\n\t\tShow this text, or one command's.\n\nGlobal flags (before the command):\n\n")
+	fs := globalFlags(&config{})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprint(w, "\nA KEY that starts with '-' goes after \"--\": lockgate inspect -- -key.\n\n", outro)
+}
+
+// commandUsage writes one command's synopsis and help.
+func commandUsage(w io.Writer, c *command) {
+	fmt.Fprintf(w, "\n\t%s\n", c.synopsis)
+	for _, line := range strings.Split(c.help, "\n") {
+		fmt.Fprintf(w, "\t\t%s\n", line)
+	}
+}
+
+// shortUsage is what follows a usage error.
+func shortUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: lockgate [global flags] inspect KEY | ls [-limit N] [PATTERN] | release KEY --force | help [COMMAND]")
+	fmt.Fprintln(w, "run 'lockgate help' for the commands and flags")
+}
