@@ -112,6 +112,19 @@
 // Keys expire on the server's clock: a forward step of it expires a lock
 // early, like a pause of the holder; fencing is what makes that harmless.
 //
+// # Observing and inspecting
+//
+// WithObserver receives an Event for every acquisition, wait, give-up,
+// release, renewal and loss, named by the call's WithPattern (never put the
+// key, which carries request data, in a metric attribute); the otel module
+// (package otellock) turns them into OpenTelemetry metrics and spans.
+// WithHolderTag stores a caller's tag (the otel module: its traceparent)
+// with each lock and hands it to whoever finds the lock busy. WithLogger
+// receives lost locks and failed releases. For operators, Inspect reads one
+// lock without taking it, List finds locks by a glob, and ForceRelease
+// removes a hold whose holder is gone (the lockgate command wraps the
+// three).
+//
 // Recommended go-redis settings: ContextTimeoutEnabled: true, so that
 // go-redis itself stops reading when a budget ends and calls run on the
 // caller's goroutine (without it they run on a goroutine of the Locker that
