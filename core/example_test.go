@@ -102,3 +102,40 @@ func ExampleLease_Context() {
 	fmt.Println(errors.Is(context.Cause(lease.Context()), core.ErrLockLost))
 	// Output: true
 }
+
+// An operator looks at a lock without taking it.
+func ExampleLocker_Inspect() {
+	srv, err := redistest.NewServer() // a throwaway redis-server; use your own address
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	locker, err := core.New(rdb)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer locker.Shutdown(context.Background())
+
+	ctx := context.Background()
+	lease, err := locker.Lock(ctx, "order:42:7", core.WithTTL(10*time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lease.Unlock(ctx)
+	info, err := locker.Inspect(ctx, "order:42:7")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("held:", info.Held, "same fence:", info.Fence == lease.Fence(), "TTL about 10s:", info.TTL > 9*time.Second)
+	names, _ := locker.List(ctx, "order:*", 10)
+	fmt.Println("locks:", names)
+	// Output:
+	// held: true same fence: true TTL about 10s: true
+	// locks: [order:42:7]
+}
