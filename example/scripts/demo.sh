@@ -6,8 +6,11 @@
 # SQLite file, seeds a voucher (STOCK), runs USERS users × DUP concurrent
 # duplicate orders round-robin over the nodes with -lock local and then
 # -lock redis (fresh data each time), prints the table side by side and one
-# `mode=M orders=N duplicates=N oversold=N` line per mode. Exits non-zero
-# when the redis mode shows a duplicate or an oversell.
+# `mode=M orders=N duplicates=N oversold=N` line per mode. The table's lock
+# rows (lock hit rate, wait p50/p99, renewal success) are scraped from each
+# node's /metrics at the end of the mode and summed over the nodes ("n/a"
+# under -lock local, which takes no lockgate lock). Exits non-zero when the
+# redis mode shows a duplicate or an oversell.
 #
 # The orchestration is Go (cmd/seckill/demo.go); this script only locates or
 # builds the binary and forwards Ctrl-C. The demo stops its nodes and its

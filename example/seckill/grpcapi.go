@@ -20,14 +20,19 @@ import (
 // the field, NOT_FOUND for an unknown voucher; nothing locked), then, with
 // LockRedis, locked by grpclock from the method's (lockgate.v1.lock)
 // annotation "order:{user_id}:{voucher_id}" — the same lock as the HTTP
-// route — or with LockLocal by the in-process mutex. Errors: as
+// route — or with LockLocal by the in-process mutex. With cfg.Tracer the
+// call runs in a server span first (tracing.go). Errors: as
 // NewFiberApp, and grpclock's for a bad annotation.
 func NewGRPCServer(cfg Config) (*grpc.Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	chain := []grpc.UnaryServerInterceptor{cfg.grpcValidate}
+	var chain []grpc.UnaryServerInterceptor
+	if cfg.Tracer != nil {
+		chain = append(chain, cfg.grpcTrace)
+	}
+	chain = append(chain, cfg.grpcValidate)
 	switch cfg.Mode {
 	case LockRedis:
 		// cfg.Wait and cfg.TTL, as on the HTTP routes (an annotation's own

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/lockgate/lockgate/core"
 )
 
@@ -140,6 +142,14 @@ type Config struct {
 	// Timeouts bound slow and idle HTTP clients. Zero fields take their
 	// defaults (2s header, 5s request, 15s answer, 60s idle).
 	Timeouts Timeouts
+	// Metrics, when set, is served at GET /metrics by both HTTP stacks
+	// (`seckill serve` gives its Prometheus handler). It runs outside any
+	// lock: a scrape never waits for, nor takes, an order's lock.
+	Metrics http.Handler
+	// Tracer, when set, runs each order (HTTP on both stacks, and gRPC) in
+	// a server span, the parent of its lock's span (see tracing.go).
+	// Without it no span is made.
+	Tracer trace.Tracer
 	// local holds the mutexes of LockLocal.
 	local *LocalLocks
 	// orderKey replaces OrderKeyTemplate in tests.

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/valyala/fasthttp"
 )
 
@@ -21,11 +22,14 @@ const (
 //	POST /voucher-order/seckill/:voucher_id?user_id=N  → 200 {"order_id": N}
 //	GET  /vouchers/:voucher_id                         → 200 {"id","stock","orders"}
 //	GET  /healthz                                      → 200 ok
+//	GET  /metrics                                      → cfg.Metrics, when set
 //
 // The order route checks the ids (400 naming the field) and the voucher
 // (404) before any lock is taken, then locks per cfg.Mode: with LockRedis
 // through the one-line lockgate middleware (429 with Retry-After when
-// busy, 503 when Redis is down). Bodies over cfg.BodyLimit are 413.
+// busy, 503 when Redis is down). Bodies over cfg.BodyLimit are 413. With
+// cfg.Tracer the order route runs in a server span, its lock's span a
+// child of it (tracing.go).
 //
 // Against slow and hostile clients the server applies cfg.Timeouts (a
 // client that takes longer than the header or request timeout is answered
@@ -94,6 +98,12 @@ func NewFiberApp(cfg Config) (*fiber.App, error) {
 	// First of every route: requests whose body length is ambiguous.
 	app.Use(fiberFraming)
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	if cfg.Metrics != nil {
+		// net/http's handler on fasthttp: the request is copied into an
+		// http.Request and the answer back (adaptor), which is fine for a
+		// scrape every few seconds.
+		app.Get("/metrics", adaptor.HTTPHandler(cfg.Metrics))
+	}
 	app.Get("/vouchers/:voucher_id", func(c *fiber.Ctx) error {
 		id, err := parseID("voucher_id", c.Params("voucher_id"))
 		if err != nil {
@@ -106,7 +116,13 @@ func NewFiberApp(cfg Config) (*fiber.App, error) {
 		}
 		return c.JSON(v)
 	})
-	app.Post("/voucher-order/seckill/:voucher_id", cfg.fiberValidate, cfg.fiberLock(), cfg.fiberOrder)
+	const orderRoute = "/voucher-order/seckill/:voucher_id"
+	var order []fiber.Handler
+	if cfg.Tracer != nil {
+		order = append(order, cfg.fiberTrace(fiber.MethodPost, orderRoute))
+	}
+	order = append(order, cfg.fiberValidate, cfg.fiberLock(), cfg.fiberOrder)
+	app.Post(orderRoute, order...)
 	return app, nil
 }
 

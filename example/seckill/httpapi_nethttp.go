@@ -24,6 +24,9 @@ func NewHTTPHandler(cfg Config) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
 	mux.HandleFunc("GET /vouchers/{voucher_id}", func(w http.ResponseWriter, r *http.Request) {
 		id, err := parseID("voucher_id", r.PathValue("voucher_id"))
 		if err != nil {
@@ -38,7 +41,8 @@ func NewHTTPHandler(cfg Config) (http.Handler, error) {
 		}
 		writeJSON(w, http.StatusOK, v)
 	})
-	mux.Handle("POST /voucher-order/seckill/{voucher_id}", cfg.httpValidate(cfg.httpLock(http.HandlerFunc(cfg.httpOrder))))
+	mux.Handle("POST /voucher-order/seckill/{voucher_id}", cfg.httpTrace(http.MethodPost, "/voucher-order/seckill/{voucher_id}",
+		cfg.httpValidate(cfg.httpLock(http.HandlerFunc(cfg.httpOrder)))))
 	return httpFraming(mux), nil
 }
 

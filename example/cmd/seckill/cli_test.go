@@ -36,7 +36,7 @@ func TestServeHelpDocumentsEachFlag(t *testing.T) {
 		t.Fatalf("serve -h: %v\n%s", err, out)
 	}
 	for _, flag := range []string{"-addr", "-grpc-addr", "-redis", "-db", "-lock", "-http", "-wait", "-ttl", "-unique-index",
-		"-read-header-timeout", "-read-timeout", "-write-timeout", "-idle-timeout"} {
+		"-read-header-timeout", "-read-timeout", "-write-timeout", "-idle-timeout", "-trace-stdout"} {
 		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(flag) + `\b.*\n\s+\S`).Match(out) {
 			t.Errorf("serve -h does not document %s:\n%s", flag, out)
 		}
@@ -94,6 +94,31 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(stdout.String(), "\n"+h+" ") {
 			t.Errorf("table lacks the row %q", h)
 		}
+	}
+	// The lock rows, from the nodes' /metrics: n/a under -lock local (no
+	// lockgate lock), figures under -lock redis. Every order took the
+	// lock once, so the redis column counts at least the requests that
+	// passed validation (all of them here); renewals are rare at this size
+	// (10s TTL), so that row may be n/a.
+	for _, c := range []struct{ row, redis string }{
+		{"lock acquires", `\d+`}, {"lock hit rate", `\d+\.\d%`}, {"lock wait p50", `\d+\.\dms`},
+		{"lock wait p99", `\d+\.\dms`}, {"renewal success", `(\d+\.\d%|n/a)`},
+	} {
+		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(c.row) + ` +n/a +` + c.redis + `$`)
+		if !re.MatchString(stdout.String()) {
+			t.Errorf("table row %q: want n/a (local) then %s (redis)", c.row, c.redis)
+		}
+	}
+	// Each redis-mode request that passed validation (all) made one Lock call.
+	cell := func(row string) string {
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(row) + ` +\S+ +(\S+)$`).FindStringSubmatch(stdout.String())
+		if m == nil {
+			return ""
+		}
+		return m[1]
+	}
+	if req, acq := cell("requests"), cell("lock acquires"); req == "" || req != acq {
+		t.Errorf("redis mode: %s requests but %s lock acquires on the nodes' /metrics", req, acq)
 	}
 	nodes := nodesLine.FindAllStringSubmatch(stderr.String(), -1)
 	if len(nodes) != 2 {

@@ -33,12 +33,17 @@ type modeResult struct {
 	mode   string
 	load   seckill.LoadResult
 	report seckill.Report
+	// locks are the lockgate figures scraped from the nodes' /metrics at
+	// the end of the load (nothing in modes without a Redis lock).
+	locks lockStats
 }
 
 func demo(ctx context.Context, args []string) error {
 	fs := newFlags("demo", `Start a Redis (unless -redis or $REDIS_URL is given) and -nodes 'seckill serve' processes
 sharing it and one SQLite file; for each -modes entry seed the voucher afresh, run loadgen over all nodes
-and report. Prints the results side by side, then 'mode=M orders=N duplicates=N oversold=N' per mode.
+and report. Prints the results side by side — with the lock figures of each mode read from the
+nodes' /metrics: hit rate, wait p50/p99, renewal success ("n/a" where no lockgate lock ran) — then
+'mode=M orders=N duplicates=N oversold=N' per mode.
 Exit status 1 if the redis mode shows a duplicate or an oversell. Everything started is stopped at the
 end and on Ctrl-C.`)
 	var f demoFlags
@@ -150,6 +155,12 @@ func printTable(w io.Writer, results []modeResult) {
 		{"oversold", func(r modeResult) string { return strconv.FormatInt(r.report.Oversold, 10) }},
 		{"latency p50", func(r modeResult) string { return fmtDur(r.load.P50) }},
 		{"latency p99", func(r modeResult) string { return fmtDur(r.load.P99) }},
+		// From the nodes' /metrics (otellock, summed over the nodes).
+		{"lock acquires", func(r modeResult) string { return fmtCount(r.locks.acquires, r.locks.cum != nil) }},
+		{"lock hit rate", func(r modeResult) string { return fmtPercent(r.locks.hitRate()) }},
+		{"lock wait p50", func(r modeResult) string { return fmtSeconds(r.locks.waitQuantile(0.50)) }},
+		{"lock wait p99", func(r modeResult) string { return fmtSeconds(r.locks.waitQuantile(0.99)) }},
+		{"renewal success", func(r modeResult) string { return fmtPercent(r.locks.renewalRate()) }},
 	}
 	fmt.Fprintf(w, "%-22s", "")
 	for _, r := range results {
@@ -163,6 +174,10 @@ func printTable(w io.Writer, results []modeResult) {
 		}
 		fmt.Fprintln(w)
 	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "lock rows: lockgate's metrics scraped from each node's /metrics after the load, summed over the")
+	fmt.Fprintln(w, "nodes; hit rate = (acquired+reentered)/all acquires, wait p50/p99 interpolated in the buckets of")
+	fmt.Fprintln(w, "lockgate_lock_acquire_duration_seconds (all outcomes), renewal success = ok/all renewals; n/a: none")
 	fmt.Fprintln(w)
 	for _, r := range results {
 		fmt.Fprintf(w, "mode=%s %s\n", r.mode, r.report)
@@ -217,6 +232,10 @@ func runMode(ctx context.Context, self, dir, redisURL, mode string, f demoFlags)
 		return res, ctx.Err()
 	}
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return res, err
+	}
+	// Before the nodes stop: their metrics live in their memory.
+	if res.locks, err = scrapeLockStats(ctx, targets); err != nil {
 		return res, err
 	}
 	res.report, err = st.Report(ctx, f.voucher)

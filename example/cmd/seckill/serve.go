@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ type serveFlags struct {
 	addr, grpcAddr, redisURL, dsn, lock, httpImpl string
 	wait, ttl                                     time.Duration
 	uniqueIndex                                   bool
+	traceStdout                                   bool
 	// timeouts are the HTTP server's (-read-header-timeout, -read-timeout,
 	// -write-timeout, -idle-timeout).
 	timeouts seckill.Timeouts
@@ -33,6 +35,8 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags) {
   POST /voucher-order/seckill/{voucher_id}?user_id=N  → 200 {"order_id": N}, 400 already purchased /
        out of stock / bad id, 404 unknown voucher, 429 busy (Retry-After), 503 lock service down, 413 body
   GET  /vouchers/{voucher_id}                         → {"id": N, "stock": N, "orders": N}
+  GET  /metrics                                       → lockgate's OpenTelemetry metrics, Prometheus text format
+       (no lock taken; labelled by the lock's key template, never by a user id)
   gRPC seckill.v1.Seckill/Order on -grpc-addr (with server reflection)
 Several nodes may share one -db and one -redis.
 
@@ -50,6 +54,7 @@ connection.`)
 	fs.DurationVar(&f.wait, "wait", seckill.DefaultWait, "how long a request waits for a busy lock before 429")
 	fs.DurationVar(&f.ttl, "ttl", seckill.DefaultTTL, "lease time of a lock (renewed while the handler runs)")
 	fs.BoolVar(&f.uniqueIndex, "unique-index", false, "add a unique index on orders(user_id, voucher_id): the database backstop\n(the design notes' \"AP mode\"); off by default so that the lock alone is tested")
+	fs.BoolVar(&f.traceStdout, "trace-stdout", false, "trace each order (HTTP and gRPC, continuing a client's traceparent) and write its spans\nto stdout, one JSON object a line: the order's server span and its lock's \"lock <key template>\";\noff: no tracer provider is installed")
 	fs.DurationVar(&f.timeouts.ReadHeader, "read-header-timeout", seckill.DefaultReadHeaderTimeout,
 		"HTTP: time a client has to send the request line and headers (from the request's first byte)")
 	fs.DurationVar(&f.timeouts.Read, "read-timeout", seckill.DefaultReadTimeout,
@@ -109,7 +114,25 @@ func serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	cfg := seckill.Config{Service: &seckill.Service{Store: st}, Mode: mode, Wait: f.wait, TTL: f.ttl, Logger: log, Timeouts: f.timeouts}
+	var traceOut io.Writer
+	if f.traceStdout {
+		traceOut = os.Stdout
+	}
+	tel, err := newTelemetry(traceOut)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	// Deferred before the Locker's Shutdown, so it runs after it: the
+	// releases of that Shutdown are recorded and their spans written.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tel.shutdown(ctx); err != nil {
+			log.Error("seckill: telemetry shutdown", "err", err)
+		}
+	}()
+	cfg := seckill.Config{Service: &seckill.Service{Store: st}, Mode: mode, Wait: f.wait, TTL: f.ttl, Logger: log, Timeouts: f.timeouts,
+		Metrics: tel.metrics, Tracer: tel.tracer}
 	if mode == seckill.LockRedis {
 		opt, err := redis.ParseURL(f.redisURL)
 		if err != nil {
@@ -117,7 +140,7 @@ func serve(ctx context.Context, args []string) error {
 		}
 		client := redis.NewClient(opt)
 		defer client.Close()
-		locker, err := core.New(client, core.WithTTL(f.ttl), core.WithWait(f.wait))
+		locker, err := core.New(client, append([]core.Option{core.WithTTL(f.ttl), core.WithWait(f.wait)}, tel.lockOptions...)...)
 		if err != nil {
 			return fmt.Errorf("-ttl, -wait: %w", err)
 		}
@@ -147,7 +170,8 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	shutdown = append(shutdown, stopGRPC)
-	log.Info("seckill: serving", "http", ln.Addr().String(), "grpc", f.grpcAddr, "lock", mode, "http_stack", f.httpImpl, "db", st.Kind())
+	log.Info("seckill: serving", "http", ln.Addr().String(), "grpc", f.grpcAddr, "lock", mode, "http_stack", f.httpImpl, "db", st.Kind(),
+		"trace_stdout", f.traceStdout)
 
 	select {
 	case <-ctx.Done():
