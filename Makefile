@@ -1,8 +1,9 @@
 # lockgate — make demo (the flash-sale proof) and make test (everything CI runs).
 SHELL := /bin/bash
 GO ?= go
-# Every Go module of the repo: the library, the OpenTelemetry module, the example, the fault rig, the benchmarks.
-MODULES := . $(patsubst %/go.mod,%,$(wildcard otel/go.mod example/go.mod torture/go.mod bench/go.mod))
+# Every Go module of the repo: the library first, then the modules of their own (the OpenTelemetry module, the
+# framework adapters, the example, the fault rig, the benchmarks), found by their go.mod.
+MODULES := . $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*' -not -path '*/testdata/*')))
 USERS ?= 300
 DUP ?= 8
 STOCK ?= 200
