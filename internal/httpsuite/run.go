@@ -2,7 +2,37 @@ package httpsuite
 
 import "testing"
 
-// run is filled in by the suite's cases (cases.go).
+// cases are the suite's subtests, in the order they run. Each starts its
+// own redis-server.
+var cases = []struct {
+	name string
+	run  func(t *testing.T, s Stack)
+}{
+	{"BadInput", badInput},
+	{"LeaseInHandler", leaseInHandler},
+	{"CtxPlaceholder", ctxPlaceholder},
+	{"Busy", busy},
+	{"RedisDown", redisDown},
+	{"RedisHung", redisHung},
+	{"ClosedLocker", closedLocker},
+	{"ContextOutcomes", contextOutcomes},
+	{"ClientGoneWhileWaiting", clientGoneWhileWaiting},
+	{"LockLost", lockLost},
+	{"PanicReleases", panicReleases},
+	{"ReleaseAfterCancel", releaseAfterCancel},
+	{"OneAtATime", oneAtATime},
+	{"DifferentKeysOverlap", differentKeysOverlap},
+	{"TypedPlaceholders", typedPlaceholders},
+	{"PathUnescaped", pathUnescaped},
+	{"NoOwnerFromRequest", noOwnerFromRequest},
+	{"EventsNameTheTemplate", eventsNameTheTemplate},
+}
+
 func run(t *testing.T, s Stack) {
-	t.Fatalf("httpsuite: the suite's cases are not written yet (stack %s)", s.Name)
+	if s.Name == "" || s.Serve == nil {
+		t.Fatal("httpsuite: a Stack needs a Name and a Serve")
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, s) })
+	}
 }

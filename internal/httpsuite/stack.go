@@ -8,6 +8,15 @@
 // the lease in the handler's context, replaceable answers and the
 // pattern naming the lock. Adapter-specific behaviour (setup errors,
 // options of one framework, Skipper/Next) stays in each adapter's tests.
+//
+// Besides what Stack, Route and Handler say, the cases take for granted of
+// every adapter what net/http's does: error answers are {"error": "..."}
+// with a JSON Content-Type; the lock is released before the answer reaches
+// the client (also after a panic); {ctx.name} reads values stored in the
+// request's context with keyfunc.WithValue; path parameters are locked
+// decoded (unless RawPathParams). A stack for a framework that cannot do
+// something says so with its flags (NoClientCancel, NoRequestContext,
+// RawPathParams), which skip the cases that need it, never silently.
 package httpsuite
 
 import (
@@ -29,7 +38,30 @@ type Stack struct {
 	// 500 or drops the connection); it returns the base URL
 	// ("http://127.0.0.1:port") and stops the server at t's cleanup. A
 	// route's middleware that cannot be built fails the test.
+	//
+	// Serve may be called more than once in a test: each call is one more
+	// server (the suite's "instances": two servers, each with its routes
+	// on its own Locker, on one Redis). It must honour Route.Bare and, unless
+	// NoRequestContext, Route.Context.
 	Serve func(t testing.TB, routes []Route) string
+
+	// NoClientCancel says that the framework does not cancel a handler's
+	// request context when the client goes away (fasthttp: Fiber v2 and
+	// v3). The cases in which the client hangs up mid-request are skipped;
+	// their variants through Route.Context still run.
+	NoClientCancel bool
+	// NoRequestContext says that the stack cannot run Route.Context: no
+	// earlier middleware can set the context the adapter locks with (a
+	// deadline, a cancellation, a value for {ctx.name}). The cases that
+	// need one are skipped. No stack of this repository sets it.
+	NoRequestContext bool
+	// RawPathParams says that the router hands a path parameter on as the
+	// client percent-encoded it, where Go's URL parser keeps that encoding
+	// (chi: /seckill/%37 gives chi.URLParam and r.PathValue "%37", where
+	// http.ServeMux gives "7"), and the adapter locks that raw text, the
+	// value the router's handlers see. The PathUnescaped case is skipped;
+	// the adapter's doc must say how to lock the decoded value.
+	RawPathParams bool
 }
 
 // Route is one locked route.
@@ -48,6 +80,20 @@ type Route struct {
 	Options Options
 	// Handler is the route's handler.
 	Handler Handler
+
+	// Bare serves Handler without the adapter's middleware (Locker, Key and
+	// Options are ignored): the controls that show that a case can fail.
+	Bare bool
+	// Context, when set, runs in front of the middleware as an earlier
+	// middleware would (a timeout, an authentication): the context it
+	// returns, given the request's, becomes the request's context, the
+	// one the adapter locks with and the handler's ctx derives from.
+	// net/http: next.ServeHTTP(w, r.WithContext(Context(r.Context())));
+	// Gin: c.Request = c.Request.WithContext(...); Echo:
+	// c.SetRequest(c.Request().WithContext(...)); Fiber v2:
+	// c.SetUserContext(Context(c.UserContext())); Fiber v3:
+	// c.SetContext(Context(c.Context())).
+	Context func(parent context.Context) context.Context
 }
 
 // Options are the middleware settings the suite varies; zero values keep

@@ -17,24 +17,13 @@ type Result struct {
 	RetryAfter string // the Retry-After header
 	Body       string
 	Err        error // the request failed (no response)
+	// ContentType is the Content-Type header.
+	ContentType string
 }
 
 // Do sends one request with client and reads the whole answer.
 func Do(ctx context.Context, client *http.Client, method, url, ctype, body string) Result {
-	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-	if err != nil {
-		return Result{Err: err}
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return Result{Err: err}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return Result{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"), Body: string(b)}
+	return Send(ctx, client, method, url, nil, ctype, body)
 }
 
 // ErrorText decodes an adapter's {"error": "..."} answer, failing the test
@@ -73,4 +62,25 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Send is Do with request headers (header may be nil).
+func Send(ctx context.Context, client *http.Client, method, url string, header http.Header, ctype, body string) Result {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return Result{Err: err}
+	}
+	for k, vs := range header {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return Result{Err: err}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return Result{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"), Body: string(b), ContentType: resp.Header.Get("Content-Type")}
 }

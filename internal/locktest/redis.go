@@ -2,6 +2,7 @@ package locktest
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -22,8 +23,11 @@ func Locker(t testing.TB, client redis.UniversalClient, opts ...core.Option) *co
 }
 
 // RedisKey is the Redis key of the lock named name under the default
-// prefix: "lockgate:{name}".
-func RedisKey(name string) string { return core.DefaultPrefix + "{" + name + "}" }
+// prefix: "lockgate:{name}", with '%' and '}' in name escaped as core
+// escapes them ("%25", "%7D") to keep the hash tag whole.
+func RedisKey(name string) string {
+	return core.DefaultPrefix + "{" + strings.NewReplacer("%", "%25", "}", "%7D").Replace(name) + "}"
+}
 
 // Held reports whether the lock named name exists in Redis (EXISTS on
 // RedisKey(name), asked with client directly), failing the test if Redis

@@ -23,8 +23,10 @@ type Config struct {
 	Locker *core.Locker
 
 	// Key is the key template, e.g. "order:{query.user_id}:{path.voucher}"
-	// (see package keyfunc; {path.x} reads c.Params, a bare {x} tries path,
-	// query, form, body, header in that order). It is compiled once by New.
+	// (see package keyfunc; {path.x} reads c.Params, percent-decoded unless
+	// the app's UnescapePath did it, so /seckill/%37 locks voucher 7; a bare
+	// {x} tries path, query, form, body, header in that order). It is
+	// compiled once by New.
 	//
 	// Required unless Template is set.
 	Key string

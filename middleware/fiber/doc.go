@@ -8,8 +8,9 @@
 //
 // The package is named fiberlock so that it does not shadow fiber.
 //
-// The key template (package keyfunc) reads route parameters (c.Params), the
-// query, headers, form fields, JSON body fields (bounded by
+// The key template (package keyfunc) reads route parameters (c.Params,
+// percent-decoded as net/http's PathValue is, unless the app's UnescapePath
+// already decoded them: /seckill/%37 is the lock of voucher 7), the query, headers, form fields, JSON body fields (bounded by
 // Config.MaxBodySize) and values earlier middleware stored in c.Locals or in
 // the user context (keyfunc.WithValue), read by {ctx.name}. Typed
 // placeholders ({query.user_id:int}, {path.id:uint},

@@ -15,36 +15,20 @@ import (
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// gauge records how many handlers are inside at once (shared helper).
-type gauge struct{ *locktest.Gauge }
-
-func newGauge() *gauge { return &gauge{locktest.NewGauge()} }
-
-// handler works for up to work, or until another request is inside at the
-// same time.
-func (g *gauge) handler(work time.Duration) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		g.Enter()
-		defer g.Exit()
-		t := time.NewTimer(work)
-		defer t.Stop()
-		select {
-		case <-g.Overlap():
-		case <-t.C:
-		}
-		return c.SendStatus(fiber.StatusOK)
-	}
-}
-
 func newLocker(t testing.TB, srv *redistest.Server, opts ...core.Option) *core.Locker {
 	t.Helper()
 	return locktest.Locker(t, srv.Client(t), opts...)
 }
 
 // newApp returns a Fiber app with the recover middleware in front, as a
-// real service has it.
-func newApp() *fiber.App {
-	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+// real service has it; config (at most one) is the app's.
+func newApp(config ...fiber.Config) *fiber.App {
+	var cfg fiber.Config
+	if len(config) > 0 {
+		cfg = config[0]
+	}
+	cfg.DisableStartupMessage = true
+	app := fiber.New(cfg)
 	// fasthttp's worker-pool cleaner only notices Shutdown after sleeping
 	// this long (default 10s); keep it short so the leak check sees it gone.
 	app.Server().MaxIdleWorkerDuration = 50 * time.Millisecond

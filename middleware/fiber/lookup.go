@@ -3,13 +3,17 @@ package fiberlock
 import (
 	"fmt"
 	"mime"
+	"net/url"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/lockgate/lockgate/keyfunc"
 )
 
-var errBadForm = fmt.Errorf("%w: body is not a valid form", keyfunc.ErrInvalidValue)
+var (
+	errBadForm = fmt.Errorf("%w: body is not a valid form", keyfunc.ErrInvalidValue)
+	errBadPath = fmt.Errorf("%w: not a valid percent-encoding", keyfunc.ErrInvalidValue)
+)
 
 // request resolves placeholders for one request. Values read from the
 // Fiber ctx are only valid during the request; Key copies them into the key.
@@ -23,7 +27,7 @@ func (q *request) lookup(src keyfunc.Source, name string) (string, bool, error) 
 	var v string
 	switch src {
 	case keyfunc.SourcePath:
-		v = q.c.Params(name)
+		return q.param(name)
 	case keyfunc.SourceQuery:
 		v = q.c.Query(name)
 	case keyfunc.SourceHeader:
@@ -38,6 +42,22 @@ func (q *request) lookup(src keyfunc.Source, name string) (string, bool, error) 
 		return q.json.Lookup(name)
 	case keyfunc.SourceForm:
 		return q.form(name)
+	}
+	return v, v != "", nil
+}
+
+// param reads a path parameter decoded, as net/http's PathValue is: Fiber
+// routes on the raw path (unless the app's UnescapePath is set), so that
+// c.Params("voucher") is "%37" for /seckill/%37, and the key would not be
+// the lock of voucher 7.
+func (q *request) param(name string) (string, bool, error) {
+	v := q.c.Params(name)
+	if !q.c.App().Config().UnescapePath {
+		u, err := url.PathUnescape(v)
+		if err != nil {
+			return "", false, errBadPath
+		}
+		v = u
 	}
 	return v, v != "", nil
 }

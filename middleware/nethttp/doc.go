@@ -8,10 +8,11 @@
 // The package is named httplock so that it does not shadow net/http.
 //
 // The key template (package keyfunc) reads path parameters with
-// (*http.Request).PathValue by default (WithPathValue for chi and other
-// routers), the query, headers, form fields and JSON body fields (the body
-// is read once, bounded by WithMaxBodySize, and replayed to the handler),
-// and values that earlier middleware stored in the context
+// (*http.Request).PathValue by default (set by http.ServeMux and by chi
+// v5.5+, see middleware/chi; WithPathValue for other routers), the query,
+// headers, form fields and JSON body fields (the body is read once,
+// bounded by WithMaxBodySize, and replayed to the handler), and values
+// that earlier middleware stored in the context
 // (keyfunc.WithValue, read by {ctx.name}). Typed placeholders
 // ({query.user_id:int}, {path.id:uint}, {header.X-Tenant:uuid}) build the
 // key from the value the handler will parse: "01", "+1" and "1" lock the

@@ -194,9 +194,10 @@ func WithMaxBodySize(n int64) Option {
 	}
 }
 
-// WithPathValue sets how {path.name} is read, for routers other than
-// http.ServeMux; for chi: WithPathValue(chi.URLParam). nil keeps the
-// default, (*http.Request).PathValue.
+// WithPathValue sets how {path.name} is read, for routers that do not set
+// the request's path values (http.ServeMux and chi v5.5+ do; chi hands a
+// percent-encoded parameter on undecoded, see middleware/chi). nil keeps
+// the default, (*http.Request).PathValue.
 func WithPathValue(f func(r *http.Request, name string) string) Option {
 	return func(o *options) {
 		if f != nil {

@@ -1,0 +1,153 @@
+package fiberlock
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/keyfunc"
+)
+
+// Config defines the config for the middleware.
+type Config struct {
+	// Next defines a function to skip this middleware when it returns true.
+	//
+	// Optional. Default: nil
+	Next func(c fiber.Ctx) bool
+
+	// Locker takes the locks.
+	//
+	// Required.
+	Locker *core.Locker
+
+	// Key is the key template, e.g. "order:{query.user_id}:{path.voucher}"
+	// (see package keyfunc; {path.x} reads c.Params, percent-decoded once,
+	// a bare {x} tries path, query, form, body, header in that order). It
+	// is compiled once by New.
+	//
+	// Required unless Template is set.
+	Key string
+
+	// Template is a key template compiled beforehand or built with
+	// keyfunc.Join; it wins over Key.
+	//
+	// Optional. Default: nil
+	Template *keyfunc.Template
+
+	// Wait is how long a request waits for a busy lock before LimitReached.
+	// core.NoWait makes a single attempt; any other negative value is a
+	// setup error (New panics).
+	//
+	// Optional. Default: 0, the Locker's wait (2s unless set in core.New)
+	Wait time.Duration
+
+	// TTL is the lease time of the lock, renewed by the watchdog while the
+	// handler runs. A value other than 0 below core.MinTTL (50ms) is a
+	// setup error.
+	//
+	// Optional. Default: 0, the Locker's TTL (30s unless set in core.New)
+	TTL time.Duration
+
+	// ReleaseTimeout bounds how long the release after the handler waits
+	// for Redis (core.WithReleaseTimeout); a release not answered in time
+	// is logged and the lock expires after its TTL. A negative value is a
+	// setup error.
+	//
+	// Optional. Default: 0, the Locker's (1s unless set in core.New)
+	ReleaseTimeout time.Duration
+
+	// LockOptions are further options for core.Locker.Lock
+	// (core.WithoutWatchdog, ...), applied after Wait, TTL and
+	// ReleaseTimeout, with core's meaning (core.WithWait(0) is a single
+	// attempt). A nil or invalid option is a setup error.
+	//
+	// Optional. Default: nil
+	LockOptions []core.LockOption
+
+	// LimitReached answers a request whose lock is still busy when the wait
+	// ends. The Retry-After header (core.RetryAfterSeconds: when the lock
+	// is likely free, in whole seconds, at least 1) is set before it runs.
+	//
+	// Optional. Default: 429 with {"error": "resource is busy, retry later"}
+	LimitReached fiber.Handler
+
+	// ErrorHandler answers a request that cannot be served: status 400 (err
+	// is a *keyfunc.Error naming the part, never the value), 413 (body over
+	// MaxBodySize), 499 (StatusClientClosedRequest: the request context,
+	// c.Context(), was cancelled while waiting for the lock) or 503 (Redis
+	// unavailable, the request context's deadline passed while waiting —
+	// err matches context.DeadlineExceeded —, the Locker closed, or another
+	// failure; err is internal and must not reach the client).
+	//
+	// Optional. Default: that status with {"error": "..."}: the key error's
+	// text for 400, fixed texts otherwise
+	ErrorHandler func(c fiber.Ctx, status int, err error) error
+
+	// FailOpen runs the handler without the lock, logging a warning, when
+	// Redis is unavailable (the lock error matches core.ErrUnavailable) and
+	// the request context (c.Context()) is still live. Every other failure
+	// is answered as without it: the Locker closed (core.ErrClosed), an
+	// unsupported server, a context that ended, bad input.
+	//
+	// Optional. Default: false (fail closed: 503, handler not run)
+	FailOpen bool
+
+	// Logger logs fail-open runs, lock failures and failed releases.
+	//
+	// Optional. Default: slog.Default()
+	Logger *slog.Logger
+
+	// MaxBodySize bounds the body, in bytes, when the key reads it ({body.*},
+	// {form.*} or a bare name); a larger body is answered 413. The app's own
+	// BodyLimit (default 4 MiB) applies before. A negative value is a setup
+	// error.
+	//
+	// Optional. Default: keyfunc.DefaultMaxBodySize (1 MiB)
+	MaxBodySize int
+
+	// ContextValue reads {ctx.name}.
+	//
+	// Optional. Default: c.Locals(name) when it holds a string, integer or
+	// fmt.Stringer, else keyfunc.ContextValue(c.Context(), name)
+	ContextValue func(c fiber.Ctx, name string) (string, bool)
+}
+
+// ConfigDefault is the default config. Locker and Key have no default.
+var ConfigDefault = Config{
+	Next:         nil,
+	LimitReached: defaultLimitReached,
+	ErrorHandler: defaultErrorHandler,
+	MaxBodySize:  keyfunc.DefaultMaxBodySize,
+	ContextValue: defaultContextValue,
+}
+
+// configDefault returns cfg with its zero fields set to defaults.
+func configDefault(cfg Config) Config {
+	if cfg.LimitReached == nil {
+		cfg.LimitReached = ConfigDefault.LimitReached
+	}
+	if cfg.ErrorHandler == nil {
+		cfg.ErrorHandler = ConfigDefault.ErrorHandler
+	}
+	if cfg.MaxBodySize == 0 {
+		cfg.MaxBodySize = ConfigDefault.MaxBodySize
+	}
+	if cfg.ContextValue == nil {
+		cfg.ContextValue = ConfigDefault.ContextValue
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return cfg
+}
+
+func defaultContextValue(c fiber.Ctx, name string) (string, bool) {
+	if v := c.Locals(name); v != nil {
+		if s, ok := keyfunc.FormatValue(v); ok {
+			return s, true
+		}
+	}
+	return keyfunc.ContextValue(c.Context(), name)
+}

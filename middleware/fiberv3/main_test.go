@@ -1,0 +1,15 @@
+package fiberlock_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// fasthttp refreshes its cached Date header in a goroutine started
+		// once per process and never stopped.
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+	)
+}

@@ -1,0 +1,228 @@
+package ginlock
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/keyfunc"
+)
+
+// Option configures the middleware built by New and NewTemplate. Every
+// option is checked there: an invalid value makes New return an error
+// (matching core.ErrInvalid and naming the option), never a failure of
+// each request, and never a reason to fail open.
+type Option func(*options)
+
+// ErrorHandler writes the answer to a request that cannot be served; the
+// chain is already aborted when it runs (c.IsAborted). status is one of:
+//   - 400: err is a *keyfunc.Error naming the part of the key at fault (its
+//     text never holds the value, so it may be sent), or a failure to read
+//     the body;
+//   - 413: the body is over WithMaxBodySize;
+//   - 499 (StatusClientClosedRequest): the request's context was cancelled
+//     (the client went away) while waiting for the lock;
+//   - 503: the lock could not be taken — Redis unavailable, the request's
+//     deadline passed while waiting (err matches context.DeadlineExceeded),
+//     the Locker closed, or another failure. err is internal and must not be
+//     sent to the client.
+type ErrorHandler func(c *gin.Context, status int, err error)
+
+type options struct {
+	lockOpts     []core.LockOption // in the order given, each already checked
+	busy         gin.HandlerFunc
+	onError      ErrorHandler
+	skip         func(c *gin.Context) bool
+	failOpen     bool
+	logger       *slog.Logger
+	maxBody      int64
+	contextValue func(c *gin.Context, name string) (string, bool)
+	err          error // the first invalid option
+}
+
+func defaultOptions() options {
+	return options{
+		busy:         defaultBusy,
+		onError:      defaultError,
+		maxBody:      keyfunc.DefaultMaxBodySize,
+		contextValue: defaultContextValue,
+	}
+}
+
+// defaultContextValue reads {ctx.name} from the value earlier middleware
+// stored with c.Set(name, v) when it is a string, an integer or a
+// fmt.Stringer (keyfunc.FormatValue), else from c.Request.Context()
+// (keyfunc.WithValue).
+func defaultContextValue(c *gin.Context, name string) (string, bool) {
+	if v, ok := c.Get(name); ok && v != nil {
+		if s, ok := keyfunc.FormatValue(v); ok {
+			return s, true
+		}
+	}
+	return keyfunc.ContextValue(c.Request.Context(), name)
+}
+
+func (o *options) fail(err error) {
+	if o.err == nil {
+		o.err = err
+	}
+}
+
+// invalid is the error of an invalid option value.
+func invalid(option, format string, args ...any) error {
+	return fmt.Errorf("ginlock: %s: "+format+": %w", append(append([]any{option}, args...), core.ErrInvalid)...)
+}
+
+// addLock checks opt on its own (so that the error names the ginlock
+// option) and appends it to the lock options.
+func (o *options) addLock(name string, opt core.LockOption) {
+	if _, err := core.Combine(opt); err != nil {
+		o.fail(fmt.Errorf("ginlock: %s: %w", name, err))
+		return
+	}
+	o.lockOpts = append(o.lockOpts, opt)
+}
+
+// WithWait sets how long a request waits for a busy lock before the busy
+// answer (429). core.NoWait makes a single attempt; 0 sets nothing (the
+// Locker's wait applies, 2s unless set with core.WithWait in core.New, or
+// the one an earlier option set). Another negative value is an error of
+// New.
+func WithWait(d time.Duration) Option {
+	return func(o *options) {
+		switch {
+		case d == 0:
+		case d < 0 && d != core.NoWait:
+			o.fail(invalid("WithWait", "wait %v is negative (use core.NoWait for a single attempt)", d))
+		default:
+			o.addLock("WithWait", core.WithWait(d))
+		}
+	}
+}
+
+// WithTTL sets the lease time of the lock (renewed by the watchdog while the
+// handler runs). 0 sets nothing (the Locker's TTL applies, 30s unless set in
+// core.New). Any other value below core.MinTTL (50ms) is an error of New.
+func WithTTL(d time.Duration) Option {
+	return func(o *options) {
+		if d != 0 {
+			o.addLock("WithTTL", core.WithTTL(d))
+		}
+	}
+}
+
+// WithReleaseTimeout bounds how long the release after the handler waits
+// for Redis (core.WithReleaseTimeout): a release not answered in time is
+// logged and the lock expires after its TTL; the response is not held
+// longer. 0 sets nothing (the Locker's, 1s unless set in core.New); a
+// negative value is an error of New.
+func WithReleaseTimeout(d time.Duration) Option {
+	return func(o *options) {
+		switch {
+		case d == 0:
+		case d < 0:
+			o.fail(invalid("WithReleaseTimeout", "release timeout %v is negative", d))
+		default:
+			o.addLock("WithReleaseTimeout", core.WithReleaseTimeout(d))
+		}
+	}
+}
+
+// WithLockOptions passes further per-call options to core.Locker.Lock
+// (core.WithoutWatchdog, core.WithReleaseTimeout, ...), applied in order
+// with the other lock options. They keep core's meaning (core.WithWait(0)
+// is a single attempt). Default none. A nil or invalid option is an error
+// of New.
+func WithLockOptions(opts ...core.LockOption) Option {
+	return func(o *options) {
+		for i, opt := range opts {
+			if opt == nil {
+				o.fail(invalid("WithLockOptions", "option %d is nil", i))
+				return
+			}
+			o.addLock("WithLockOptions", opt)
+		}
+	}
+}
+
+// WithBusyHandler replaces the answer to a request whose lock is still busy
+// when the wait ends. The chain is already aborted and the Retry-After
+// header (core.RetryAfterSeconds: when the lock is likely free, in whole
+// seconds, at least 1) already set when h runs, so h only writes the
+// answer. nil keeps the default: 429 with {"error": "..."}.
+func WithBusyHandler(h gin.HandlerFunc) Option {
+	return func(o *options) {
+		if h != nil {
+			o.busy = h
+		}
+	}
+}
+
+// WithErrorHandler replaces the 400, 413, 499 and 503 answers (see
+// ErrorHandler). nil keeps the default: that status with {"error": "..."}:
+// the key error's text for 400 (it names the part, never the value), fixed
+// texts otherwise — internal errors are never sent.
+func WithErrorHandler(h ErrorHandler) Option {
+	return func(o *options) {
+		if h != nil {
+			o.onError = h
+		}
+	}
+}
+
+// WithSkip skips the middleware (no key, no lock; the chain goes on) for a
+// request for which skip returns true, like the Skipper of other
+// frameworks' middleware. nil keeps the default: nothing skipped.
+func WithSkip(skip func(c *gin.Context) bool) Option {
+	return func(o *options) { o.skip = skip }
+}
+
+// WithFailOpen makes the handler run without the lock, logging a warning,
+// when Redis is unavailable (the lock error matches core.ErrUnavailable)
+// and the request is still live. Every other failure is answered as
+// without it: the Locker closed (core.ErrClosed), an unsupported server, a
+// context that ended, bad input. Default: fail closed (503, handler not
+// run).
+func WithFailOpen() Option {
+	return func(o *options) { o.failOpen = true }
+}
+
+// WithLogger sets the logger of fail-open runs, lock failures and failed
+// releases. nil keeps the default, slog.Default() at construction.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithMaxBodySize bounds the body read when the key uses {body.*}, {form.*}
+// or a bare name; a longer body is answered 413. 0 sets nothing (default
+// keyfunc.DefaultMaxBodySize, 1 MiB); a negative value is an error of New.
+func WithMaxBodySize(n int64) Option {
+	return func(o *options) {
+		switch {
+		case n < 0:
+			o.fail(invalid("WithMaxBodySize", "%d is negative", n))
+		case n > 0:
+			o.maxBody = n
+		}
+	}
+}
+
+// WithContextValue sets how {ctx.name} is read, for authentication
+// middleware that store values their own way. nil keeps the default: the
+// value stored with c.Set(name, v) when it is a string, an integer or a
+// fmt.Stringer, else keyfunc.ContextValue(c.Request.Context(), name)
+// (values stored with keyfunc.WithValue).
+func WithContextValue(f func(c *gin.Context, name string) (string, bool)) Option {
+	return func(o *options) {
+		if f != nil {
+			o.contextValue = f
+		}
+	}
+}

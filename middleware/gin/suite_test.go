@@ -1,0 +1,122 @@
+package ginlock_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lockgate/lockgate/internal/httpsuite"
+	"github.com/lockgate/lockgate/middleware/gin"
+)
+
+// TestSuite runs the shared HTTP behaviour suite against the Gin adapter.
+func TestSuite(t *testing.T) {
+	httpsuite.Run(t, httpsuite.Stack{Name: "gin", Serve: serveSuite})
+}
+
+// serveSuite serves routes on a gin.New engine with gin.Recovery in front,
+// each behind ginlock configured from the route's options (none for a Bare
+// route), with Route.Context, when set, as the middleware in front of it.
+func serveSuite(t testing.TB, routes []httpsuite.Route) string {
+	t.Helper()
+	e := newEngine()
+	for _, rt := range routes {
+		var chain []gin.HandlerFunc
+		if rt.Context != nil { // an earlier middleware setting the request's context
+			chain = append(chain, func(c *gin.Context) {
+				c.Request = c.Request.WithContext(rt.Context(c.Request.Context()))
+				c.Next()
+			})
+		}
+		if !rt.Bare {
+			mw, err := ginlock.New(rt.Locker, rt.Key, suiteOptions(rt.Options)...)
+			if err != nil {
+				t.Fatalf("ginlock.New(%q): %v", rt.Key, err)
+			}
+			chain = append(chain, mw)
+		}
+		chain = append(chain, suiteHandler(rt.Handler))
+		e.Handle(rt.Method, ginPath(rt.Path), chain...)
+	}
+	return serve(t, e).URL
+}
+
+// suiteHandler adapts a framework-neutral handler: the context a Gin
+// handler is handed (c.Request.Context()), the lease, the body read in full
+// (and replayed for c.PostForm).
+func suiteHandler(h httpsuite.Handler) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		body, err := io.ReadAll(c.Request.Body)
+		if err != nil {
+			c.String(http.StatusBadRequest, "read body: %v", err)
+			return
+		}
+		c.Request.Body = io.NopCloser(bytes.NewReader(body))
+		ctx := c.Request.Context()
+		status, out := h(ctx, ginlock.FromContext(ctx), httpsuite.Request{Body: body, Form: c.PostForm})
+		c.Data(status, "text/plain; charset=utf-8", []byte(out))
+	}
+}
+
+func suiteOptions(o httpsuite.Options) []ginlock.Option {
+	opts := []ginlock.Option{
+		ginlock.WithWait(o.Wait),
+		ginlock.WithTTL(o.TTL),
+		ginlock.WithReleaseTimeout(o.ReleaseTimeout),
+		ginlock.WithMaxBodySize(o.MaxBodySize),
+		ginlock.WithLogger(o.Logger),
+		ginlock.WithLockOptions(o.LockOptions...),
+	}
+	if o.FailOpen {
+		opts = append(opts, ginlock.WithFailOpen())
+	}
+	if o.CustomBusy {
+		opts = append(opts, ginlock.WithBusyHandler(func(c *gin.Context) {
+			c.String(http.StatusTooManyRequests, "custom busy")
+		}))
+	}
+	if o.CustomError {
+		opts = append(opts, ginlock.WithErrorHandler(func(c *gin.Context, status int, _ error) {
+			c.String(status, "custom error")
+		}))
+	}
+	return opts
+}
+
+// ginPath writes "/seckill/{voucher}" as Gin's "/seckill/:voucher".
+func ginPath(p string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(p, '{')
+		if i < 0 {
+			b.WriteString(p)
+			return b.String()
+		}
+		j := strings.IndexByte(p[i:], '}')
+		if j < 0 {
+			b.WriteString(p)
+			return b.String()
+		}
+		b.WriteString(p[:i])
+		b.WriteByte(':')
+		b.WriteString(p[i+1 : i+j])
+		p = p[i+j+1:]
+	}
+}
+
+func TestGinPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/x":                 "/x",
+		"/seckill/{voucher}": "/seckill/:voucher",
+		"/a/{b}/c/{d}":       "/a/:b/c/:d",
+		"/v/{voucher}/items": "/v/:voucher/items",
+	} {
+		if got := ginPath(in); got != want {
+			t.Errorf("ginPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
