@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc"
 
 	grpclock "github.com/lockgate/lockgate/interceptor/grpc"
-	"github.com/lockgate/lockgate/interceptor/grpc/internal/testpb"
+	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
 )
 
 // report adds the per-call figures of both variants, measured in

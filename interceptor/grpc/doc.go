@@ -1,6 +1,8 @@
 // Package grpclock (import path github.com/lockgate/lockgate/interceptor/grpc)
 // runs gRPC server methods under a distributed lock from package core. Its
-// name is not grpc so that user code needs no import alias.
+// name is not grpc so that user code needs no import alias. Connect
+// services get the same annotations, rules and outcomes from connectlock
+// (interceptor/connect, a module of its own).
 //
 // # Which methods are locked
 //

@@ -12,7 +12,8 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	grpclock "github.com/lockgate/lockgate/interceptor/grpc"
-	"github.com/lockgate/lockgate/interceptor/grpc/internal/testpb"
+	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
+	"github.com/lockgate/lockgate/internal/rpcsuite/testpb/testpbgrpc"
 )
 
 // Example serves a service whose methods carry (lockgate.v1.lock)
@@ -36,7 +37,7 @@ func Example() {
 		grpc.ChainUnaryInterceptor( /* auth, logging, ... */ lk.Unary()),
 		grpc.ChainStreamInterceptor( /* auth, logging, ... */ lk.Stream()),
 	)
-	testpb.RegisterOrdersServer(srv, testpb.UnimplementedOrdersServer{})
+	testpbgrpc.RegisterOrdersServer(srv, testpbgrpc.UnimplementedOrdersServer{})
 	defer srv.Stop()
 
 	methods := lk.Methods()

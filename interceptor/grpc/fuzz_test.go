@@ -18,7 +18,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/lockgate/lockgate/core"
-	"github.com/lockgate/lockgate/interceptor/grpc/internal/testpb"
+	"github.com/lockgate/lockgate/internal/rpclock"
+	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
+	"github.com/lockgate/lockgate/internal/rpcsuite/testpb/testpbgrpc"
 	"github.com/lockgate/lockgate/keyfunc"
 )
 
@@ -87,7 +89,7 @@ func refFirst(mdKey string, vals []string, name string) (string, bool) {
 }
 
 // reference returns the expected key of the test service's method for req
-// and the metadata {mdKey: vals}, from the annotations in order.proto.
+// and the metadata {mdKey: vals}, from the annotations in service.proto (internal/rpcsuite/testpb).
 func reference(method string, req *testpb.OrderRequest, mdKey string, vals []string) (string, string, []error) {
 	user := refPart{"user_id", req.GetUserId(), req.GetUserId() != ""}
 	voucher := refPart{"voucher_id", strconv.FormatInt(req.GetVoucherId(), 10), req.GetVoucherId() != 0}
@@ -95,17 +97,17 @@ func reference(method string, req *testpb.OrderRequest, mdKey string, vals []str
 	mdv, ok := refFirst(mdKey, vals, "x-user-id")
 	md := refPart{"md.x-user-id", mdv, ok}
 	switch method {
-	case testpb.Orders_Order_FullMethodName, testpb.Orders_Quick_FullMethodName:
+	case testpbgrpc.Orders_Order_FullMethodName, testpbgrpc.Orders_Quick_FullMethodName:
 		return refKey("order:", []refPart{user, voucher})
-	case testpb.Orders_Nested_FullMethodName:
+	case testpbgrpc.Orders_Nested_FullMethodName:
 		return refKey("sku:", []refPart{sku, md})
-	case testpb.Orders_Relaxed_FullMethodName:
+	case testpbgrpc.Orders_Relaxed_FullMethodName:
 		return refKey("relaxed:", []refPart{user})
-	case testpb.Orders_Watch_FullMethodName:
+	case testpbgrpc.Orders_Watch_FullMethodName:
 		return refKey("watch:", []refPart{user})
-	case testpb.Orders_Upload_FullMethodName:
+	case testpbgrpc.Orders_Upload_FullMethodName:
 		return refKey("upload:", []refPart{md})
-	case testpb.Orders_Chat_FullMethodName:
+	case testpbgrpc.Orders_Chat_FullMethodName:
 		return refKey("chat:", []refPart{md})
 	}
 	panic("no reference for " + method)
@@ -148,9 +150,9 @@ func FuzzKeyBuild(f *testing.F) {
 	names := ic.Methods()
 	slices.Sort(names)
 	want := []string{
-		testpb.Orders_Chat_FullMethodName, testpb.Orders_Nested_FullMethodName, testpb.Orders_Order_FullMethodName,
-		testpb.Orders_Quick_FullMethodName, testpb.Orders_Relaxed_FullMethodName, testpb.Orders_Upload_FullMethodName,
-		testpb.Orders_Watch_FullMethodName,
+		testpbgrpc.Orders_Chat_FullMethodName, testpbgrpc.Orders_Nested_FullMethodName, testpbgrpc.Orders_Order_FullMethodName,
+		testpbgrpc.Orders_Quick_FullMethodName, testpbgrpc.Orders_Relaxed_FullMethodName, testpbgrpc.Orders_Upload_FullMethodName,
+		testpbgrpc.Orders_Watch_FullMethodName,
 	}
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
@@ -169,14 +171,14 @@ func FuzzKeyBuild(f *testing.F) {
 			for _, name := range names {
 				m := ic.methods[name]
 				// The message the interceptor hands to the key: the unary
-				// request, the server stream's first message (m.input),
+				// request, the server stream's first message (m.Input),
 				// none for client and bidi streams.
 				var msg protoreflect.Message
-				if !m.clientStream {
+				if !m.ClientStream {
 					msg = req.ProtoReflect()
 				}
 				wantKey, wantPart, reasons := reference(name, req, mdKey, vals)
-				key, err := m.key.build(ctx, msg)
+				key, err := m.Key.Build(ctx, msg, incomingMD(ctx))
 				if err == nil {
 					if wantPart != "" {
 						t.Fatalf("%s %s: key %q, want an error naming %s (%v)", what, name, key, wantPart, reasons)
@@ -193,7 +195,7 @@ func FuzzKeyBuild(f *testing.F) {
 				if ke.Part != wantPart || !slices.ContainsFunc(reasons, func(r error) bool { return errors.Is(err, r) }) {
 					t.Fatalf("%s %s: %v (part %q), want part %q with one of %v (reference key %q)", what, name, err, ke.Part, wantPart, reasons, wantKey)
 				}
-				st := status.Convert(keyStatus(m, err))
+				st := status.Convert(failureStatus(rpclock.KeyFailure(m, err)))
 				if st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), ke.Part) {
 					t.Fatalf("%s %s: status %v %q, want InvalidArgument naming %s", what, name, st.Code(), st.Message(), ke.Part)
 				}

@@ -4,21 +4,23 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/rpclock"
 )
 
 // Interceptor holds the compiled lock rules of every locked method and
 // hands out the unary and stream server interceptors that apply them. It is
 // immutable after New and safe for concurrent use.
 type Interceptor struct {
-	locker  *core.Locker
-	methods map[string]*method
-	logger  *slog.Logger
+	gate    rpclock.Gate
+	methods map[string]*rpclock.Method
 }
 
 // New reads the (lockgate.v1.lock) annotations of every service registered
@@ -57,14 +59,24 @@ func New(locker *core.Locker, opts ...Option) (*Interceptor, error) {
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
-	methods, err := loadRules(&o)
+	rules := make(map[string]rpclock.Rule, len(o.rules))
+	for name, r := range o.rules {
+		rules[name] = rpclock.Rule(r)
+	}
+	methods, err := rpclock.Load(&rpclock.Config{
+		Name:     "grpclock",
+		Rules:    rules,
+		Order:    o.order,
+		Files:    o.files,
+		Types:    o.types,
+		LockOpts: o.lockOpts,
+	})
 	if err != nil {
 		return nil, err
 	}
 	return &Interceptor{
-		locker:  locker,
+		gate:    rpclock.Gate{Name: "grpclock", Locker: locker, Logger: o.logger},
 		methods: methods,
-		logger:  o.logger,
 	}, nil
 }
 
@@ -112,11 +124,11 @@ func (i *Interceptor) Stream() grpc.StreamServerInterceptor {
 		ctx := ss.Context()
 		var first proto.Message
 		var msg protoreflect.Message
-		if m.input != nil {
+		if m.Input != nil {
 			// Server streaming: the key reads the request, which the
 			// handler has not received yet. Receive it here and hand it
 			// to the handler's first RecvMsg.
-			first = m.input.New().Interface()
+			first = m.Input.New().Interface()
 			if err := ss.RecvMsg(first); err != nil {
 				return err
 			}
@@ -149,49 +161,29 @@ func (i *Interceptor) ServerOptions() []grpc.ServerOption {
 // acquire builds the key and takes the lock. It returns (nil, nil) when
 // the rule is fail-open and Redis is unavailable, and a status error for
 // every failure.
-func (i *Interceptor) acquire(ctx context.Context, m *method, msg protoreflect.Message) (*core.Lease, error) {
-	key, err := m.key.build(ctx, msg)
-	if err != nil {
-		return nil, keyStatus(m, err)
+func (i *Interceptor) acquire(ctx context.Context, m *rpclock.Method, msg protoreflect.Message) (*core.Lease, error) {
+	lease, f := i.gate.Acquire(ctx, m, msg, incomingMD(ctx))
+	if f != nil {
+		return nil, failureStatus(f)
 	}
-	lease, err := i.locker.Lock(ctx, key, m.opt)
-	if err == nil {
-		return lease, nil
-	}
-	if m.failOpen && failOpen(err) {
-		i.logger.WarnContext(ctx, "grpclock: redis unavailable, running without the lock (fail-open)",
-			"method", m.name, "rule", m.origin, "pattern", m.pattern, "error", err)
-		return nil, nil
-	}
-	return nil, i.lockStatus(ctx, m, err)
+	return lease, nil
 }
 
-// failOpen reports whether a Lock error allows a fail-open rule to run the
-// handler without the lock: Redis unavailable, and only that. Not a closed
-// Locker, an unsupported server, bad input, nor a call whose context ended
-// (there is no caller left to serve, even if Redis was also unavailable).
-func failOpen(err error) bool {
-	return errors.Is(err, core.ErrUnavailable) && contextErr(err) == nil
+// incomingMD reads {md.name} from the call's incoming metadata: the first
+// value of the lower-cased key.
+func incomingMD(ctx context.Context) rpclock.Metadata {
+	return func(name string) (string, bool, error) {
+		vs := metadata.ValueFromIncomingContext(ctx, strings.ToLower(name))
+		if len(vs) == 0 {
+			return "", false, nil
+		}
+		return vs[0], true, nil
+	}
 }
 
-// release unlocks after the handler. core detaches the release from the
-// call's cancellation (a call the client cancelled still releases its lock)
-// and bounds it by the release timeout (WithReleaseTimeout), so ctx is
-// passed as it is.
-func (i *Interceptor) release(ctx context.Context, m *method, lease *core.Lease) {
-	err := lease.Unlock(ctx)
-	switch {
-	case err == nil:
-	case errors.Is(err, core.ErrLockLost):
-		// The handler's context was cancelled when the lock was lost;
-		// there is nothing left to release.
-		i.logger.WarnContext(ctx, "grpclock: the lock was lost while the handler ran",
-			"method", m.name, "pattern", lease.Pattern(), "fence", lease.Fence(), "error", err)
-	case errors.Is(err, core.ErrClosed):
-		i.logger.WarnContext(ctx, "grpclock: the Locker was closed while the handler ran (Shutdown released the lock; after Close it expires after its TTL)",
-			"method", m.name, "pattern", lease.Pattern(), "fence", lease.Fence())
-	default:
-		i.logger.WarnContext(ctx, "grpclock: release failed (the lock expires after its TTL)",
-			"method", m.name, "pattern", lease.Pattern(), "fence", lease.Fence(), "error", err)
-	}
+// release unlocks after the handler (see rpclock.Gate.Release: detached
+// from the call's cancellation, bounded by the release timeout, failures
+// logged).
+func (i *Interceptor) release(ctx context.Context, m *rpclock.Method, lease *core.Lease) {
+	i.gate.Release(ctx, m, lease)
 }

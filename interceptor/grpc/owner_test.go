@@ -6,74 +6,33 @@ import (
 	"strconv"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/lockgate/lockgate/core"
-	grpclock "github.com/lockgate/lockgate/interceptor/grpc"
-	"github.com/lockgate/lockgate/interceptor/grpc/internal/testpb"
+	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
 )
 
 // ownerMD are the obvious metadata names a client could try to pass
 // itself off as a lock's owner with.
 var ownerMD = []string{"x-lock-owner", "lockgate-owner", "x-lockgate-owner", "x-owner", "owner", "lock-owner", "x-request-id"}
 
-// TestNoOwnerFromMetadata: while call A holds its lock (handler blocked) —
-// a unary Order on order:1:1, a server-streaming Watch on watch:2 and a
-// client-streaming Upload on upload:3 — call B for the same key never
-// re-enters A's lock, whatever metadata it carries: each owner-ish name,
-// one at a time and all at once (also as a -bin key), set to each value
-// observable about A — the fence and key of its lease (from the probe in
-// the unary chain; Watch sends them in its first reply while still
+// TestNoOwnerFromMetadataStreams is the suite's "no owner from the
+// request" (internal/rpcsuite, unary) for streams: while call A holds its
+// lock — a server-streaming Watch on watch:2 and a client-streaming Upload
+// on upload:3 — call B for the same key never re-enters A's lock, whatever
+// metadata it carries: each owner-ish name, one at a time and all at once
+// (also as a -bin key), set to each value observable about A — the fence
+// and key of its lease (Watch sends them in its first reply while still
 // holding), its x-request-id, and even the owner token of the lock hash in
 // Redis. Every B is ResourceExhausted and no handler of B runs; A's hold
-// is untouched. The controls: inside the unary chain a nested Lock with
-// A's lease context re-enters; once A is released, the same Bs are served.
-func TestNoOwnerFromMetadata(t *testing.T) {
-	e := newBase(t)
-	lk, err := grpclock.New(e.locker)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type held struct {
-		key       string
-		fence     int64
-		reentered bool
-		err       error
-	}
-	heldc := make(chan held, 1)
-	// probe runs inside the lock for A's Order: it reports A's lease and
-	// locks its key again with A's lease context.
-	probe := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if r, ok := req.(*testpb.OrderRequest); ok && info.FullMethod == methodOrder && r.GetPauseMs() < 0 {
-			lease := grpclock.FromContext(ctx)
-			h := held{key: lease.Key(), fence: lease.Fence()}
-			inner, err := e.locker.Lock(ctx, lease.Key(), core.WithWait(core.NoWait))
-			if err == nil {
-				h.reentered = inner.Reentrant()
-				err = inner.Unlock(ctx)
-			}
-			h.err = err
-			heldc <- h
-		}
-		return handler(ctx, req)
-	}
-	e.serve(t, grpc.ChainUnaryInterceptor(lk.Unary(), probe), grpc.ChainStreamInterceptor(lk.Stream()))
+// is untouched. The control: once A is released, the same Bs are served.
+func TestNoOwnerFromMetadataStreams(t *testing.T) {
+	e := newEnv(t)
 	ctx := testCtx(t)
 	const requestID = "req-a-6f1c2d"
 	withMD := func(kv ...string) context.Context { return metadata.NewOutgoingContext(ctx, metadata.Pairs(kv...)) }
 
-	// A, unary.
-	doneOrder := e.startHolder(t, "Order", func() error {
-		_, err := e.client.Order(withMD("x-request-id", requestID), &testpb.OrderRequest{UserId: "1", VoucherId: 1, PauseMs: -1})
-		return err
-	})
-	h := <-heldc
-	if h.err != nil || !h.reentered || h.key != "order:1:1" {
-		t.Fatalf("control: a nested Lock with A's lease context: %+v; want a re-entry of order:1:1", h)
-	}
 	// A, server streaming: its first reply carries its lease.
 	watchA, err := e.client.Watch(withMD("x-request-id", requestID), &testpb.OrderRequest{UserId: "2", PauseMs: -1})
 	if err != nil {
@@ -84,6 +43,7 @@ func TestNoOwnerFromMetadata(t *testing.T) {
 		t.Fatalf("Watch A's first reply: %v %v", firstWatch, err)
 	}
 	// A, client streaming, locked on its x-user-id.
+	e.svc.DrainEntered()
 	uploadA, err := e.client.Upload(withMD("x-user-id", "3", "x-request-id", requestID))
 	if err != nil {
 		t.Fatal(err)
@@ -106,19 +66,15 @@ func TestNoOwnerFromMetadata(t *testing.T) {
 		}
 		return o, f
 	}
-	orderOwner, _ := owner("order:1:1")
 	watchOwner, _ := owner("watch:2")
 	uploadOwner, uploadFence := owner("upload:3")
 	locks := []struct {
 		name   string
+		owner  string
 		values []string
 		call   func(ctx context.Context) error
 	}{
-		{"order:1:1", []string{strconv.FormatInt(h.fence, 10), h.key, orderOwner, requestID}, func(ctx context.Context) error {
-			_, err := e.client.Quick(ctx, &testpb.OrderRequest{UserId: "1", VoucherId: 1})
-			return err
-		}},
-		{"watch:2", []string{strconv.FormatInt(firstWatch.GetFence(), 10), firstWatch.GetKey(), watchOwner, requestID}, func(ctx context.Context) error {
+		{"watch:2", watchOwner, []string{strconv.FormatInt(firstWatch.GetFence(), 10), firstWatch.GetKey(), watchOwner, requestID}, func(ctx context.Context) error {
 			st, err := e.client.Watch(ctx, &testpb.OrderRequest{UserId: "2"})
 			if err != nil {
 				return err
@@ -131,7 +87,7 @@ func TestNoOwnerFromMetadata(t *testing.T) {
 				}
 			}
 		}},
-		{"upload:3", []string{uploadFence, "upload:3", uploadOwner, requestID}, func(ctx context.Context) error {
+		{"upload:3", uploadOwner, []string{uploadFence, "upload:3", uploadOwner, requestID}, func(ctx context.Context) error {
 			ctx = metadata.AppendToOutgoingContext(ctx, "x-user-id", "3")
 			st, err := e.client.Upload(ctx)
 			if err != nil {
@@ -144,7 +100,7 @@ func TestNoOwnerFromMetadata(t *testing.T) {
 			return err
 		}},
 	}
-	callsBefore := e.svc.calls.Load()
+	callsBefore := e.svc.Calls()
 	// attempts lists the metadata of every B of a lock: one name at a
 	// time, then all at once (and as binary metadata).
 	attempts := func(values []string) [][]string {
@@ -167,19 +123,16 @@ func TestNoOwnerFromMetadata(t *testing.T) {
 			}
 		}
 	}
-	if n := e.svc.calls.Load() - callsBefore; n != 0 {
+	if n := e.svc.Calls() - callsBefore; n != 0 {
 		t.Fatalf("%d handlers of B ran while A held the locks", n)
 	}
 	for _, l := range locks {
-		if got, _ := owner(l.name); got != map[string]string{"order:1:1": orderOwner, "watch:2": watchOwner, "upload:3": uploadOwner}[l.name] {
+		if got, _ := owner(l.name); got != l.owner {
 			t.Fatalf("%s now has owner %q: A's hold was touched", l.name, got)
 		}
 	}
 
-	e.svc.release()
-	if err := <-doneOrder; err != nil {
-		t.Fatalf("A's Order: %v", err)
-	}
+	e.svc.Release()
 	for {
 		if _, err := watchA.Recv(); err == io.EOF {
 			break

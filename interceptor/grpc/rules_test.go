@@ -91,8 +91,9 @@ func dynamicFiles(t *testing.T, unary, client, bidi *lockgatev1.LockRule) *proto
 // option is an error of New naming the method (for rules) and the field at
 // fault; nothing is found at call time. Every rule in the table is
 // fail-open, so that none of these mistakes can turn into calls that run
-// without the lock: TestGoodRuleControl shows the same setup without the
-// fault serving calls under the lock.
+// without the lock: the suite's "Go rule settings apply" (TestSuite,
+// internal/rpcsuite) shows the same setup without the fault serving calls
+// under the lock.
 func TestStartupErrors(t *testing.T) {
 	e := newBase(t)
 	rule := func(key string) grpclock.Rule { return grpclock.Rule{Key: key, FailOpen: true} }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/rpclock"
 )
 
 type syncBuffer struct {
@@ -69,12 +70,12 @@ func TestLockStatusMapping(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs syncBuffer
-			i := &Interceptor{logger: slog.New(slog.NewTextHandler(&logs, nil))}
-			m := &method{name: "/pkg.S/M", failOpen: true}
-			if got := failOpen(tc.err); got != tc.failOpen {
-				t.Errorf("failOpen(%v) = %v, want %v", tc.err, got, tc.failOpen)
+			i := &Interceptor{gate: rpclock.Gate{Name: "grpclock", Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
+			m := &rpclock.Method{Name: "/pkg.S/M", FailOpen: true}
+			if got := rpclock.FailOpen(tc.err); got != tc.failOpen {
+				t.Errorf("FailOpen(%v) = %v, want %v", tc.err, got, tc.failOpen)
 			}
-			st := status.Convert(i.lockStatus(context.Background(), m, tc.err))
+			st := status.Convert(failureStatus(i.gate.LockFailure(context.Background(), m, tc.err)))
 			if st.Code() != tc.code {
 				t.Fatalf("status %v, want %v", st.Code(), tc.code)
 			}

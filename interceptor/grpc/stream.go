@@ -7,6 +7,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/lockgate/lockgate/internal/rpclock"
 )
 
 // stream hands the handler the lease's context and, for server-streaming
@@ -28,23 +30,10 @@ func (s *stream) RecvMsg(m any) error {
 	}
 	first := s.first
 	s.first = nil
-	dst, ok := m.(proto.Message)
-	if !ok {
-		return status.Error(codes.Internal, "grpclock: request is not a protobuf message")
-	}
-	if dst.ProtoReflect().Descriptor() == first.ProtoReflect().Descriptor() {
-		proto.Reset(dst)
-		proto.Merge(dst, first)
-		return nil
-	}
-	// Same message, another Go type (a dynamic one, see WithFiles): copy
-	// through the wire format.
-	b, err := proto.Marshal(first)
-	if err != nil {
-		return status.Error(codes.Internal, "grpclock: cannot hand on the request")
-	}
-	if err := proto.Unmarshal(b, dst); err != nil {
-		return status.Error(codes.Internal, "grpclock: cannot hand on the request")
+	// Same message, maybe another Go type (a dynamic one, see WithFiles):
+	// HandOn then copies through the wire format.
+	if err := rpclock.HandOn(m, first); err != nil {
+		return status.Error(codes.Internal, "grpclock: "+err.Error())
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/lockgate/lockgate/interceptor/grpc/internal/testpb"
+	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
 )
 
 // TestServerStreamHoldsLock: a server-streaming method locks on its request
@@ -48,7 +48,7 @@ func TestServerStreamHoldsLock(t *testing.T) {
 		t.Fatalf("Watch u2 reply: %v, %v", r, err)
 	}
 
-	e.svc.release()
+	e.svc.Release()
 	for _, s := range []interface {
 		Recv() (*testpb.OrderReply, error)
 	}{s1, s3} {
@@ -102,7 +102,7 @@ func TestClientStreamLocksOnMetadata(t *testing.T) {
 		t.Fatalf("second Upload with the same metadata: %v, want ResourceExhausted", err)
 	}
 
-	e.svc.release()
+	e.svc.Release()
 	r, err := u1.CloseAndRecv()
 	if err != nil || r.GetKey() != "upload:m1" || r.GetEcho() != "a" {
 		t.Fatalf("first Upload = %v, %v; want key upload:m1 echo a", r, err)

@@ -1,4 +1,4 @@
-package grpclock
+package rpclock
 
 import (
 	"errors"
@@ -16,75 +16,117 @@ import (
 	lockgatev1 "github.com/lockgate/lockgate/proto/lockgate/v1"
 )
 
-// method is the compiled rule of one locked method.
-type method struct {
-	name     string // full method name, "/pkg.Service/Method"
-	origin   string // "annotation" or "Go rule", for errors and logs
-	pattern  string // the rule's key template, for logs
-	key      *key
-	opt      core.LockOption // WithLockOptions, Wait, TTL, Options, combined and checked
-	failOpen bool
-
-	clientStream bool
-	serverStream bool
-	// input builds an empty request message; set for server-streaming
-	// methods whose key reads the message.
-	input protoreflect.MessageType
+// Rule is a Go-side lock rule for one method, the equivalent of a
+// (lockgate.v1.lock) annotation. grpclock.Rule and connectlock.Rule have
+// the same fields and convert to it; their docs say what each field means.
+type Rule struct {
+	Key      string
+	Wait     time.Duration
+	TTL      time.Duration
+	FailOpen bool
+	Options  []core.LockOption
 }
 
-// fullMethodName returns "/pkg.Service/Method".
-func fullMethodName(md protoreflect.MethodDescriptor) string {
+// Config is what Load reads rules with.
+type Config struct {
+	// Name prefixes every error and log ("grpclock", "connectlock").
+	Name string
+	// Rules are the Go rules by full method name ("/pkg.Service/Method"),
+	// Order their names in the order given (errors are reported in it).
+	Rules map[string]Rule
+	Order []string
+	// Files holds the service descriptors whose annotations are read and
+	// against which Go rules are resolved; Types the Go message types of
+	// server-streaming requests (dynamicpb otherwise).
+	Files *protoregistry.Files
+	Types *protoregistry.Types
+	// LockOpts are added to every Lock before the rule's own settings.
+	LockOpts []core.LockOption
+}
+
+// Method is the compiled rule of one locked method. It is immutable.
+type Method struct {
+	Name     string // full method name, "/pkg.Service/Method"
+	Origin   string // "annotation" or "Go rule", for errors and logs
+	Pattern  string // the rule's key template, for logs
+	Key      *Key
+	Opt      core.LockOption // LockOpts, Wait, TTL, Options, combined and checked
+	FailOpen bool
+
+	ClientStream bool
+	ServerStream bool
+	// Input builds an empty request message; set for server-streaming
+	// methods whose key reads the message (the interceptor receives the
+	// request before the handler).
+	Input protoreflect.MessageType
+}
+
+// FullMethodName returns "/pkg.Service/Method".
+func FullMethodName(md protoreflect.MethodDescriptor) string {
 	return "/" + string(md.Parent().FullName()) + "/" + string(md.Name())
 }
 
-// loadRules reads the annotations of every service in o.files, then applies
-// the Go rules over them. Every problem is reported, joined, each naming
-// its method.
-func loadRules(o *options) (map[string]*method, error) {
-	methods := map[string]*method{}
+// Load reads the annotations of every service in c.Files, then applies the
+// Go rules over them (a Go rule replaces its method's annotation, whole).
+// Every problem is reported, joined, each naming its method, whether it is
+// an annotation or a Go rule, and the field at fault.
+func Load(c *Config) (map[string]*Method, error) {
+	methods := map[string]*Method{}
 	var errs []error
-	o.files.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+	c.Files.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
 		svcs := fd.Services()
 		for i := 0; i < svcs.Len(); i++ {
 			ms := svcs.Get(i).Methods()
 			for j := 0; j < ms.Len(); j++ {
 				md := ms.Get(j)
-				lr := annotation(md)
-				if lr == nil {
-					continue
-				}
-				name := fullMethodName(md)
-				if _, ok := o.rules[name]; ok {
+				name := FullMethodName(md)
+				if _, ok := c.Rules[name]; ok {
 					continue // the Go rule wins; its errors are its own
 				}
-				r, err := annotationRule(lr)
-				if err == nil {
-					var m *method
-					m, err = compile(name, "annotation", md, r, o)
-					methods[name] = m
-				}
+				m, err := CompileAnnotation(c, name, md)
 				if err != nil {
-					errs = append(errs, fmt.Errorf("grpclock: %s: (lockgate.v1.lock) annotation: %w", name, err))
+					errs = append(errs, err)
+				} else if m != nil {
+					methods[name] = m
 				}
 			}
 		}
 		return true
 	})
-	for _, name := range o.order {
-		md, err := findMethod(o.files, name)
+	for _, name := range c.Order {
+		md, err := FindMethod(c.Files, name)
 		if err == nil {
-			var m *method
-			m, err = compile(name, "Go rule", md, o.rules[name], o)
+			var m *Method
+			m, err = Compile(c, name, "Go rule", md, c.Rules[name])
 			methods[name] = m
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("grpclock: %s: Go rule: %w", name, err))
+			errs = append(errs, fmt.Errorf("%s: %s: Go rule: %w", c.Name, name, err))
 		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return methods, nil
+}
+
+// CompileAnnotation compiles the (lockgate.v1.lock) annotation of md under
+// the name name. It returns nil and nil when md has none; its error names
+// the method and says it is the annotation's.
+func CompileAnnotation(c *Config, name string, md protoreflect.MethodDescriptor) (*Method, error) {
+	lr := annotation(md)
+	if lr == nil {
+		return nil, nil
+	}
+	r, err := annotationRule(lr)
+	var m *Method
+	if err == nil {
+		m, err = Compile(c, name, "annotation", md, r)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: (lockgate.v1.lock) annotation: %w", c.Name, name, err)
+	}
+	return m, nil
 }
 
 // annotation returns the method's (lockgate.v1.lock) option, or nil.
@@ -128,8 +170,8 @@ func annotationRule(lr *lockgatev1.LockRule) (Rule, error) {
 	return r, nil
 }
 
-// findMethod resolves "/pkg.Service/Method" in files.
-func findMethod(files *protoregistry.Files, fullMethod string) (protoreflect.MethodDescriptor, error) {
+// FindMethod resolves "/pkg.Service/Method" in files.
+func FindMethod(files *protoregistry.Files, fullMethod string) (protoreflect.MethodDescriptor, error) {
 	svc, name, ok := strings.Cut(strings.TrimPrefix(fullMethod, "/"), "/")
 	if !strings.HasPrefix(fullMethod, "/") || !ok || svc == "" || name == "" || strings.Contains(name, "/") {
 		return nil, fmt.Errorf("method name %q is not of the form \"/package.Service/Method\"", fullMethod)
@@ -149,17 +191,17 @@ func findMethod(files *protoregistry.Files, fullMethod string) (protoreflect.Met
 	return md, nil
 }
 
-// compile checks r against the method md and builds its method. Every
+// Compile checks r against the method md and builds its Method. Every
 // field is checked, FailOpen or not: a bad rule is a setup error, never a
 // reason to run without the lock.
-func compile(name, origin string, md protoreflect.MethodDescriptor, r Rule, o *options) (*method, error) {
+func Compile(c *Config, name, origin string, md protoreflect.MethodDescriptor, r Rule) (*Method, error) {
 	// Observations name the method's lock by its key template (the
 	// annotation's or the rule's; Options may name it otherwise).
 	var opts []core.LockOption
 	if r.Key != "" {
 		opts = append(opts, core.WithPattern(r.Key))
 	}
-	opts = append(opts, o.lockOpts...)
+	opts = append(opts, c.LockOpts...)
 	switch {
 	case r.Wait == core.NoWait:
 		opts = append(opts, core.WithWait(core.NoWait))
@@ -191,18 +233,22 @@ func compile(name, origin string, md protoreflect.MethodDescriptor, r Rule, o *o
 	if err != nil {
 		return nil, err
 	}
-	m := &method{
-		name:         name,
-		origin:       origin,
-		pattern:      r.Key,
-		key:          k,
-		opt:          combined,
-		failOpen:     r.FailOpen,
-		clientStream: md.IsStreamingClient(),
-		serverStream: md.IsStreamingServer(),
+	m := &Method{
+		Name:         name,
+		Origin:       origin,
+		Pattern:      r.Key,
+		Key:          k,
+		Opt:          combined,
+		FailOpen:     r.FailOpen,
+		ClientStream: md.IsStreamingClient(),
+		ServerStream: md.IsStreamingServer(),
 	}
-	if m.serverStream && !m.clientStream && k.usesMessage() {
-		m.input = messageType(o.types, md.Input())
+	if m.ServerStream && !m.ClientStream && k.UsesMessage() {
+		types := c.Types
+		if types == nil {
+			types = protoregistry.GlobalTypes
+		}
+		m.Input = messageType(types, md.Input())
 	}
 	return m, nil
 }

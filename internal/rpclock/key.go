@@ -1,25 +1,29 @@
-package grpclock
+package rpclock
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/lockgate/lockgate/keyfunc"
 )
 
-// errNotProto is the reason of a key error for a request that is not a
+// ErrNotProto is the reason of a key error for a request that is not a
 // protobuf message (a custom codec); it never happens with generated code.
-var errNotProto = errors.New("request is not a protobuf message")
+var ErrNotProto = errors.New("request is not a protobuf message")
 
-// key is a compiled key template with the field paths it reads, resolved
+// Metadata looks up the first value of the call's metadata key name
+// ({md.name}): gRPC's incoming metadata, a Connect call's request headers.
+// ok is false when the key is absent; an error (a -bin value that does not
+// decode) makes the key invalid, naming the placeholder.
+type Metadata func(name string) (value string, ok bool, err error)
+
+// Key is a compiled key template with the field paths it reads, resolved
 // against the method's request descriptor at start-up.
-type key struct {
+type Key struct {
 	tmpl  *keyfunc.Template
 	paths map[string][]protoreflect.FieldDescriptor // placeholder name → fields, for field and bare parts
 }
@@ -27,7 +31,7 @@ type key struct {
 // compileKey compiles text with keyfunc's gRPC sources and checks every
 // message field it names against md's request type. Client-streaming and
 // bidi methods may not name message fields.
-func compileKey(text string, md protoreflect.MethodDescriptor) (*key, error) {
+func compileKey(text string, md protoreflect.MethodDescriptor) (*Key, error) {
 	if text == "" {
 		return nil, errors.New("key is empty")
 	}
@@ -35,7 +39,7 @@ func compileKey(text string, md protoreflect.MethodDescriptor) (*key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("key %q: %w", text, err)
 	}
-	k := &key{tmpl: t, paths: map[string][]protoreflect.FieldDescriptor{}}
+	k := &Key{tmpl: t, paths: map[string][]protoreflect.FieldDescriptor{}}
 	for _, p := range t.Parts() {
 		if p.Source != keyfunc.SourceField && p.Source != keyfunc.SourceAuto {
 			continue
@@ -88,8 +92,8 @@ func checkType(t keyfunc.ValueType, fd protoreflect.FieldDescriptor) error {
 		fd.FullName(), fd.Kind(), t)
 }
 
-// usesMessage reports whether building the key reads the request message.
-func (k *key) usesMessage() bool { return len(k.paths) > 0 }
+// UsesMessage reports whether building the key reads the request message.
+func (k *Key) UsesMessage() bool { return len(k.paths) > 0 }
 
 // resolvePath finds the fields of the dotted path name in msg: every
 // segment but the last a singular message field, the last a singular scalar
@@ -127,23 +131,23 @@ func resolvePath(msg protoreflect.MessageDescriptor, name string) ([]protoreflec
 	return path, nil
 }
 
-// build returns the lock name for one call; keyfunc canonicalises the
-// values of typed placeholders ("01" and "1" give one key for :int). msg may be nil when the key
-// reads no field. Errors are *keyfunc.Error naming the placeholder.
-func (k *key) build(ctx context.Context, msg protoreflect.Message) (string, error) {
+// Build returns the lock name for one call; keyfunc canonicalises the
+// values of typed placeholders ("01" and "1" give one key for :int). msg
+// may be nil when the key reads no field; md answers {md.name}. Errors are
+// *keyfunc.Error naming the placeholder.
+func (k *Key) Build(ctx context.Context, msg protoreflect.Message, md Metadata) (string, error) {
 	return k.tmpl.Key(func(src keyfunc.Source, name string) (string, bool, error) {
 		switch src {
 		case keyfunc.SourceField:
 			if msg == nil {
-				return "", false, errNotProto
+				return "", false, ErrNotProto
 			}
 			return fieldValue(msg, k.paths[name])
 		case keyfunc.SourceMD:
-			vs := metadata.ValueFromIncomingContext(ctx, strings.ToLower(name))
-			if len(vs) == 0 {
+			if md == nil {
 				return "", false, nil
 			}
-			return vs[0], true, nil
+			return md(name)
 		case keyfunc.SourceCtx:
 			v, ok := keyfunc.ContextValue(ctx, name)
 			return v, ok, nil

@@ -1,0 +1,373 @@
+package connectlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+
+	"github.com/lockgate/lockgate/core"
+	connectlock "github.com/lockgate/lockgate/interceptor/connect"
+	"github.com/lockgate/lockgate/interceptor/connect/internal/testpbconnect"
+	"github.com/lockgate/lockgate/internal/rpcsuite"
+	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// orders serves the suite's test service with Connect: every handler is
+// rpcsuite.Service's.
+type orders struct{ svc *rpcsuite.Service }
+
+var _ testpbconnect.OrdersHandler = orders{}
+
+// connectErr answers a Service error as a Connect handler would: a
+// *connect.Error as it is, a context error with its code.
+func connectErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return connect.NewError(connect.CodeCanceled, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return connect.NewError(connect.CodeDeadlineExceeded, err)
+	}
+	return connect.NewError(connect.CodeUnknown, err)
+}
+
+func (o orders) unary(ctx context.Context, name string, req *connect.Request[testpb.OrderRequest]) (*connect.Response[testpb.OrderReply], error) {
+	r, err := o.svc.Unary(ctx, name, req.Msg)
+	if err != nil {
+		return nil, connectErr(err)
+	}
+	return connect.NewResponse(r), nil
+}
+
+func (o orders) Order(ctx context.Context, req *connect.Request[testpb.OrderRequest]) (*connect.Response[testpb.OrderReply], error) {
+	return o.unary(ctx, "Order", req)
+}
+
+func (o orders) Quick(ctx context.Context, req *connect.Request[testpb.OrderRequest]) (*connect.Response[testpb.OrderReply], error) {
+	return o.unary(ctx, "Quick", req)
+}
+
+func (o orders) Nested(ctx context.Context, req *connect.Request[testpb.OrderRequest]) (*connect.Response[testpb.OrderReply], error) {
+	return o.unary(ctx, "Nested", req)
+}
+
+func (o orders) Relaxed(ctx context.Context, req *connect.Request[testpb.OrderRequest]) (*connect.Response[testpb.OrderReply], error) {
+	return o.unary(ctx, "Relaxed", req)
+}
+
+func (o orders) Plain(ctx context.Context, req *connect.Request[testpb.OrderRequest]) (*connect.Response[testpb.OrderReply], error) {
+	return o.unary(ctx, "Plain", req)
+}
+
+func (o orders) Watch(ctx context.Context, req *connect.Request[testpb.OrderRequest], st *connect.ServerStream[testpb.OrderReply]) error {
+	return connectErr(o.svc.Watch(ctx, req.Msg, st.Send))
+}
+
+func (o orders) Upload(ctx context.Context, st *connect.ClientStream[testpb.OrderRequest]) (*connect.Response[testpb.OrderReply], error) {
+	recv := func() (*testpb.OrderRequest, error) {
+		if st.Receive() {
+			return st.Msg(), nil
+		}
+		if err := st.Err(); err != nil {
+			return nil, err
+		}
+		return nil, io.EOF
+	}
+	r, err := o.svc.Upload(ctx, recv)
+	if err != nil {
+		return nil, connectErr(err)
+	}
+	return connect.NewResponse(r), nil
+}
+
+func bidiRecv(st *connect.BidiStream[testpb.OrderRequest, testpb.OrderReply]) func() (*testpb.OrderRequest, error) {
+	return func() (*testpb.OrderRequest, error) {
+		m, err := st.Receive()
+		if errors.Is(err, io.EOF) {
+			return nil, io.EOF
+		}
+		return m, err
+	}
+}
+
+func (o orders) Chat(ctx context.Context, st *connect.BidiStream[testpb.OrderRequest, testpb.OrderReply]) error {
+	return connectErr(o.svc.Echo(ctx, "Chat", bidiRecv(st), st.Send))
+}
+
+func (o orders) Feed(ctx context.Context, st *connect.BidiStream[testpb.OrderRequest, testpb.OrderReply]) error {
+	return connectErr(o.svc.Echo(ctx, "Feed", bidiRecv(st), st.Send))
+}
+
+// outermost is the stack's outermost interceptor (rpcsuite.Stack): a unary
+// call with the header rpcsuite.ServerTimeoutHeader runs under that
+// server-side deadline; a panic of the chain is recovered into
+// CodeInternal; served (if not nil) is told what the rest of the chain
+// answered. Streams pass through.
+type outermost struct{ served func(string, rpcsuite.Code) }
+
+func (o outermost) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (resp connect.AnyResponse, err error) {
+		if v := req.Header().Get(rpcsuite.ServerTimeoutHeader); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: %w", rpcsuite.ServerTimeoutHeader, err))
+			}
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				resp, err = nil, connect.NewError(connect.CodeInternal, fmt.Errorf("panic: %v", p))
+			}
+			if o.served != nil {
+				o.served(path.Base(req.Spec().Procedure), codeOf(err))
+			}
+		}()
+		return next(ctx, req)
+	}
+}
+
+func (outermost) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (outermost) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+func codeOf(err error) rpcsuite.Code {
+	if err == nil {
+		return rpcsuite.OK
+	}
+	return rpcsuite.Code(connect.CodeOf(err))
+}
+
+// protocol is how a test talks to the server.
+type protocol struct {
+	name string
+	h2c  bool                   // HTTP/2 without TLS; else HTTP/1.1
+	opts []connect.ClientOption // the client's protocol
+}
+
+var (
+	connectHTTP1 = protocol{name: "connect", h2c: false}
+	grpcH2C      = protocol{name: "grpc", h2c: true, opts: []connect.ClientOption{connect.WithGRPC()}}
+	grpcWebHTTP1 = protocol{name: "grpcweb", h2c: false, opts: []connect.ClientOption{connect.WithGRPCWeb()}}
+	connectH2C   = protocol{name: "connect-h2c", h2c: true}
+)
+
+// server is a served test service: a client of it and its base URL.
+type server struct {
+	http    *http.Client
+	baseURL string
+	p       protocol
+}
+
+// serve serves svc behind the handler options opts on a loopback
+// httptest server speaking HTTP/1.1 and HTTP/2 without TLS; the client
+// speaks p. Both stop at t's cleanup, after svc's held handlers are
+// released.
+func serve(t testing.TB, svc *rpcsuite.Service, p protocol, opts ...connect.HandlerOption) *server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle(testpbconnect.NewOrdersHandler(orders{svc}, opts...))
+	hs := httptest.NewUnstartedServer(mux)
+	hs.Config.Protocols = new(http.Protocols)
+	hs.Config.Protocols.SetHTTP1(true)
+	hs.Config.Protocols.SetUnencryptedHTTP2(true)
+	hs.Start()
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	if p.h2c {
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	} else {
+		tr.Protocols.SetHTTP1(true)
+	}
+	t.Cleanup(func() {
+		svc.Release()
+		tr.CloseIdleConnections()
+		hs.Close()
+	})
+	return &server{http: &http.Client{Transport: tr}, baseURL: hs.URL, p: p}
+}
+
+// client returns the generated client of the server.
+func (s *server) client() testpbconnect.OrdersClient {
+	return testpbconnect.NewOrdersClient(s.http, s.baseURL, s.p.opts...)
+}
+
+// connectStack is the suite's Connect stack for protocol p: the test
+// service on an httptest server, behind connectlock's interceptor.
+func connectStack(p protocol) rpcsuite.Stack {
+	return rpcsuite.Stack{Name: p.name, Serve: func(t testing.TB, s rpcsuite.Server) rpcsuite.Client {
+		t.Helper()
+		ics := []connect.Interceptor{outermost{s.Served}}
+		if s.Locker != nil {
+			var lo []connectlock.Option
+			for _, r := range s.Rules {
+				lo = append(lo, connectlock.WithRule(rpcsuite.FullMethod(r.Method), connectlock.Rule{
+					Key: r.Key, Wait: r.Wait, TTL: r.TTL, FailOpen: r.FailOpen, Options: r.Options,
+				}))
+			}
+			if len(s.LockOptions) > 0 {
+				lo = append(lo, connectlock.WithLockOptions(s.LockOptions...))
+			}
+			if s.ReleaseTimeout != 0 {
+				lo = append(lo, connectlock.WithReleaseTimeout(s.ReleaseTimeout))
+			}
+			if s.Logger != nil {
+				lo = append(lo, connectlock.WithLogger(s.Logger))
+			}
+			lk, err := connectlock.New(s.Locker, lo...)
+			if err != nil {
+				t.Fatalf("connectlock.New: %v", err)
+			}
+			ics = append(ics, lk)
+		}
+		srv := serve(t, s.Service, p, connect.WithInterceptors(ics...))
+		c := suiteClient{}
+		for _, m := range []string{"Order", "Quick", "Nested", "Relaxed", "Plain"} {
+			c[m] = connect.NewClient[testpb.OrderRequest, testpb.OrderReply](srv.http, srv.baseURL+rpcsuite.FullMethod(m), p.opts...)
+		}
+		return c
+	}}
+}
+
+// suiteClient is the suite's client: a Connect client per unary method.
+type suiteClient map[string]*connect.Client[testpb.OrderRequest, testpb.OrderReply]
+
+func (c suiteClient) Call(ctx context.Context, method string, req *testpb.OrderRequest, md ...string) rpcsuite.Reply {
+	cl := c[method]
+	if cl == nil {
+		return rpcsuite.Reply{Code: rpcsuite.Unimplemented, Message: "no client for " + method, Err: errors.New("no client for " + method)}
+	}
+	r := connect.NewRequest(req)
+	setMD(r.Header(), md...)
+	resp, err := cl.CallUnary(ctx, r)
+	if err == nil {
+		return rpcsuite.Reply{Code: rpcsuite.OK, Msg: resp.Msg}
+	}
+	return replyOf(err)
+}
+
+// setMD sets the name, value pairs md in h; a name ending in "-bin" gets
+// its value base64-encoded, as gRPC metadata would be.
+func setMD(h http.Header, md ...string) {
+	for i := 0; i+1 < len(md); i += 2 {
+		v := md[i+1]
+		if strings.HasSuffix(strings.ToLower(md[i]), "-bin") {
+			v = connect.EncodeBinaryHeader([]byte(v))
+		}
+		h.Add(md[i], v)
+	}
+}
+
+// replyOf is what the suite reads of a client's error.
+func replyOf(err error) rpcsuite.Reply {
+	r := rpcsuite.Reply{Code: codeOf(err), Message: err.Error(), Err: err}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		r.Message = ce.Message()
+		for _, d := range ce.Details() {
+			if v, derr := d.Value(); derr == nil {
+				if ri, ok := v.(*errdetails.RetryInfo); ok {
+					r.RetryInfo, r.RetryDelay = true, ri.GetRetryDelay().AsDuration()
+				}
+			}
+		}
+	}
+	return r
+}
+
+// env is one connectlock-specific test's world: a real Redis, a Locker
+// with the test's own prefix, the suite's service on a real server behind
+// the interceptor, and a client (HTTP/2 without TLS, Connect protocol).
+type env struct {
+	redis  *redistest.Server
+	rdb    *redis.Client
+	locker *core.Locker
+	svc    *rpcsuite.Service
+	srv    *server
+	client testpbconnect.OrdersClient
+	prefix string
+}
+
+// newEnv serves the test service behind the interceptor built with opts.
+func newEnv(t testing.TB, opts ...connectlock.Option) *env {
+	t.Helper()
+	e := newBase(t)
+	lk, err := connectlock.New(e.locker, opts...)
+	if err != nil {
+		t.Fatalf("connectlock.New: %v", err)
+	}
+	e.serve(t, connect.WithInterceptors(lk))
+	return e
+}
+
+// newBase starts Redis and a Locker on it with the test's own prefix and
+// opts (after the prefix).
+func newBase(t testing.TB, opts ...core.Option) *env {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	prefix := "connectlock-" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + ":"
+	if len(prefix) > core.MaxPrefixLen {
+		prefix = prefix[:core.MaxPrefixLen]
+	}
+	l, err := core.New(rdb, append([]core.Option{core.WithPrefix(prefix)}, opts...)...)
+	if err != nil {
+		t.Fatalf("core.New: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return &env{redis: srv, rdb: rdb, locker: l, svc: rpcsuite.NewService(), prefix: prefix}
+}
+
+func (e *env) serve(t testing.TB, opts ...connect.HandlerOption) {
+	t.Helper()
+	e.srv = serve(t, e.svc, connectH2C, opts...)
+	e.client = e.srv.client()
+}
+
+// lockKey is the Redis key of the lock named name.
+func (e *env) lockKey(name string) string { return e.prefix + "{" + name + "}" }
+
+// exists reports whether the Redis key k exists, read with a direct client.
+func (e *env) exists(t testing.TB, k string) bool {
+	t.Helper()
+	n, err := e.rdb.Exists(context.Background(), k).Result()
+	if err != nil {
+		t.Fatalf("EXISTS %s: %v", k, err)
+	}
+	return n == 1
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// withMD returns a request of msg carrying the metadata pairs md.
+func withMD(msg *testpb.OrderRequest, md ...string) *connect.Request[testpb.OrderRequest] {
+	r := connect.NewRequest(msg)
+	setMD(r.Header(), md...)
+	return r
+}

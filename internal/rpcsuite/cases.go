@@ -1,0 +1,27 @@
+package rpcsuite
+
+// cases are the suite's behaviours, in the order Run runs them.
+var cases = []suiteCase{
+	// Locking (calls.go).
+	{"one call at a time", testOneAtATime},
+	{"lease in the handler", testLeaseInHandler},
+	{"nested lock re-enters", testNestedReenters},
+	{"busy is ResourceExhausted with RetryInfo", testBusy},
+	{"different keys in parallel", testDifferentKeys},
+	{"unannotated untouched", testUnannotated},
+	// Keys and rules (keys.go).
+	{"bad input names the field and locks nothing", testInvalidKey},
+	{"typed placeholders canonical", testTypedCanonical},
+	{"Go rule over the annotation", testGoRuleOverAnnotation},
+	{"Go rule settings apply", testGoRuleSettings},
+	{"events named by the key pattern", testEventsPattern},
+	{"no owner from the request", testNoOwnerFromRequest},
+	// Faults (faults.go).
+	{"Redis down fail-closed and fail-open", testRedisDown},
+	{"closed Locker never fails open", testClosedLocker},
+	{"Redis hung is Unavailable within the bound", testRedisHung},
+	{"deadline while busy is DeadlineExceeded", testDeadlineWhileBusy},
+	{"lock lost cancels the handler", testLockLost},
+	{"release after the client cancels", testReleaseAfterCancel},
+	{"panic releases", testPanicReleases},
+}
