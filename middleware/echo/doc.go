@@ -1,0 +1,97 @@
+// Package echolock (folder middleware/echo, a Go module of its own) is Echo
+// v4 middleware that runs a handler while holding a distributed lock whose
+// key is derived from the request:
+//
+//	lock := echolock.Must(echolock.NewWithConfig(echolock.Config{
+//		Locker: locker,
+//		Key:    "order:{query.user_id:int}:{path.voucher}",
+//	}))
+//	e.POST("/voucher-order/seckill/:voucher", order, lock)
+//
+//	func order(c echo.Context) error {
+//		lease := echolock.FromContext(c.Request().Context())
+//		// ... the critical section, with lease.Context() and lease.Fence()
+//	}
+//
+// New(locker, key) is the same with every other field at its default. The
+// package is named echolock so that it does not shadow echo.
+//
+// The key template (package keyfunc) reads route parameters (c.Param of
+// ":voucher", percent-decoded as net/http's PathValue does: "/v/a:b" and
+// "/v/a%3Ab" lock the same key), the query, headers, form fields and JSON
+// body fields (the body is read once, bounded by Config.MaxBodySize, and
+// replayed to the handler, for c.Bind and c.FormValue alike), and values
+// earlier middleware stored with c.Set or in the request context
+// (keyfunc.WithValue), read by {ctx.name}. Typed placeholders
+// ({query.user_id:int}, {path.id:uint}, {header.X-Tenant:uuid}) build the
+// key from the value the handler will parse: "01", "+1" and "1" lock the
+// same key, and "x" is a 400.
+//
+// Setup: NewWithConfig checks the whole Config (the Locker, the template,
+// Wait, TTL, ReleaseTimeout, MaxBodySize, and LockOptions through
+// core.Combine) and returns an error naming the field; Must turns it into a
+// panic for one-line setup. A bad config never reaches a request, so it can
+// neither answer 503 to every request nor, with FailOpen, run them all
+// without the lock.
+//
+// Defaults: Skipper never skips; Wait, TTL and ReleaseTimeout are the
+// Locker's (2s, 30s and 1s unless set in core.New); MaxBodySize 1 MiB
+// (keyfunc.DefaultMaxBodySize); fail closed; Logger slog.Default(); the
+// answers below.
+//
+// Outcomes, as for packages httplock and fiberlock:
+//
+//	request                                 answer                                  handler
+//	key error (missing, empty, too long,    400 {"error": "<part>: <reason>"}       not run, nothing locked
+//	  control characters, a typed value       naming the part, never the value
+//	  that does not parse, body not JSON)
+//	body over MaxBodySize                   413 {"error": "request body too large"} not run
+//	still busy when Wait ends               429 + Retry-After (BusyHandler)          not run
+//	Redis unavailable (core.ErrUnavailable) 503 "lock service unavailable"          not run; FailOpen: run
+//	                                                                                  without the lock, warned
+//	deadline passed while waiting           503 saying so                           not run
+//	request cancelled while waiting         499 StatusClientClosedRequest           not run
+//	Locker closed, unsupported Redis, other 503, logged at error, never fail-open   not run
+//	Skipper returns true                    the handler's                           run, no lock, nothing read
+//	lock taken                              the handler's                           run under the lock
+//
+// Retry-After is core.RetryAfterSeconds (when the lock is likely free,
+// whole seconds, at least 1). Under the lock, c.Request()'s context is the
+// lease's Context: FromContext returns the lease (Key, Fence), a Lock of
+// the same key with it re-enters, and it is cancelled with cause
+// core.ErrLockLost if the lock is lost while the handler runs. The lease is
+// released when the rest of the chain returns — with nil, with an error, or
+// by a panic (which goes on to Echo's Recover middleware) — also when the
+// request's context is already over, within ReleaseTimeout; a failed
+// release is logged at warn. The middleware in front gets the request back
+// as it passed it on.
+//
+// # Errors and Echo's HTTPErrorHandler
+//
+// Echo's middleware usually return an *echo.HTTPError and let the app's
+// HTTPErrorHandler write it. The default answers of this package do not:
+// they are written by the middleware ({"error": "..."}, Content-Type
+// application/json; charset=utf-8, the bytes httplock writes) and the
+// middleware returns nil. Echo's DefaultHTTPErrorHandler would write
+// {"message": "..."}, an app's own handler anything, and c.JSON indents in
+// Debug mode or for a ?pretty query; writing the answer keeps it the same
+// across every lockgate adapter and every app configuration, and the app's
+// HTTPErrorHandler is not called for it (the status is still in
+// c.Response().Status for access logs).
+//
+// To have the app's HTTPErrorHandler write them instead, return the error
+// from the replaceable answers; what BusyHandler and ErrorHandler return,
+// the middleware returns:
+//
+//	ErrorHandler: func(c echo.Context, status int, err error) error {
+//		return echo.NewHTTPError(status).SetInternal(err) // err is internal: keep it out of Message
+//	},
+//	BusyHandler: func(c echo.Context, err error) error {
+//		return echo.NewHTTPError(http.StatusTooManyRequests).SetInternal(err) // Retry-After is already set
+//	},
+//
+// An error the handler returns is not the middleware's: it goes on to the
+// app's HTTPErrorHandler as usual, which runs after the lock is released.
+//
+// Internal error texts are never sent to the client.
+package echolock

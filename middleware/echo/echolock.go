@@ -1,0 +1,231 @@
+package echolock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/lockhttp"
+	"github.com/lockgate/lockgate/keyfunc"
+)
+
+// ErrNoLocker is returned by New and NewWithConfig for a nil
+// Config.Locker. It matches core.ErrInvalid.
+var ErrNoLocker = fmt.Errorf("echolock: Config.Locker is nil: %w", core.ErrInvalid)
+
+// New is NewWithConfig with only Locker and Key set, every other field at
+// its default:
+//
+//	e.POST("/orders/:voucher", order, echolock.Must(echolock.New(l, "order:{path.voucher}")))
+func New(l *core.Locker, key string) (echo.MiddlewareFunc, error) {
+	return NewWithConfig(Config{Locker: l, Key: key})
+}
+
+// NewWithConfig returns middleware that runs the rest of the chain while
+// holding the lock named by the key template (typed placeholders such as
+// {query.user_id:int} canonicalise the value; see package keyfunc).
+//
+// Answers: 400 for a key error (naming the part), 413 for a body over
+// MaxBodySize, BusyHandler (429 with Retry-After) when still busy after the
+// wait, 503 when Redis is unavailable (the handler does not run unless
+// FailOpen) or the lock fails otherwise (the Locker closed, an unsupported
+// server: never fail-open), 503 when the request's deadline passes while
+// waiting, 499 (StatusClientClosedRequest) when it is cancelled. The lease
+// is released after the handler returns, returns an error, or panics (the
+// panic goes on to Echo's Recover middleware), within ReleaseTimeout.
+//
+// NewWithConfig checks the whole Config at setup, so that a mistake is an
+// error here rather than an answer to every request. Errors, each naming
+// the field: ErrNoLocker for a nil Locker; an error matching
+// keyfunc.ErrBadTemplate (a *keyfunc.Error for a malformed template or one
+// naming a source HTTP cannot read) for no Key nor Template, or a bad one;
+// an error matching core.ErrInvalid for an invalid Wait, TTL,
+// ReleaseTimeout, MaxBodySize or LockOptions entry.
+func NewWithConfig(cfg Config) (echo.MiddlewareFunc, error) {
+	m, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return m.wrap, nil
+}
+
+// Must returns mw and panics if err is not nil, for one-line route setup:
+//
+//	lock := echolock.Must(echolock.NewWithConfig(echolock.Config{Locker: l, Key: "order:{path.voucher}"}))
+func Must(mw echo.MiddlewareFunc, err error) echo.MiddlewareFunc {
+	if err != nil {
+		panic(err)
+	}
+	return mw
+}
+
+// FromContext returns the lease held for the request whose context is ctx
+// (the handler's c.Request().Context(), or a context derived from it), or
+// nil when no lock is held (the handler runs fail-open, or was skipped).
+func FromContext(ctx context.Context) *core.Lease { return core.FromContext(ctx) }
+
+type lockMiddleware struct {
+	cfg      Config
+	tmpl     *keyfunc.Template
+	lockOpts []core.LockOption // the route's options combined: one
+	needBody bool              // the key reads the body
+}
+
+// invalid is the error of an invalid Config field.
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("echolock: Config.%s: "+format+": %w", append(append([]any{field}, args...), core.ErrInvalid)...)
+}
+
+// build checks cfg and compiles it.
+func build(cfg Config) (*lockMiddleware, error) {
+	cfg = withDefaults(cfg)
+	if cfg.Locker == nil {
+		return nil, ErrNoLocker
+	}
+	tmpl, field := cfg.Template, "Template"
+	if tmpl == nil {
+		if cfg.Key == "" {
+			return nil, fmt.Errorf("echolock: Config.Key (or Config.Template) is required: %w", keyfunc.ErrBadTemplate)
+		}
+		t, err := keyfunc.Compile(cfg.Key, keyfunc.HTTP())
+		if err != nil {
+			return nil, fmt.Errorf("echolock: Config.Key: %w", err)
+		}
+		tmpl, field = t, "Key"
+	}
+	tmpl, err := tmpl.For(keyfunc.HTTP())
+	if err != nil {
+		return nil, fmt.Errorf("echolock: Config.%s: %w", field, err)
+	}
+	// Observations name the route's lock by its template (LockOptions may
+	// name it otherwise), never by the key.
+	opts := []core.LockOption{core.WithPattern(tmpl.String())}
+	add := func(field string, opt core.LockOption) error {
+		if _, err := core.Combine(opt); err != nil {
+			return fmt.Errorf("echolock: Config.%s: %w", field, err)
+		}
+		opts = append(opts, opt)
+		return nil
+	}
+	switch {
+	case cfg.Wait == 0:
+	case cfg.Wait < 0 && cfg.Wait != core.NoWait:
+		return nil, invalid("Wait", "wait %v is negative (use core.NoWait for a single attempt)", cfg.Wait)
+	default:
+		if err := add("Wait", core.WithWait(cfg.Wait)); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.TTL != 0 {
+		if err := add("TTL", core.WithTTL(cfg.TTL)); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case cfg.ReleaseTimeout < 0:
+		return nil, invalid("ReleaseTimeout", "release timeout %v is negative", cfg.ReleaseTimeout)
+	case cfg.ReleaseTimeout > 0:
+		if err := add("ReleaseTimeout", core.WithReleaseTimeout(cfg.ReleaseTimeout)); err != nil {
+			return nil, err
+		}
+	}
+	for i, opt := range cfg.LockOptions {
+		if opt == nil {
+			return nil, invalid("LockOptions", "option %d is nil", i)
+		}
+		if err := add("LockOptions", opt); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.MaxBodySize < 0 {
+		return nil, invalid("MaxBodySize", "%d is negative", cfg.MaxBodySize)
+	}
+	combined, err := core.Combine(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("echolock: Config.LockOptions: %w", err)
+	}
+	return &lockMiddleware{
+		cfg:      cfg,
+		tmpl:     tmpl,
+		lockOpts: []core.LockOption{combined},
+		needBody: tmpl.Uses(keyfunc.SourceBody) || tmpl.Uses(keyfunc.SourceForm),
+	}, nil
+}
+
+func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error { return m.handle(next, c) }
+}
+
+func (m *lockMiddleware) handle(next echo.HandlerFunc, c echo.Context) error {
+	cfg := &m.cfg
+	if cfg.Skipper(c) {
+		return next(c)
+	}
+	r := c.Request()
+	q := request{cfg: cfg, c: c, r: r}
+	if m.needBody && r.Body != nil && r.Body != http.NoBody {
+		data, err := keyfunc.ReadBody(r.Body, cfg.MaxBodySize)
+		if err != nil {
+			if tooLarge(err) {
+				return cfg.ErrorHandler(c, http.StatusRequestEntityTooLarge, err)
+			}
+			return cfg.ErrorHandler(c, http.StatusBadRequest, err)
+		}
+		q.data = data
+		r.Body = restoredBody{Reader: bytes.NewReader(data), orig: r.Body}
+	}
+	key, err := m.tmpl.Key(q.lookup)
+	if err != nil {
+		return cfg.ErrorHandler(c, http.StatusBadRequest, err)
+	}
+	parent := r.Context()
+	lease, err := cfg.Locker.Lock(parent, key, m.lockOpts...)
+	if err != nil {
+		return m.failed(next, c, parent, err)
+	}
+	defer func() {
+		// Runs on return and while a panic unwinds (the panic goes on to
+		// Recover). Outer middleware see the request as they passed it on.
+		// Unlock is detached from parent's cancellation and bounded by the
+		// release timeout; a lease known lost returns at once.
+		c.SetRequest(r)
+		if err := lease.Unlock(parent); err != nil {
+			cfg.Logger.WarnContext(parent, "lockgate: release failed (the lock expires after its TTL)",
+				slog.String("pattern", lease.Pattern()), slog.Int64("fence", lease.Fence()), slog.Any("error", err))
+		}
+	}()
+	c.SetRequest(r.WithContext(lease.Context()))
+	return next(c)
+}
+
+func (m *lockMiddleware) failed(next echo.HandlerFunc, c echo.Context, ctx context.Context, err error) error {
+	cfg := &m.cfg
+	d := lockhttp.Decide(err, cfg.FailOpen, ctx)
+	if d.Log != "" {
+		cfg.Logger.Log(ctx, d.Level, d.Log, slog.String("pattern", m.tmpl.String()), slog.Any("error", err))
+	}
+	switch d.Status {
+	case 0:
+		return next(c)
+	case http.StatusTooManyRequests:
+		c.Response().Header().Set(echo.HeaderRetryAfter, strconv.Itoa(core.RetryAfterSeconds(err)))
+		return cfg.BusyHandler(c, err)
+	}
+	return cfg.ErrorHandler(c, d.Status, err)
+}
+
+// tooLarge reports whether reading the body failed on a bound: MaxBodySize
+// (keyfunc.ErrBodyTooLarge), or one set in front, by Echo's BodyLimit
+// middleware (echo.ErrStatusRequestEntityTooLarge, for a body without a
+// Content-Length) or by http.MaxBytesReader.
+func tooLarge(err error) bool {
+	var mb *http.MaxBytesError
+	return errors.Is(err, keyfunc.ErrBodyTooLarge) || errors.Is(err, echo.ErrStatusRequestEntityTooLarge) || errors.As(err, &mb)
+}
