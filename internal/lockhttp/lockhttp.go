@@ -1,6 +1,10 @@
-// Package lockhttp is what the HTTP adapters (httplock, fiberlock) share at
-// run time: how a failed Lock is answered, and the default texts. It holds
-// no framework code; each adapter writes the answer its own way.
+// Package lockhttp is what the HTTP adapters (httplock, fiberlock for Fiber
+// v2 and v3, ginlock, echolock) share at run time: how a failed Lock is
+// answered (Decide), the default texts, and — for the adapters on
+// net/http's *http.Request — reading the request for the key (Request:
+// query, headers, the buffered body's JSON and form fields; 413 for a body
+// over its bound). It holds no framework code; each adapter writes the
+// answer its own way.
 package lockhttp
 
 import (

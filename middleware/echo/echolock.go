@@ -1,7 +1,6 @@
 package echolock
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -169,19 +168,17 @@ func (m *lockMiddleware) handle(next echo.HandlerFunc, c echo.Context) error {
 		return next(c)
 	}
 	r := c.Request()
-	q := request{cfg: cfg, c: c, r: r}
-	if m.needBody && r.Body != nil && r.Body != http.NoBody {
-		data, err := keyfunc.ReadBody(r.Body, cfg.MaxBodySize)
-		if err != nil {
-			if tooLarge(err) {
-				return cfg.ErrorHandler(c, http.StatusRequestEntityTooLarge, err)
+	q := lockhttp.Request{R: r, MaxBody: cfg.MaxBodySize, Path: func(name string) string { return param(c, name) },
+		Ctx: func(name string) (string, bool) { return cfg.ContextValue(c, name) }}
+	if m.needBody {
+		if status, err := q.ReadBody(); err != nil {
+			if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+				status = http.StatusRequestEntityTooLarge // Echo's BodyLimit in front cut it off
 			}
-			return cfg.ErrorHandler(c, http.StatusBadRequest, err)
+			return cfg.ErrorHandler(c, status, err)
 		}
-		q.data = data
-		r.Body = restoredBody{Reader: bytes.NewReader(data), orig: r.Body}
 	}
-	key, err := m.tmpl.Key(q.lookup)
+	key, err := m.tmpl.Key(q.Lookup)
 	if err != nil {
 		return cfg.ErrorHandler(c, http.StatusBadRequest, err)
 	}
@@ -219,13 +216,4 @@ func (m *lockMiddleware) failed(next echo.HandlerFunc, c echo.Context, ctx conte
 		return cfg.BusyHandler(c, err)
 	}
 	return cfg.ErrorHandler(c, d.Status, err)
-}
-
-// tooLarge reports whether reading the body failed on a bound: MaxBodySize
-// (keyfunc.ErrBodyTooLarge), or one set in front, by Echo's BodyLimit
-// middleware (echo.ErrStatusRequestEntityTooLarge, for a body without a
-// Content-Length) or by http.MaxBytesReader.
-func tooLarge(err error) bool {
-	var mb *http.MaxBytesError
-	return errors.Is(err, keyfunc.ErrBodyTooLarge) || errors.Is(err, echo.ErrStatusRequestEntityTooLarge) || errors.As(err, &mb)
 }

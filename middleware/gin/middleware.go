@@ -1,9 +1,7 @@
 package ginlock
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -139,21 +137,15 @@ func (m *middleware) handle(c *gin.Context) {
 		return
 	}
 	r := c.Request
-	q := request{m: m, c: c}
-	if m.body && r.Body != nil && r.Body != http.NoBody {
-		data, err := keyfunc.ReadBody(r.Body, m.o.maxBody)
-		if err != nil {
-			if errors.Is(err, keyfunc.ErrBodyTooLarge) {
-				m.answerError(c, http.StatusRequestEntityTooLarge, err)
-			} else {
-				m.answerError(c, http.StatusBadRequest, err)
-			}
+	q := lockhttp.Request{R: r, MaxBody: m.o.maxBody, Path: c.Param,
+		Ctx: func(name string) (string, bool) { return m.o.contextValue(c, name) }}
+	if m.body {
+		if status, err := q.ReadBody(); err != nil {
+			m.answerError(c, status, err)
 			return
 		}
-		q.data = data
-		r.Body = restoredBody{Reader: bytes.NewReader(data), orig: r.Body}
 	}
-	key, err := m.t.Key(q.lookup)
+	key, err := m.t.Key(q.Lookup)
 	if err != nil {
 		m.answerError(c, http.StatusBadRequest, err)
 		return

@@ -1,9 +1,7 @@
 package httplock
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -123,21 +121,16 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 }
 
 func (m *middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
-	q := request{m: m, r: r}
-	if m.body && r.Body != nil && r.Body != http.NoBody {
-		data, err := keyfunc.ReadBody(r.Body, m.o.maxBody)
-		if err != nil {
-			if errors.Is(err, keyfunc.ErrBodyTooLarge) {
-				m.o.onError(w, r, http.StatusRequestEntityTooLarge, err)
-			} else {
-				m.o.onError(w, r, http.StatusBadRequest, err)
-			}
+	q := lockhttp.Request{R: r, MaxBody: m.o.maxBody,
+		Path: func(name string) string { return m.o.pathValue(r, name) },
+		Ctx:  func(name string) (string, bool) { return m.o.contextValue(r.Context(), name) }}
+	if m.body {
+		if status, err := q.ReadBody(); err != nil {
+			m.o.onError(w, r, status, err)
 			return
 		}
-		q.data = data
-		r.Body = restoredBody{Reader: bytes.NewReader(data), orig: r.Body}
 	}
-	key, err := m.t.Key(q.lookup)
+	key, err := m.t.Key(q.Lookup)
 	if err != nil {
 		m.o.onError(w, r, http.StatusBadRequest, err)
 		return
