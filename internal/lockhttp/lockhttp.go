@@ -121,3 +121,21 @@ func Message(status int, err error) string {
 	}
 	return MsgUnavailable
 }
+
+// Report logs the decision (when it has a line to log) with the route's
+// pattern and the error, never the key.
+func (d Decision) Report(ctx context.Context, logger *slog.Logger, pattern string, err error) {
+	if d.Log != "" {
+		logger.Log(ctx, d.Level, d.Log, slog.String("pattern", pattern), slog.Any("error", err))
+	}
+}
+
+// Release unlocks lease after the handler (detached from ctx's
+// cancellation and bounded by the release timeout, as Lease.Unlock is) and
+// logs a failure with the lease's pattern and fence.
+func Release(ctx context.Context, logger *slog.Logger, lease *core.Lease) {
+	if err := lease.Unlock(ctx); err != nil {
+		logger.WarnContext(ctx, "lockgate: release failed (the lock expires after its TTL)",
+			slog.String("pattern", lease.Pattern()), slog.Int64("fence", lease.Fence()), slog.Any("error", err))
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -193,10 +192,7 @@ func (m *lockMiddleware) handle(next echo.HandlerFunc, c echo.Context) error {
 		// Unlock is detached from parent's cancellation and bounded by the
 		// release timeout; a lease known lost returns at once.
 		c.SetRequest(r)
-		if err := lease.Unlock(parent); err != nil {
-			cfg.Logger.WarnContext(parent, "lockgate: release failed (the lock expires after its TTL)",
-				slog.String("pattern", lease.Pattern()), slog.Int64("fence", lease.Fence()), slog.Any("error", err))
-		}
+		lockhttp.Release(parent, cfg.Logger, lease)
 	}()
 	c.SetRequest(r.WithContext(lease.Context()))
 	return next(c)
@@ -205,9 +201,7 @@ func (m *lockMiddleware) handle(next echo.HandlerFunc, c echo.Context) error {
 func (m *lockMiddleware) failed(next echo.HandlerFunc, c echo.Context, ctx context.Context, err error) error {
 	cfg := &m.cfg
 	d := lockhttp.Decide(err, cfg.FailOpen, ctx)
-	if d.Log != "" {
-		cfg.Logger.Log(ctx, d.Level, d.Log, slog.String("pattern", m.tmpl.String()), slog.Any("error", err))
-	}
+	d.Report(ctx, cfg.Logger, m.tmpl.String(), err)
 	switch d.Status {
 	case 0:
 		return next(c)

@@ -3,7 +3,6 @@ package fiberlock
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
@@ -182,10 +181,7 @@ func (m *middleware) handle(c *fiber.Ctx) error {
 		// release timeout; a lease known lost returns at once.
 		c.SetUserContext(parent)
 		c.Locals(leaseKey{}, nil)
-		if err := lease.Unlock(parent); err != nil {
-			cfg.Logger.WarnContext(parent, "lockgate: release failed (the lock expires after its TTL)",
-				slog.String("pattern", lease.Pattern()), slog.Int64("fence", lease.Fence()), slog.Any("error", err))
-		}
+		lockhttp.Release(parent, cfg.Logger, lease)
 	}()
 	return c.Next()
 }
@@ -193,9 +189,7 @@ func (m *middleware) handle(c *fiber.Ctx) error {
 func (m *middleware) failed(c *fiber.Ctx, ctx context.Context, key string, err error) error {
 	cfg := &m.cfg
 	d := lockhttp.Decide(err, cfg.FailOpen, ctx)
-	if d.Log != "" {
-		cfg.Logger.Log(ctx, d.Level, d.Log, slog.String("pattern", m.tmpl.String()), slog.Any("error", err))
-	}
+	d.Report(ctx, cfg.Logger, m.tmpl.String(), err)
 	switch d.Status {
 	case 0:
 		return c.Next()

@@ -3,7 +3,6 @@ package fiberlock
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
 
 	"github.com/gofiber/fiber/v3"
@@ -200,10 +199,7 @@ func (m *middleware) handle(c fiber.Ctx) error {
 		// the handler) the handler may still be running; its context is
 		// over (the timeout's deadline, then the lease's cancellation, as
 		// for a lost lock). In front of it, the handler has returned.
-		if err := lease.Unlock(parent); err != nil {
-			cfg.Logger.WarnContext(parent, "lockgate: release failed (the lock expires after its TTL)",
-				slog.String("pattern", lease.Pattern()), slog.Int64("fence", lease.Fence()), slog.Any("error", err))
-		}
+		lockhttp.Release(parent, cfg.Logger, lease)
 	}()
 	return c.Next()
 }
@@ -219,9 +215,7 @@ func abandoned(c fiber.Ctx) bool {
 func (m *middleware) failed(c fiber.Ctx, ctx context.Context, key string, err error) error {
 	cfg := &m.cfg
 	d := lockhttp.Decide(err, cfg.FailOpen, ctx)
-	if d.Log != "" {
-		cfg.Logger.Log(ctx, d.Level, d.Log, slog.String("pattern", m.tmpl.String()), slog.Any("error", err))
-	}
+	d.Report(ctx, cfg.Logger, m.tmpl.String(), err)
 	switch d.Status {
 	case 0:
 		return c.Next()

@@ -164,19 +164,14 @@ func (m *middleware) handle(c *gin.Context) {
 		// by the release timeout, so a request already over still
 		// releases; a lease known lost returns at once.
 		c.Request = r
-		if err := lease.Unlock(parent); err != nil {
-			m.o.logger.WarnContext(parent, "lockgate: release failed (the lock expires after its TTL)",
-				slog.String("pattern", lease.Pattern()), slog.Int64("fence", lease.Fence()), slog.Any("error", err))
-		}
+		lockhttp.Release(parent, m.o.logger, lease)
 	}()
 	c.Next()
 }
 
 func (m *middleware) failed(c *gin.Context, ctx context.Context, err error) {
 	d := lockhttp.Decide(err, m.o.failOpen, ctx)
-	if d.Log != "" {
-		m.o.logger.Log(ctx, d.Level, d.Log, slog.String("pattern", m.t.String()), slog.Any("error", err))
-	}
+	d.Report(ctx, m.o.logger, m.t.String(), err)
 	switch d.Status {
 	case 0:
 		c.Next()

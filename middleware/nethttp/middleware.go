@@ -147,9 +147,7 @@ func (m *middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 func (m *middleware) failed(next http.Handler, w http.ResponseWriter, r *http.Request, key string, err error) {
 	ctx := r.Context()
 	d := lockhttp.Decide(err, m.o.failOpen, ctx)
-	if d.Log != "" {
-		m.o.logger.Log(ctx, d.Level, d.Log, slog.String("pattern", m.t.String()), slog.Any("error", err))
-	}
+	d.Report(ctx, m.o.logger, m.t.String(), err)
 	switch d.Status {
 	case 0:
 		next.ServeHTTP(w, r)
@@ -167,8 +165,5 @@ func (m *middleware) failed(next http.Handler, w http.ResponseWriter, r *http.Re
 // already over still releases its lock, and a lease known lost returns at
 // once.
 func (m *middleware) release(lease *core.Lease, r *http.Request) {
-	if err := lease.Unlock(r.Context()); err != nil {
-		m.o.logger.WarnContext(r.Context(), "lockgate: release failed (the lock expires after its TTL)",
-			slog.String("pattern", lease.Pattern()), slog.Int64("fence", lease.Fence()), slog.Any("error", err))
-	}
+	lockhttp.Release(r.Context(), m.o.logger, lease)
 }
