@@ -2,6 +2,7 @@ package grpclock_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -97,4 +98,47 @@ func BenchmarkUnannotatedRPC(b *testing.B) {
 	}
 	b.StopTimer()
 	report(b, with, without, true)
+}
+
+// BenchmarkOverhead is the HTTP adapters' BenchmarkOverhead for gRPC: in
+// every iteration, in turn, a call of the unannotated Plain (bare), a call
+// of the annotated Order (its lock order:<user>:7 taken and released
+// around the handler, a distinct user per call, uncontended), both on the
+// same server, and core's Lock+Unlock of a distinct key on the same Locker
+// from the benchmark's goroutine; it reports added/cycle: (locked − bare)
+// ÷ cycle (target ≤ 1.2; a figure, not an assertion).
+func BenchmarkOverhead(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	bare := &testpb.OrderRequest{UserId: "u0", VoucherId: 7}
+	if _, err := e.client.Plain(ctx, bare); err != nil { // warm the connection
+		b.Fatal(err)
+	}
+	var tBare, tLocked, tCycle time.Duration
+	for i := 0; b.Loop(); i++ {
+		id := strconv.Itoa(i)
+		t0 := time.Now()
+		if _, err := e.client.Plain(ctx, bare); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := e.client.Order(ctx, &testpb.OrderRequest{UserId: "u" + id, VoucherId: 7}); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		lease, err := e.locker.Lock(ctx, "cycle:"+id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := lease.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		tBare, tLocked, tCycle = tBare+t1.Sub(t0), tLocked+t2.Sub(t1), tCycle+t3.Sub(t2)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(tBare.Nanoseconds())/n, "bare-ns/call")
+	b.ReportMetric(float64(tLocked.Nanoseconds())/n, "locked-ns/call")
+	b.ReportMetric(float64(tCycle.Nanoseconds())/n, "core-ns/cycle")
+	b.ReportMetric(float64(tLocked-tBare)/float64(tCycle), "added/cycle")
 }
