@@ -12,6 +12,9 @@
 # under -lock local, which takes no lockgate lock). Exits non-zero when the
 # redis mode shows a duplicate or an oversell.
 #
+# DEMO_HTTP picks the nodes' HTTP stack (seckill serve -http: fiber, the
+# default, fiberv3, nethttp, chi, gin or echo), e.g. make demo DEMO_HTTP=gin.
+#
 # The orchestration is Go (cmd/seckill/demo.go); this script only locates or
 # builds the binary and forwards Ctrl-C. The demo stops its nodes and its
 # Redis at the end and on Ctrl-C/TERM, and its children die with it
@@ -30,6 +33,9 @@ fi
 args=(demo -users "${USERS:-300}" -dup "${DUP:-8}" -stock "${STOCK:-200}")
 if [ -n "${REDIS_URL:-}" ]; then
   args+=(-redis "$REDIS_URL")
+fi
+if [ -n "${DEMO_HTTP:-}" ]; then
+  args+=(-http "$DEMO_HTTP")
 fi
 
 "$bin" "${args[@]}" &

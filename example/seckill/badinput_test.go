@@ -39,7 +39,7 @@ func do(t *testing.T, method, url string, body io.Reader) (int, map[string]any, 
 // TestBadInput: missing or non-numeric ids are 400 naming the field, an
 // unknown voucher is 404, an oversized body is 413; nothing is written
 // (orders, stock) and nothing is locked (the lock service's Redis stays
-// empty). On both HTTP stacks, in LockRedis mode.
+// empty). On every HTTP stack, in LockRedis mode.
 func TestBadInput(t *testing.T) {
 	srv := redistest.Start(t)
 	rc := srv.Client(t)
@@ -62,7 +62,7 @@ func TestBadInput(t *testing.T) {
 		{"voucher view non-numeric", "/vouchers/abc", "", 400, "voucher_id"},
 		{"voucher view unknown", "/vouchers/999", "", 404, "Voucher not found"},
 	}
-	for _, stack := range []string{"fiber", "nethttp"} {
+	for _, stack := range Stacks {
 		t.Run(stack, func(t *testing.T) {
 			dsn := filepath.Join(t.TempDir(), "seckill.db")
 			st := openStore(t, dsn)
@@ -128,9 +128,9 @@ func TestOutOfStock(t *testing.T) {
 
 // TestBusyAndUnavailable: a lock held elsewhere past the wait budget is
 // 429 with Retry-After; a lock service that is down is 503; in both cases
-// the handler does not run (nothing written).
+// the handler does not run (nothing written). On every HTTP stack.
 func TestBusyAndUnavailable(t *testing.T) {
-	for _, stack := range []string{"fiber", "nethttp"} {
+	for _, stack := range Stacks {
 		t.Run(stack, func(t *testing.T) {
 			srv := redistest.Start(t)
 			dsn := filepath.Join(t.TempDir(), "seckill.db")

@@ -9,8 +9,11 @@
 // both see zero orders and both insert one: the check-then-insert race is
 // real. A lock on "order:<user>:<voucher>" serialises them:
 //
-//   - LockRedis: a lockgate core.Locker through the fiberlock, nethttp or
-//     grpclock adapter; works across nodes.
+//   - LockRedis: a lockgate core.Locker through the adapter of the entry
+//     point, one line each: the HTTP stack's (Stacks: Fiber v2 and v3,
+//     net/http, chi, Gin, Echo, each with its own lockgate middleware),
+//     grpclock for gRPC (NewGRPCServer) and connectlock for Connect
+//     (NewConnectServer), on the same key; works across nodes.
 //   - LockLocal: an in-process mutex per key; safe on one node only.
 //   - LockNone: no lock at all.
 //

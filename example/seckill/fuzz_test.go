@@ -28,7 +28,9 @@ const fuzzStock = 1 << 40
 
 // orderWorld is what one fuzz target runs against, built once per target
 // (per fuzzing process): a real Redis, a Locker, a SQLite store in a temp
-// dir with testVoucher seeded, and the LockRedis Config of both stacks.
+// dir with testVoucher seeded, and the LockRedis Config of the two fuzzed
+// stacks, Fiber v2 and net/http (the other stacks call the same
+// checkOrder behind parsers of their own, not fuzzed here).
 type orderWorld struct {
 	rc  *redis.Client
 	st  *Store
@@ -244,7 +246,7 @@ func (w *orderWorld) checkOrder(t *testing.T, stack string, r fuzzRequest, vouch
 	jsonErr := json.Unmarshal(body, &reply)
 	voucher, voucherOK := validID(voucherView)
 	user, userOK := validID(r.user)
-	exact := r.user != "" // the first user_id pair is r.user, read the same by both stacks
+	exact := r.user != "" // the first user_id pair is r.user, read the same by both fuzzed stacks
 
 	if code == http.StatusOK {
 		// Exactly one order, for the ids the request spelled, under the

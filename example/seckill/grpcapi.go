@@ -16,13 +16,15 @@ import (
 )
 
 // NewGRPCServer returns a gRPC server with seckill.v1.Seckill/Order and
-// server reflection. The call is first checked (INVALID_ARGUMENT naming
-// the field, NOT_FOUND for an unknown voucher; nothing locked), then, with
-// LockRedis, locked by grpclock from the method's (lockgate.v1.lock)
-// annotation "order:{user_id}:{voucher_id}" — the same lock as the HTTP
-// route — or with LockLocal by the in-process mutex. With cfg.Tracer the
-// call runs in a server span first (tracing.go). Errors: as
-// NewFiberApp, and grpclock's for a bad annotation.
+// server reflection (NewConnectServer serves the same service over
+// Connect, locked alike by connectlock). The call is first checked
+// (INVALID_ARGUMENT naming the field, NOT_FOUND for an unknown voucher;
+// nothing locked), then, with LockRedis, locked by grpclock from the
+// method's (lockgate.v1.lock) annotation "order:{user_id}:{voucher_id}" —
+// the same lock as the HTTP route — or with LockLocal by the in-process
+// mutex. With cfg.Tracer the call runs in a server span first
+// (tracing.go). Errors: as NewFiberApp, and grpclock's for a bad
+// annotation.
 func NewGRPCServer(cfg Config) (*grpc.Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -58,20 +60,30 @@ func (cfg Config) grpcValidate(ctx context.Context, req any, info *grpc.UnarySer
 	if !ok {
 		return next(ctx, req)
 	}
+	if code, msg := cfg.rpcCheck(ctx, r); code != codes.OK {
+		return nil, status.Error(code, msg)
+	}
+	return next(ctx, req)
+}
+
+// rpcCheck is the check of an Order call, gRPC or Connect, before any
+// lock: INVALID_ARGUMENT naming the field, NOT_FOUND, or the store's
+// failure; OK to go on.
+func (cfg Config) rpcCheck(ctx context.Context, r *seckillv1.OrderRequest) (codes.Code, string) {
 	if r.GetUserId() <= 0 {
-		return nil, status.Error(codes.InvalidArgument, "user_id must be a positive integer")
+		return codes.InvalidArgument, "user_id must be a positive integer"
 	}
 	if r.GetVoucherId() <= 0 {
-		return nil, status.Error(codes.InvalidArgument, "voucher_id must be a positive integer")
+		return codes.InvalidArgument, "voucher_id must be a positive integer"
 	}
 	exists, err := cfg.Service.Store.VoucherExists(ctx, r.GetVoucherId())
 	if err != nil {
-		return nil, cfg.grpcStatus(ctx, err)
+		return cfg.rpcOutcome(ctx, err)
 	}
 	if !exists {
-		return nil, status.Error(codes.NotFound, MsgUnknownVoucher)
+		return codes.NotFound, MsgUnknownVoucher
 	}
-	return next(ctx, req)
+	return codes.OK, ""
 }
 
 // grpcLocal is the in-process lock of LockLocal for gRPC calls.
@@ -80,10 +92,8 @@ func (cfg Config) grpcLocal(ctx context.Context, req any, info *grpc.UnaryServer
 	if !ok {
 		return next(ctx, req)
 	}
-	wctx, cancel := context.WithTimeout(ctx, cfg.Wait)
-	unlock, err := cfg.local.Lock(wctx, OrderKey(r.GetUserId(), r.GetVoucherId()))
-	cancel()
-	if err != nil {
+	unlock, ok := cfg.lockLocal(ctx, ids{user: r.GetUserId(), voucher: r.GetVoucherId()})
+	if !ok {
 		return nil, status.Error(codes.ResourceExhausted, fmt.Sprintf("%s: lock busy, retry later", info.FullMethod))
 	}
 	defer unlock()
@@ -104,21 +114,27 @@ func (s grpcSeckill) Order(ctx context.Context, r *seckillv1.OrderRequest) (*sec
 	return &seckillv1.OrderReply{OrderId: id}, nil
 }
 
-// grpcStatus maps an order outcome to a gRPC status; internal errors are
-// logged, never sent.
+// grpcStatus maps an order outcome to a gRPC status (rpcOutcome).
 func (cfg Config) grpcStatus(ctx context.Context, err error) error {
+	return status.Error(cfg.rpcOutcome(ctx, err))
+}
+
+// rpcOutcome maps an order outcome to a gRPC code (Connect's codes are
+// the same numbers) and the client's message; internal errors are
+// logged, never sent.
+func (cfg Config) rpcOutcome(ctx context.Context, err error) (codes.Code, string) {
 	switch {
 	case errors.Is(err, ErrAlreadyPurchased):
-		return status.Error(codes.AlreadyExists, MsgAlreadyPurchased)
+		return codes.AlreadyExists, MsgAlreadyPurchased
 	case errors.Is(err, ErrOutOfStock):
-		return status.Error(codes.FailedPrecondition, MsgOutOfStock)
+		return codes.FailedPrecondition, MsgOutOfStock
 	case errors.Is(err, ErrUnknownVoucher):
-		return status.Error(codes.NotFound, MsgUnknownVoucher)
+		return codes.NotFound, MsgUnknownVoucher
 	case errors.Is(err, ErrStaleFence), errors.Is(context.Cause(ctx), core.ErrLockLost):
-		return status.Error(codes.Aborted, MsgStaleFence)
+		return codes.Aborted, MsgStaleFence
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		return status.Error(codes.Canceled, "canceled")
+		return codes.Canceled, "canceled"
 	}
 	cfg.Logger.Error("seckill: order failed", "err", err)
-	return status.Error(codes.Internal, MsgInternal)
+	return codes.Internal, MsgInternal
 }

@@ -34,7 +34,7 @@ func openStore(t *testing.T, dsn string) *Store {
 
 type nodeOpts struct {
 	mode  LockMode
-	http  string // "fiber" (default) or "nethttp"
+	http  string // one of Stacks; "" is fiber
 	redis *redistest.Server
 	wait  time.Duration
 	// orderKey replaces OrderKeyTemplate (LockRedis on HTTP).
@@ -63,38 +63,32 @@ func startNodes(t *testing.T, n int, dsn string, o nodeOpts) []string {
 	return urls
 }
 
-// serveHTTP serves cfg on a free loopback port until the test ends.
+// serveHTTP serves cfg with the HTTP stack ("" is fiber) on a free
+// loopback port until the test ends, as `seckill serve` does
+// (NewStackServer).
 func serveHTTP(t *testing.T, cfg Config, stack string) string {
 	t.Helper()
+	if stack == "" {
+		stack = StackFiber
+	}
+	srv, err := NewStackServer(cfg, stack)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	if stack == "nethttp" {
-		h, err := NewHTTPHandler(cfg)
-		if err != nil {
-			t.Fatal(err)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Error(err)
 		}
-		srv := &http.Server{Handler: h}
-		go func() { done <- srv.Serve(ln) }()
-		t.Cleanup(func() {
-			srv.Shutdown(context.Background())
-			if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
-				t.Error(err)
-			}
-		})
-	} else {
-		app, err := NewFiberApp(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { done <- app.Listener(ln) }()
-		t.Cleanup(func() {
-			app.Shutdown()
-			<-done
-		})
-	}
+	})
 	return "http://" + ln.Addr().String()
 }
 

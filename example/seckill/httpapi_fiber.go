@@ -2,19 +2,12 @@ package seckill
 
 import (
 	"bytes"
-	"context"
 	"errors"
+	"net/http"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/valyala/fasthttp"
-)
-
-type ctxKey int
-
-const (
-	userIDKey ctxKey = iota
-	voucherIDKey
 )
 
 // NewFiberApp returns the service's HTTP API on fiber:
@@ -127,28 +120,49 @@ func NewFiberApp(cfg Config) (*fiber.App, error) {
 }
 
 // fiberFraming refuses, with 400 and Connection: close, a request with
-// more than one Content-Length header or with any Transfer-Encoding: the
-// request-smuggling shapes that fasthttp (v1.51, under Fiber v2.52)
-// accepts. It takes the last of several Content-Length headers (so
-// "Content-Length: 40" then "Content-Length: 0" reads no body, and the 40
-// bytes after the header are served as a second request on the same
-// connection); it reads every Transfer-Encoding but "identity" ("gzip",
-// "xchunked") as chunked, Content-Length or not; and in both cases keeps
-// the connection open. Fiber has no setting for this (fiber.Config only
-// sets the body limit, streaming and timeouts), so the check is the first
-// handler of the app, reading the raw header lines fasthttp keeps. The
-// service takes no chunked body. Closing the connection drops whatever the
-// client sent after the body: it is never parsed as a request. (A
-// malformed or non-numeric Content-Length, or a space before the colon of
-// a header name, fasthttp already refuses with 400 and closes.)
+// more than one Content-Length header, with any Transfer-Encoding, or with
+// whitespace between a header's name and its colon: the request-smuggling
+// shapes that fasthttp accepts. This module builds with fasthttp v1.69
+// (Fiber v3 requires it, so Fiber v2 runs on it too); it refuses several
+// Content-Length headers and a Transfer-Encoding other than chunked or
+// identity itself (400, closing), but it reads "Transfer-Encoding:
+// chunked" with a Content-Length as chunked and keeps the connection open,
+// and it does not take "Content-Length : 52" as the length (RFC 9112 §5.1:
+// a server must reject a space before the colon): it reads no body and
+// serves the 52 bytes after the header as a second request on the same
+// connection, where a proxy in front that trims the space sees one (v1.51,
+// which Fiber v2.52 asks for, refused that one and took the last of
+// several Content-Length headers). Fiber has no setting for this
+// (fiber.Config only sets the body limit, streaming and timeouts), so the
+// check is the first handler of the app, reading the raw header lines
+// fasthttp keeps. The service takes no chunked body. Closing the
+// connection drops whatever the client sent after the body: it is never
+// parsed as a request. (A malformed or non-numeric Content-Length, or a
+// tab before the colon, fasthttp already refuses with 400 and closes.)
+// NewFiberV3App's fiberV3Framing does the same.
 func fiberFraming(c *fiber.Ctx) error {
+	if ambiguousFraming(c.Request().Header.RawHeaders()) {
+		c.Context().SetConnectionClose()
+		return c.Status(fiber.StatusBadRequest).JSON(errorReply{MsgBadFraming})
+	}
+	return c.Next()
+}
+
+// ambiguousFraming reports whether raw, a request's header lines as sent,
+// holds more than one Content-Length, any Transfer-Encoding, or a header
+// name with whitespace around it (before the colon, or an obs-fold
+// continuation taken for a name).
+func ambiguousFraming(raw []byte) bool {
 	var lengths, encodings int
-	for _, line := range bytes.Split(c.Request().Header.RawHeaders(), []byte("\n")) {
+	for _, line := range bytes.Split(raw, []byte("\n")) {
 		name, _, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
 			continue
 		}
-		name = bytes.TrimSpace(name)
+		trimmed := bytes.TrimSpace(name)
+		if len(trimmed) != len(name) {
+			return true
+		}
 		switch {
 		case bytes.EqualFold(name, []byte(fiber.HeaderContentLength)):
 			lengths++
@@ -156,34 +170,17 @@ func fiberFraming(c *fiber.Ctx) error {
 			encodings++
 		}
 	}
-	if lengths > 1 || encodings > 0 {
-		c.Context().SetConnectionClose()
-		return c.Status(fiber.StatusBadRequest).JSON(errorReply{MsgBadFraming})
-	}
-	return c.Next()
+	return lengths > 1 || encodings > 0
 }
 
 // fiberValidate checks the ids and that the voucher exists; nothing is
-// locked or written when it answers.
+// locked or written when it answers. The ids go on in c.Locals.
 func (cfg Config) fiberValidate(c *fiber.Ctx) error {
-	voucherID, err := parseID("voucher_id", c.Params("voucher_id"))
-	if err != nil {
-		return c.Status(fiber.StatusBadRequest).JSON(errorReply{err.Error()})
-	}
-	userID, err := parseID("user_id", c.Query("user_id"))
-	if err != nil {
-		return c.Status(fiber.StatusBadRequest).JSON(errorReply{err.Error()})
-	}
-	ok, err := cfg.Service.Store.VoucherExists(c.UserContext(), voucherID)
-	if err != nil {
-		code, msg := cfg.outcome(c.UserContext(), err)
+	id, code, msg := cfg.checkOrder(c.UserContext(), c.Params("voucher_id"), c.Query("user_id"))
+	if code != 0 {
 		return c.Status(code).JSON(errorReply{msg})
 	}
-	if !ok {
-		return c.Status(fiber.StatusNotFound).JSON(errorReply{MsgUnknownVoucher})
-	}
-	c.Locals(userIDKey, userID)
-	c.Locals(voucherIDKey, voucherID)
+	c.Locals(idsKey{}, id)
 	return c.Next()
 }
 
@@ -194,12 +191,10 @@ func (cfg Config) fiberLock() fiber.Handler {
 		return cfg.fiberRedisLock()
 	case LockLocal:
 		return func(c *fiber.Ctx) error {
-			ctx, cancel := context.WithTimeout(c.UserContext(), cfg.Wait)
-			unlock, err := cfg.local.Lock(ctx, OrderKey(c.Locals(userIDKey).(int64), c.Locals(voucherIDKey).(int64)))
-			cancel()
-			if err != nil {
+			unlock, ok := cfg.lockLocal(c.UserContext(), c.Locals(idsKey{}).(ids))
+			if !ok {
 				c.Set(fiber.HeaderRetryAfter, "1")
-				return c.Status(fiber.StatusTooManyRequests).JSON(errorReply{"System busy, please try later"})
+				return c.Status(fiber.StatusTooManyRequests).JSON(errorReply{MsgBusy})
 			}
 			defer unlock()
 			return c.Next()
@@ -212,24 +207,38 @@ func (cfg Config) fiberLock() fiber.Handler {
 // request's user context when a Redis lock guards it.
 func (cfg Config) fiberOrder(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	id, err := cfg.Service.Order(ctx, c.Locals(userIDKey).(int64), c.Locals(voucherIDKey).(int64))
+	id := c.Locals(idsKey{}).(ids)
+	orderID, err := cfg.Service.Order(ctx, id.user, id.voucher)
 	if err != nil {
 		code, msg := cfg.outcome(ctx, err)
 		return c.Status(code).JSON(errorReply{msg})
 	}
-	return c.JSON(orderReply{OrderID: id})
+	return c.JSON(orderReply{OrderID: orderID})
 }
 
-// fiberError renders fiber's own errors (413 body too large, 404 no route,
-// 405) as JSON; anything else is a 500 without internal text.
+// fiberError renders the errors of Fiber and fasthttp (413 body too
+// large, 404 no route, 405, 408, 431, 400 for a request fasthttp could
+// not parse) as JSON with a fixed text — never the error's own, which for
+// a parse error is fasthttp's and quotes the raw request bytes (headers,
+// cookies) back; anything else is a 500 without internal text. The
+// routes' handlers answer for themselves and return no *fiber.Error.
 func fiberError(c *fiber.Ctx, err error) error {
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
-		msg := fe.Message
-		if fe.Code == fiber.StatusRequestEntityTooLarge {
-			msg = MsgBodyTooLarge
-		}
-		return c.Status(fe.Code).JSON(errorReply{msg})
+		return c.Status(fe.Code).JSON(errorReply{fixedErrorText(fe.Code)})
 	}
 	return c.Status(fiber.StatusInternalServerError).JSON(errorReply{MsgInternal})
+}
+
+// fixedErrorText is the text of a Fiber error's answer.
+func fixedErrorText(code int) string {
+	switch {
+	case code == http.StatusRequestEntityTooLarge:
+		return MsgBodyTooLarge
+	case code >= http.StatusInternalServerError:
+		return MsgInternal
+	case http.StatusText(code) != "":
+		return http.StatusText(code)
+	}
+	return "Bad request"
 }

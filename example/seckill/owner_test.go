@@ -2,6 +2,7 @@ package seckill
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -33,8 +35,8 @@ var (
 // TestNoOwnerFromRequest: while request A of user 1 holds order:1:1 in
 // the service (its Order blocked), request B of the same user and voucher
 // never re-enters A's lock, whatever it carries — every owner-ish header,
-// query parameter and JSON body field (HTTP, both stacks), every owner-ish
-// metadata key (gRPC), set to each value observable about A: the fence and
+// query parameter and JSON body field (HTTP, every stack), every owner-ish
+// metadata key (gRPC) or request header (Connect), set to each value observable about A: the fence and
 // key of its lease, its X-Request-Id, and even the owner token of the lock
 // hash in Redis. Every B is 429 with Retry-After (gRPC ResourceExhausted)
 // and writes nothing. The controls: inside A's Order a nested Lock with
@@ -43,7 +45,7 @@ var (
 func TestNoOwnerFromRequest(t *testing.T) {
 	srv := redistest.Start(t)
 	rc := srv.Client(t)
-	for _, stack := range []string{"fiber", "nethttp", "grpc"} {
+	for _, stack := range append(append([]string{}, Stacks...), "grpc", "connect") {
 		t.Run(stack, func(t *testing.T) {
 			st := openStore(t, "")
 			seed(t, st, 5)
@@ -98,6 +100,25 @@ func TestNoOwnerFromRequest(t *testing.T) {
 					s := status.Convert(err)
 					return s.Code().String(), s.Message()
 				}
+			case "connect":
+				c := connectClients(t, serveConnectTest(t, cfg))["connect"]
+				order = func(ctx context.Context, v string, names []string) (string, string) {
+					req := connect.NewRequest(&seckillv1.OrderRequest{UserId: 1, VoucherId: testVoucher})
+					req.Header().Set("X-Request-Id", requestID)
+					if v != "" {
+						req.Header().Del("X-Request-Id")
+						for _, n := range names {
+							req.Header().Set(n, v)
+						}
+					}
+					_, err := c.Order(ctx, req)
+					if err == nil {
+						return codes.OK.String(), ""
+					}
+					ce := new(connect.Error)
+					errors.As(err, &ce)
+					return codes.Code(ce.Code()).String(), ce.Message()
+				}
 			default:
 				base := serveHTTP(t, cfg, stack)
 				order = func(ctx context.Context, v string, names []string) (string, string) {
@@ -134,11 +155,9 @@ func TestNoOwnerFromRequest(t *testing.T) {
 				}
 			}
 			busy, served, already := "429", "200", "400"
-			if stack == "grpc" {
-				busy, served, already = codes.ResourceExhausted.String(), codes.OK.String(), codes.AlreadyExists.String()
-			}
 			names := append(append([]string{}, ownerHeaders...), ownerQueries...)
-			if stack == "grpc" {
+			if stack == "grpc" || stack == "connect" {
+				busy, served, already = codes.ResourceExhausted.String(), codes.OK.String(), codes.AlreadyExists.String()
 				names = ownerMD
 			}
 

@@ -21,10 +21,10 @@ const (
 
 // TestScenarioRedisLock: with the lockgate lock every user gets exactly
 // one order across the nodes, none is oversold, and each order carries its
-// lease's fence. Run on both HTTP stacks.
+// lease's fence. Run on every HTTP stack.
 func TestScenarioRedisLock(t *testing.T) {
 	srv := redistest.Start(t)
-	for _, stack := range []string{"fiber", "nethttp"} {
+	for _, stack := range Stacks {
 		t.Run(stack, func(t *testing.T) {
 			dsn := filepath.Join(t.TempDir(), "seckill.db")
 			st := openStore(t, dsn)

@@ -59,8 +59,9 @@ func orderSpelled(t *testing.T, targets []string, users int) map[int]int {
 // several nodes at once, gets exactly one order per user: the key template
 // is typed (":int"), so every spelling the handler reads as the same number
 // takes the same lock, and the fence rows are keyed by the canonical key.
-// Control: the same load with the untyped template of before gives
-// duplicates (the lock was bypassed).
+// On every HTTP stack, each with its own adapter. Control: the same load
+// with the untyped template of before gives duplicates (the lock was
+// bypassed).
 func TestSpellingsOfOneUser(t *testing.T) {
 	srv := redistest.Start(t)
 	const users = 30
@@ -77,7 +78,7 @@ func TestSpellingsOfOneUser(t *testing.T) {
 		}
 		return r, st
 	}
-	for _, stack := range []string{"fiber", "nethttp"} {
+	for _, stack := range Stacks {
 		t.Run(stack, func(t *testing.T) {
 			r, st := run(t, stack, OrderKeyTemplate)
 			if r.Orders != users || r.Duplicates != 0 {

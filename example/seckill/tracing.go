@@ -6,7 +6,11 @@ import (
 	"net/http"
 	"strings"
 
+	"connectrpc.com/connect"
+	"github.com/gin-gonic/gin"
 	"github.com/gofiber/fiber/v2"
+	fiberv3 "github.com/gofiber/fiber/v3"
+	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -23,7 +27,11 @@ import (
 // span links to the holder's order span (otellock's holder tag). A client's
 // W3C traceparent header (gRPC: metadata) is continued. Span names and
 // attributes carry the route, the method and the status, never the path's
-// or query's values (the user id is request data).
+// or query's values (the user id is request data). Each stack has its own
+// middleware, first on the order route, that puts the span's context where
+// the stack's lock adapter reads the request's context: c.SetUserContext
+// (Fiber v2), c.SetContext (Fiber v3), r.WithContext (net/http, chi, and
+// c.Request for Gin, c.SetRequest for Echo); gRPC and Connect pass ctx on.
 
 // propagator reads the caller's trace context.
 var propagator = propagation.TraceContext{}
@@ -74,12 +82,95 @@ func (f fiberCarrier) Get(key string) string { return f.c.Get(key) }
 func (f fiberCarrier) Set(string, string)    {} // extraction only
 func (f fiberCarrier) Keys() []string {
 	var keys []string
-	f.c.Request().Header.VisitAll(func(k, _ []byte) { keys = append(keys, string(k)) })
+	for k := range f.c.Request().Header.All() {
+		keys = append(keys, string(k))
+	}
 	return keys
 }
 
-// httpTrace is fiberTrace for net/http: the route is the ServeMux
-// pattern, without its method.
+// fiberV3Trace is fiberTrace on Fiber v3: the span's context becomes the
+// request context (c.SetContext), which fiberlock v3 derives the lease's
+// from.
+func (cfg Config) fiberV3Trace(method, route string) fiberv3.Handler {
+	name := method + " " + route
+	opts := serverSpanOptions(attribute.String("http.request.method", method), attribute.String("http.route", route))
+	return func(c fiberv3.Ctx) error {
+		ctx := propagator.Extract(c.Context(), fiberV3Carrier{c})
+		ctx, span := cfg.Tracer.Start(ctx, name, opts...)
+		defer span.End()
+		c.SetContext(ctx)
+		err := c.Next()
+		code := c.Response().StatusCode()
+		if err != nil {
+			code = fiberv3.StatusInternalServerError
+			var fe *fiberv3.Error
+			if errors.As(err, &fe) {
+				code = fe.Code
+			}
+		}
+		httpSpanStatus(span, code)
+		return err
+	}
+}
+
+// fiberV3Carrier reads the request headers for the propagator.
+type fiberV3Carrier struct{ c fiberv3.Ctx }
+
+func (f fiberV3Carrier) Get(key string) string { return f.c.Get(key) }
+func (f fiberV3Carrier) Set(string, string)    {} // extraction only
+func (f fiberV3Carrier) Keys() []string {
+	var keys []string
+	for k := range f.c.Request().Header.All() {
+		keys = append(keys, string(k))
+	}
+	return keys
+}
+
+// ginTrace is httpTrace on Gin: the span's context goes into c.Request,
+// whose context ginlock derives the lease's from.
+func (cfg Config) ginTrace(method, route string) gin.HandlerFunc {
+	name := method + " " + route
+	opts := serverSpanOptions(attribute.String("http.request.method", method), attribute.String("http.route", route))
+	return func(c *gin.Context) {
+		ctx := propagator.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
+		ctx, span := cfg.Tracer.Start(ctx, name, opts...)
+		defer span.End()
+		c.Request = c.Request.WithContext(ctx)
+		c.Next()
+		httpSpanStatus(span, c.Writer.Status())
+	}
+}
+
+// echoTrace is httpTrace on Echo: the span's context goes into
+// c.Request(), whose context echolock derives the lease's from.
+func (cfg Config) echoTrace(method, route string) echo.MiddlewareFunc {
+	name := method + " " + route
+	opts := serverSpanOptions(attribute.String("http.request.method", method), attribute.String("http.route", route))
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+			ctx, span := cfg.Tracer.Start(ctx, name, opts...)
+			defer span.End()
+			c.SetRequest(r.WithContext(ctx))
+			err := next(c)
+			code := c.Response().Status
+			if err != nil && !c.Response().Committed {
+				// The app's HTTPErrorHandler writes it after the chain.
+				code = http.StatusInternalServerError
+				var he *echo.HTTPError
+				if errors.As(err, &he) {
+					code = he.Code
+				}
+			}
+			httpSpanStatus(span, code)
+			return err
+		}
+	}
+}
+
+// httpTrace is fiberTrace for net/http (and chi): the route is the
+// ServeMux (or chi) pattern, without its method.
 func (cfg Config) httpTrace(method, route string, next http.Handler) http.Handler {
 	if cfg.Tracer == nil {
 		return next
@@ -135,6 +226,30 @@ func (cfg Config) grpcTrace(ctx context.Context, req any, info *grpc.UnaryServer
 		span.SetStatus(codes.Error, code.String())
 	}
 	return resp, err
+}
+
+// connectTrace is grpcTrace for Connect, the first interceptor with a
+// Tracer: the call (any of Connect's protocols) runs in a server span
+// named by its procedure, continuing the traceparent request header.
+func (cfg Config) connectTrace(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		procedure := req.Spec().Procedure
+		ctx = propagator.Extract(ctx, propagation.HeaderCarrier(req.Header()))
+		ctx, span := cfg.Tracer.Start(ctx, strings.TrimPrefix(procedure, "/"),
+			serverSpanOptions(attribute.String("rpc.system", "connect_rpc"), attribute.String("rpc.method", procedure))...)
+		defer span.End()
+		resp, err := next(ctx, req)
+		if err != nil {
+			code := connect.CodeOf(err)
+			span.SetAttributes(attribute.String("rpc.connect_rpc.error_code", code.String()))
+			switch code {
+			case connect.CodeUnknown, connect.CodeDeadlineExceeded, connect.CodeUnimplemented, connect.CodeInternal,
+				connect.CodeUnavailable, connect.CodeDataLoss:
+				span.SetStatus(codes.Error, code.String())
+			}
+		}
+		return resp, err
+	}
 }
 
 // metadataCarrier reads gRPC metadata for the propagator.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/redis/go-redis/v9"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -20,7 +21,8 @@ import (
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// TestTracing: with Config.Tracer, an order (fiber, net/http, gRPC) runs
+// TestTracing: with Config.Tracer, an order (every HTTP stack, gRPC,
+// Connect) runs
 // in a server span that continues the caller's traceparent, and its
 // lock's span "lock <pattern>" (otellock, given the same provider) is a
 // child of it. While the test holds the order's lock under a span of its
@@ -33,9 +35,14 @@ func TestTracing(t *testing.T) {
 	const user = 90817263
 	const traceID, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	for _, c := range []struct{ entry, serverSpan, lockSpan string }{
-		{"fiber", "POST /voucher-order/seckill/:voucher_id", "lock " + OrderKeyTemplate},
-		{"nethttp", "POST /voucher-order/seckill/{voucher_id}", "lock " + OrderKeyTemplate},
+		{StackFiber, "POST /voucher-order/seckill/:voucher_id", "lock " + OrderKeyTemplate},
+		{StackFiberV3, "POST /voucher-order/seckill/:voucher_id", "lock " + OrderKeyTemplate},
+		{StackNetHTTP, "POST /voucher-order/seckill/{voucher_id}", "lock " + OrderKeyTemplate},
+		{StackChi, "POST /voucher-order/seckill/{voucher_id}", "lock " + OrderKeyTemplate},
+		{StackGin, "POST /voucher-order/seckill/:voucher_id", "lock " + OrderKeyTemplate},
+		{StackEcho, "POST /voucher-order/seckill/:voucher_id", "lock " + OrderKeyTemplate},
 		{"grpc", "seckill.v1.Seckill/Order", "lock order:{user_id}:{voucher_id}"},
+		{"connect", "seckill.v1.Seckill/Order", "lock order:{user_id}:{voucher_id}"},
 	} {
 		for _, traced := range []bool{true, false} {
 			name := c.entry + "/traced"
@@ -74,13 +81,20 @@ func TestTracing(t *testing.T) {
 				holder.End()
 
 				traceparent := "00-" + traceID + "-" + callerSpan + "-01"
-				if c.entry == "grpc" {
+				switch c.entry {
+				case "connect":
+					req := connect.NewRequest(&seckillv1.OrderRequest{UserId: user, VoucherId: testVoucher})
+					req.Header().Set("traceparent", traceparent)
+					if _, err := connectClients(t, serveConnectTest(t, cfg))["connect"].Order(context.Background(), req); err != nil {
+						t.Fatalf("order: %v", err)
+					}
+				case "grpc":
 					conn := serveGRPCTest(t, cfg)
 					ctx := metadata.AppendToOutgoingContext(context.Background(), "traceparent", traceparent)
 					if _, err := seckillv1.NewSeckillClient(conn).Order(ctx, &seckillv1.OrderRequest{UserId: user, VoucherId: testVoucher}); err != nil {
 						t.Fatalf("order: %v", err)
 					}
-				} else {
+				default:
 					url := serveHTTP(t, cfg, c.entry)
 					req, _ := http.NewRequest(http.MethodPost, url+"/voucher-order/seckill/1?user_id=90817263", nil)
 					req.Header.Set("traceparent", traceparent)

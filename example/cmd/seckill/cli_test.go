@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockgate/lockgate/example/seckill"
 )
 
 // seckillCmd runs this test binary as the seckill command.
@@ -35,11 +37,32 @@ func TestServeHelpDocumentsEachFlag(t *testing.T) {
 	if err != nil {
 		t.Fatalf("serve -h: %v\n%s", err, out)
 	}
-	for _, flag := range []string{"-addr", "-grpc-addr", "-redis", "-db", "-lock", "-http", "-wait", "-ttl", "-unique-index",
+	for _, flag := range []string{"-addr", "-grpc-addr", "-connect-addr", "-redis", "-db", "-lock", "-http", "-wait", "-ttl", "-unique-index",
 		"-read-header-timeout", "-read-timeout", "-write-timeout", "-idle-timeout", "-trace-stdout"} {
 		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(flag) + `\b.*\n\s+\S`).Match(out) {
 			t.Errorf("serve -h does not document %s:\n%s", flag, out)
 		}
+	}
+	// -http names every stack, and the synopsis says which adapter each
+	// locks with.
+	usage := regexp.MustCompile(`(?m)^\s+-http\b.*\n(\s+.*\n)*`).Find(out)
+	for _, stack := range seckill.Stacks {
+		if !regexp.MustCompile(`\b` + stack + `\b`).Match(usage) {
+			t.Errorf("serve -h: -http does not name the stack %s:\n%s", stack, usage)
+		}
+		if !regexp.MustCompile(`(?m)^\s+` + stack + `\s+\S.*middleware/`).Match(out) {
+			t.Errorf("serve -h does not say which adapter -http %s locks with:\n%s", stack, out)
+		}
+	}
+	if code := func() int {
+		err := seckillCmd(context.Background(), t, "serve", "-http", "martini", "-lock", "none", "-db", filepath.Join(t.TempDir(), "s.db")).Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		return 0
+	}(); code == 0 {
+		t.Error("serve -http martini: exit status 0, want a failure")
 	}
 }
 

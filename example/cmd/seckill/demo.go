@@ -54,7 +54,7 @@ end and on Ctrl-C.`)
 	fs.IntVar(&f.nodes, "nodes", 3, "number of serve processes")
 	fs.StringVar(&f.redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL (loopback) to use instead of starting one; default $REDIS_URL")
 	fs.StringVar(&f.modes, "modes", "local,redis", "lock modes to run, in order (redis, local, none)")
-	fs.StringVar(&f.httpImpl, "http", "fiber", "HTTP stack of the nodes: fiber or nethttp")
+	fs.StringVar(&f.httpImpl, "http", seckill.StackFiber, "HTTP stack of the nodes: "+strings.Join(seckill.Stacks, ", "))
 	fs.DurationVar(&f.timeout, "timeout", seckill.DefaultLoadTimeout, "bound on each mode's load run")
 	fs.BoolVar(&f.keep, "keep", false, "keep the working directory (database, node logs)")
 	if err := parse(fs, args); err != nil {
@@ -62,6 +62,9 @@ end and on Ctrl-C.`)
 	}
 	if f.users <= 0 || f.dup <= 0 || f.nodes <= 0 || f.stock < 0 {
 		return errors.New("-users, -dup and -nodes must be positive, -stock not negative")
+	}
+	if _, err := seckill.ParseStack(f.httpImpl); err != nil {
+		return err
 	}
 	var modes []string
 	for _, m := range strings.Split(f.modes, ",") {
@@ -222,8 +225,8 @@ func runMode(ctx context.Context, self, dir, redisURL, mode string, f demoFlags)
 		nodes = append(nodes, n)
 		targets = append(targets, n.url)
 	}
-	fmt.Fprintf(os.Stderr, "demo: -lock %s: %d nodes %s, %d users × %d duplicates, stock %d\n",
-		mode, len(nodes), strings.Join(targets, " "), f.users, f.dup, f.stock)
+	fmt.Fprintf(os.Stderr, "demo: -lock %s: %d nodes %s, %d users × %d duplicates, stock %d, -http %s\n",
+		mode, len(nodes), strings.Join(targets, " "), f.users, f.dup, f.stock, f.httpImpl)
 	res.load, err = seckill.RunLoad(ctx, seckill.LoadConfig{
 		Targets: targets, VoucherID: f.voucher, Users: f.users, Dup: f.dup,
 		Timeout: f.timeout, Progress: os.Stderr,

@@ -48,6 +48,7 @@ func (s *syncBuffer) String() string {
 // serveProc is one `seckill serve` child process of a test.
 type serveProc struct {
 	url            string
+	db             string // its SQLite file
 	stdout, stderr *syncBuffer
 }
 
@@ -73,7 +74,7 @@ func startServeProc(t *testing.T, redisURL string, args ...string) *serveProc {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := &serveProc{url: "http://127.0.0.1:" + strconv.Itoa(port), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+		p := &serveProc{url: "http://127.0.0.1:" + strconv.Itoa(port), db: db, stdout: &syncBuffer{}, stderr: &syncBuffer{}}
 		cmd := seckillCmd(context.Background(), t, append([]string{"serve", "-addr", "127.0.0.1:" + strconv.Itoa(port),
 			"-grpc-addr", "", "-db", db, "-lock", "redis", "-redis", redisURL}, args...)...)
 		cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
@@ -178,8 +179,8 @@ func (p *serveProc) orders(t *testing.T, c *http.Client) {
 	}
 }
 
-// TestServeMetrics: `seckill serve -lock redis` (a real process, each HTTP
-// stack) serves GET /metrics in the Prometheus text format. After orders
+// TestServeMetrics: `seckill serve -lock redis` (a real process, every
+// HTTP stack) serves GET /metrics in the Prometheus text format. After orders
 // (one user twice at once, two others) the acquire-duration histogram is
 // there for the order route's key template with outcome "acquired", its
 // count covers every order's Lock call, and no line carries the user id
@@ -235,7 +236,7 @@ func TestServeMetrics(t *testing.T) {
 	}
 }
 
-// TestServeTraceStdout: with -trace-stdout (each HTTP stack), an order
+// TestServeTraceStdout: with -trace-stdout (every HTTP stack), an order
 // sent with a W3C traceparent is written to serve's stdout (the
 // stdouttrace JSON, one object a line) as two spans of the caller's
 // trace: the order's server span "POST <route>", child of the caller's
@@ -244,7 +245,13 @@ func TestServeMetrics(t *testing.T) {
 // still exits 0 on SIGTERM (the tracer provider shuts down).
 func TestServeTraceStdout(t *testing.T) {
 	srv := redistest.Start(t)
-	routes := map[string]string{"fiber": "POST /voucher-order/seckill/:voucher_id", "nethttp": "POST /voucher-order/seckill/{voucher_id}"}
+	// The route as each stack spells it.
+	routes := map[string]string{}
+	for _, stack := range stacks {
+		routes[stack] = "POST /voucher-order/seckill/:voucher_id"
+	}
+	routes[seckill.StackNetHTTP] = "POST /voucher-order/seckill/{voucher_id}"
+	routes[seckill.StackChi] = "POST /voucher-order/seckill/{voucher_id}"
 	const traceID, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	for _, stack := range stacks {
 		t.Run(stack, func(t *testing.T) {

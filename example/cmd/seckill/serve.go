@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,10 +20,10 @@ import (
 )
 
 type serveFlags struct {
-	addr, grpcAddr, redisURL, dsn, lock, httpImpl string
-	wait, ttl                                     time.Duration
-	uniqueIndex                                   bool
-	traceStdout                                   bool
+	addr, grpcAddr, connectAddr, redisURL, dsn, lock, httpImpl string
+	wait, ttl                                                  time.Duration
+	uniqueIndex                                                bool
+	traceStdout                                                bool
 	// timeouts are the HTTP server's (-read-header-timeout, -read-timeout,
 	// -write-timeout, -idle-timeout).
 	timeouts seckill.Timeouts
@@ -38,29 +39,40 @@ func serveFlagSet() (*flag.FlagSet, *serveFlags) {
   GET  /metrics                                       → lockgate's OpenTelemetry metrics, Prometheus text format
        (no lock taken; labelled by the lock's key template, never by a user id)
   gRPC seckill.v1.Seckill/Order on -grpc-addr (with server reflection)
+  Connect seckill.v1.Seckill/Order on -connect-addr (the Connect, gRPC and gRPC-Web protocols; HTTP/1.1
+       and h2c), locked like gRPC from the same proto annotation
 Several nodes may share one -db and one -redis.
 
-Both HTTP stacks bound slow and idle clients with the four -*-timeout flags (a client past the header or
+The HTTP stacks (-http) serve the same routes with the same answers, and with -lock redis lock the order
+route with their own lockgate adapter, on the same key template:
+  fiber    Fiber v2, middleware/fiber
+  fiberv3  Fiber v3, middleware/fiberv3
+  nethttp  net/http's ServeMux, middleware/nethttp
+  chi      a chi v5 router, middleware/nethttp given to the route's With
+  gin      Gin, middleware/gin
+  echo     Echo v4, middleware/echo
+Every stack bounds slow and idle clients with the four -*-timeout flags (a client past the header or
 request timeout is disconnected: a header sent one byte at a time no longer holds a connection), and
-refuse ambiguous framing (several Content-Length headers, or a Transfer-Encoding) with 400, closing the
-connection.`)
+refuses ambiguous framing (several Content-Length headers, or a Transfer-Encoding) with 400 (net/http:
+501 for a Transfer-Encoding it does not know), closing the connection.`)
 	f := &serveFlags{}
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "HTTP listen address")
 	fs.StringVar(&f.grpcAddr, "grpc-addr", "127.0.0.1:9090", "gRPC listen address; empty disables gRPC")
+	fs.StringVar(&f.connectAddr, "connect-addr", "", "Connect listen address (HTTP/1.1 and h2c), e.g. 127.0.0.1:9091 (port 0: any free\nport, logged); empty (the default) disables Connect")
 	fs.StringVar(&f.redisURL, "redis", "redis://127.0.0.1:6379/0", "Redis URL of the lock service (used with -lock redis)")
 	fs.StringVar(&f.dsn, "db", dbDefault, dbUsage)
 	fs.StringVar(&f.lock, "lock", "redis", "lock per user and voucher: redis (lockgate, across nodes), local (in-process mutex,\none node only), none")
-	fs.StringVar(&f.httpImpl, "http", "fiber", "HTTP stack: fiber or nethttp")
+	fs.StringVar(&f.httpImpl, "http", seckill.StackFiber, "HTTP stack: "+strings.Join(seckill.Stacks, ", ")+"; each locks the order route with its\nown lockgate adapter")
 	fs.DurationVar(&f.wait, "wait", seckill.DefaultWait, "how long a request waits for a busy lock before 429")
 	fs.DurationVar(&f.ttl, "ttl", seckill.DefaultTTL, "lease time of a lock (renewed while the handler runs)")
 	fs.BoolVar(&f.uniqueIndex, "unique-index", false, "add a unique index on orders(user_id, voucher_id): the database backstop\n(the design notes' \"AP mode\"); off by default so that the lock alone is tested")
-	fs.BoolVar(&f.traceStdout, "trace-stdout", false, "trace each order (HTTP and gRPC, continuing a client's traceparent) and write its spans\nto stdout, one JSON object a line: the order's server span and its lock's \"lock <key template>\";\noff: no tracer provider is installed")
+	fs.BoolVar(&f.traceStdout, "trace-stdout", false, "trace each order (HTTP, gRPC and Connect, continuing a client's traceparent) and write its spans\nto stdout, one JSON object a line: the order's server span and its lock's \"lock <key template>\";\noff: no tracer provider is installed")
 	fs.DurationVar(&f.timeouts.ReadHeader, "read-header-timeout", seckill.DefaultReadHeaderTimeout,
 		"HTTP: time a client has to send the request line and headers (from the request's first byte)")
 	fs.DurationVar(&f.timeouts.Read, "read-timeout", seckill.DefaultReadTimeout,
 		"HTTP: time a client has to send the whole request, body included (at least -read-header-timeout)")
 	fs.DurationVar(&f.timeouts.Write, "write-timeout", seckill.DefaultWriteTimeout,
-		"HTTP: time to send the answer; with -http nethttp it runs from the end of the request header,\nso it must be longer than -wait plus the handler's work")
+		"HTTP: time to send the answer; on the net/http stacks (nethttp, chi, gin, echo) and Connect it runs\nfrom the end of the request header, so it must be longer than -wait plus the handler's work")
 	fs.DurationVar(&f.timeouts.Idle, "idle-timeout", seckill.DefaultIdleTimeout,
 		"HTTP: how long an idle keep-alive connection is kept open")
 	return fs, f
@@ -82,7 +94,7 @@ func (f *serveFlags) checkTimeouts() error {
 		return fmt.Errorf("-read-header-timeout %v is longer than -read-timeout %v, which bounds the whole request", t.ReadHeader, t.Read)
 	}
 	if t.Write <= f.wait {
-		return fmt.Errorf("-write-timeout %v must be longer than -wait %v (with -http nethttp it bounds the wait and the handler too)", t.Write, f.wait)
+		return fmt.Errorf("-write-timeout %v must be longer than -wait %v (on the net/http stacks it bounds the wait and the handler too)", t.Write, f.wait)
 	}
 	return nil
 }
@@ -99,8 +111,8 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if f.httpImpl != "fiber" && f.httpImpl != "nethttp" {
-		return fmt.Errorf("-http %q: want fiber or nethttp", f.httpImpl)
+	if _, err := seckill.ParseStack(f.httpImpl); err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
@@ -154,24 +166,34 @@ func serve(ctx context.Context, args []string) error {
 		cfg.Locker = locker
 	}
 
-	ln, err := net.Listen("tcp", f.addr)
+	// gRPC and Connect first: once HTTP answers /healthz, every
+	// listener is up.
+	errc := make(chan error, 3)
+	var shutdown []func(context.Context) error
+	stopGRPC, grpcAddr, err := serveGRPC(cfg, f.grpcAddr, errc)
 	if err != nil {
 		return err
 	}
-	errc := make(chan error, 2)
-	stopHTTP, err := serveHTTP(cfg, f.httpImpl, ln, errc)
-	if err != nil {
-		return err
-	}
-	shutdown := []func(context.Context) error{stopHTTP}
-	stopGRPC, err := serveGRPC(cfg, f.grpcAddr, errc)
+	shutdown = append(shutdown, stopGRPC)
+	stopConnect, connectAddr, err := serveConnect(cfg, f.connectAddr, errc)
 	if err != nil {
 		shutdownAll(shutdown)
 		return err
 	}
-	shutdown = append(shutdown, stopGRPC)
-	log.Info("seckill: serving", "http", ln.Addr().String(), "grpc", f.grpcAddr, "lock", mode, "http_stack", f.httpImpl, "db", st.Kind(),
-		"trace_stdout", f.traceStdout)
+	shutdown = append(shutdown, stopConnect)
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		shutdownAll(shutdown)
+		return err
+	}
+	stopHTTP, err := serveHTTP(cfg, f.httpImpl, ln, errc)
+	if err != nil {
+		shutdownAll(shutdown)
+		return err
+	}
+	shutdown = append(shutdown, stopHTTP)
+	log.Info("seckill: serving", "http", ln.Addr().String(), "grpc", grpcAddr, "connect", connectAddr, "lock", mode, "http_stack", f.httpImpl,
+		"db", st.Kind(), "trace_stdout", f.traceStdout)
 
 	select {
 	case <-ctx.Done():
@@ -185,21 +207,12 @@ func serve(ctx context.Context, args []string) error {
 	return err
 }
 
-// serveHTTP serves cfg's HTTP API on ln with the stack ("fiber" or
-// "nethttp") and returns its graceful shutdown; a serve error goes to
-// errc. Both stacks apply cfg.Timeouts (seckill.NewFiberApp,
-// seckill.NewHTTPServer). ln is closed on error.
+// serveHTTP serves cfg's HTTP API on ln with the stack (one of
+// seckill.Stacks) and returns its graceful shutdown; a serve error goes to
+// errc. Every stack applies cfg.Timeouts (seckill.NewStackServer). ln is
+// closed on error.
 func serveHTTP(cfg seckill.Config, stack string, ln net.Listener, errc chan<- error) (func(context.Context) error, error) {
-	if stack == "fiber" {
-		app, err := seckill.NewFiberApp(cfg)
-		if err != nil {
-			ln.Close()
-			return nil, err
-		}
-		go func() { errc <- app.Listener(ln) }()
-		return app.ShutdownWithContext, nil
-	}
-	srv, err := seckill.NewHTTPServer(cfg)
+	srv, err := seckill.NewStackServer(cfg, stack)
 	if err != nil {
 		ln.Close()
 		return nil, err
@@ -208,6 +221,7 @@ func serveHTTP(cfg seckill.Config, stack string, ln net.Listener, errc chan<- er
 	return srv.Shutdown, nil
 }
 
+// shutdownAll runs the shutdowns, the last started first.
 func shutdownAll(fns []func(context.Context) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
