@@ -86,19 +86,21 @@
 // right after a grant can let a failover hand the same lock to a second
 // owner. WithReplicaAck(n, timeout) makes grants and renewals wait for n
 // replicas (WAIT, in the same round trip): a lock is returned only once a
-// replica has it, and otherwise Lock fails with ErrNotReplicated. The README's
-// "Choosing a topology" has what each deployment guarantees, measured.
+// replica has it, and otherwise Lock fails with ErrNotReplicated.
+// docs/topologies.md in the repository has what each deployment guarantees,
+// measured.
 //
 // Redlock: NewRedlock gives the same Locker over N independent masters; a
 // lock needs a majority of them, every call goes to all in parallel with a
 // per-node timeout, and fences are made to increase across majorities (see
-// NewRedlock and the README's "Redlock").
+// NewRedlock and "Redlock" in docs/topologies.md).
 //
 // Fencing: each acquisition gets a fence, max(server clock in µs, last fence
 // + 1), strictly increasing over the holders of a key as long as the server
 // clock does not step back by more than the time since the last acquisition
-// (the last fence is remembered for WithFenceWindow, default 10m). See the
-// README for the exact conditions and the Redis layout.
+// (the last fence is remembered for WithFenceWindow, default 10m). See
+// docs/fencing.md in the repository for the exact conditions, and
+// docs/design.md for the Redis layout.
 //
 // # Requirements
 //
