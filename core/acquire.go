@@ -301,30 +301,12 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	return a.newHold(ctx, r.fence, validUntil, sent+int64(o.ttl/3), false)
 }
 
-// newHold makes the hold of a lock this call obtained and its first lease.
+// newHold makes the hold of a lock this call obtained and its first lease
+// (newHeld) and hands the hold to the watchdog.
 func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt int64, claim bool) (*Lease, error) {
-	l, o := a.l, a.o
-	h := &hold{
-		l:        l,
-		key:      a.key,
-		keys:     a.keys,
-		owner:    a.owner,
-		ownerArg: a.owner,
-		fence:    fence,
-		acquired: time.Now(),
-		watchdog: o.watchdog,
-		release:  o.releaseTimeout,
-		renewAt:  renewAt,
-		claim:    claim, // granted: claims the whole TTL once, even without the watchdog
-		pattern:  o.pattern,
-		hidx:     -1,
-	}
-	h.count.Store(1)
-	h.ttl.Store(int64(o.ttl))
-	h.validUntil.Store(validUntil)
-	s := newLease(h, ctx, false)
-	h.first = s
-	if !l.wd.add(h) {
+	l := a.l
+	s := newHeld(ctx, l, a.key, a.keys, a.owner, a.o, fence, validUntil, renewAt, claim)
+	if !l.wd.add(s.h) {
 		a.undo()
 		return nil, ErrClosed
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -125,8 +124,6 @@ func (s *single) run(ctx context.Context, script *redis.Script, keys []string, a
 	}
 	return script.Run(ctx, s.c, keys, args...)
 }
-
-func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (int64, time.Duration, string, error) {
 	keys := k.script(owner)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -128,7 +129,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 				if kind == "uncoalesced" {
 					opts = append(opts, core.WithoutCoalescing())
 				}
-				l := lockerOn(b, benchClientKind(b, kind), opts...)
+				l := locktest.Locker(b, benchClientKind(b, kind), opts...)
 				ctx := context.Background()
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -153,7 +154,7 @@ func benchContended(b *testing.B, cs time.Duration) {
 	stats := benchClient(b)
 	ls := make([]*core.Locker, lockers)
 	for i := range ls {
-		ls[i] = lockerOn(b, benchClient(b), core.WithWait(2*time.Second))
+		ls[i] = locktest.Locker(b, benchClient(b), core.WithWait(2*time.Second))
 	}
 	ctx := context.Background()
 	key := "contended:" + strconv.FormatInt(benchSeq.Add(1), 10)
@@ -279,7 +280,7 @@ func BenchmarkVsFloor(b *testing.B) {
 	for _, kind := range []string{"default", "ctxtimeout"} {
 		b.Run("client="+kind, func(b *testing.B) {
 			c := benchClient(b)
-			l := lockerOn(b, benchClientKind(b, kind))
+			l := locktest.Locker(b, benchClientKind(b, kind))
 			ctx := context.Background()
 			casDel.Load(ctx, c)
 			var floorNs, lockNs atomic.Int64

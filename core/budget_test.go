@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -58,9 +59,9 @@ func testHungRedisWithinBudget(t *testing.T, kind string) {
 		c = redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
 		t.Cleanup(func() { c.Close() })
 	}
-	l := lockerOn(t, c)
-	holder, direct := newLocker(t, srv)
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c)
+	holder, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	warm(t, l)
 
 	t.Run("control: busy", func(t *testing.T) {
@@ -138,7 +139,7 @@ func TestEndedContextSendsNothing(t *testing.T) {
 	c := srv.Client(t)
 	hook := &countingHook{}
 	c.AddHook(hook)
-	l := lockerOn(t, c)
+	l := locktest.Locker(t, c)
 	cctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, lock := range []func(context.Context, string, ...core.LockOption) (*core.Lease, error){l.Lock, l.TryLock} {
@@ -155,8 +156,8 @@ func TestEndedContextSendsNothing(t *testing.T) {
 // A Lock with the context of a lost lease reports the loss as the cause.
 func TestLockWithLostLeaseContext(t *testing.T) {
 	srv := redistest.Start(t)
-	l, direct := newLocker(t, srv)
-	ctx := ctxT(t)
+	l, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	s, err := l.Lock(ctx, "k", core.WithTTL(300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -175,9 +176,9 @@ func TestLockWithLostLeaseContext(t *testing.T) {
 // the mean hold time this Locker has seen, not the holder's TTL.
 func TestBusyErrorsTellTheHolder(t *testing.T) {
 	srv := redistest.Start(t)
-	holder, _ := newLocker(t, srv)
-	l, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	holder, _ := locktest.NewLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 
 	// Teach l that its locks are held for ~10ms.
 	for i := 0; i < 5; i++ {
@@ -237,9 +238,9 @@ func testUndoOutlastsOutage(t *testing.T, ctxTimeout bool) {
 	p := redistest.StartProxy(t, srv.Addr)
 	c := redis.NewClient(&redis.Options{Addr: p.Addr, ReadTimeout: 200 * time.Millisecond, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeout})
 	t.Cleanup(func() { c.Close() })
-	l := lockerOn(t, c)
-	_, direct := newLocker(t, srv)
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c)
+	_, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	warm(t, l)
 	h := p.HoldReply(script(t, "acquire", "outage"), 5*time.Second)
 	got := make(chan error, 1)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -63,7 +64,7 @@ func hookedClient(t *testing.T, addr string) (*redis.Client, *scriptHook) {
 // cycles runs n Lock/Unlock cycles on distinct keys from g goroutines.
 func cycles(t *testing.T, l *core.Locker, g, n int) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	var wg sync.WaitGroup
 	var seq atomic.Int64
 	errs := make(chan error, g)
@@ -97,7 +98,7 @@ func cycles(t *testing.T, l *core.Locker, g, n int) {
 func TestConcurrentCallsAreCoalesced(t *testing.T) {
 	srv := redistest.Start(t)
 	c, h := hookedClient(t, srv.Addr)
-	l := lockerOn(t, c)
+	l := locktest.Locker(t, c)
 	cycles(t, l, 1, 50)
 	if h.piped.Load() != 0 || h.alone.Load() < 100 {
 		t.Fatalf("one caller: %d scripts alone, %d piped; want every script sent at once on its own", h.alone.Load(), h.piped.Load())
@@ -116,7 +117,7 @@ func TestConcurrentCallsAreCoalesced(t *testing.T) {
 
 	// Control: without coalescing nothing is piped.
 	c2, h2 := hookedClient(t, srv.Addr)
-	cycles(t, lockerOn(t, c2, core.WithoutCoalescing()), 64, 500)
+	cycles(t, locktest.Locker(t, c2, core.WithoutCoalescing()), 64, 500)
 	if h2.piped.Load() != 0 || h2.alone.Load() < 1000 {
 		t.Fatalf("WithoutCoalescing: %d scripts alone, %d piped; want all alone", h2.alone.Load(), h2.piped.Load())
 	}
@@ -131,8 +132,8 @@ func TestCoalescedCallsReloadScripts(t *testing.T) {
 	direct := srv.Client(t)
 	p := redistest.StartProxy(t, srv.Addr)
 	c, h := hookedClient(t, p.Addr)
-	l := lockerOn(t, c)
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c)
+	ctx := locktest.Context(t)
 	cycles(t, l, 1, 1) // scripts loaded, server checked
 	var holds []*redistest.Hold
 	for i := 0; i < 4; i++ { // every slot
@@ -192,8 +193,8 @@ func TestQueuedCallWithinBudget(t *testing.T) {
 			p := redistest.StartProxy(t, srv.Addr)
 			c := redis.NewClient(&redis.Options{Addr: p.Addr, ContextTimeoutEnabled: ctxTimeout})
 			t.Cleanup(func() { c.Close() })
-			l := lockerOn(t, c)
-			ctx := ctxT(t)
+			l := locktest.Locker(t, c)
+			ctx := locktest.Context(t)
 			warm(t, l)
 			var holds []*redistest.Hold
 			for i := 0; i < 4; i++ {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -22,7 +23,7 @@ const (
 // (each with its own client), each increment inside lock (nil: no lock).
 func incrementAll(t *testing.T, srv *redistest.Server, lock func(node int, ctx context.Context) (func(), error)) int {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	clients := make([]*redis.Client, exclNodes)
 	for i := range clients {
 		clients[i] = srv.Client(t)
@@ -73,12 +74,12 @@ func incrementAll(t *testing.T, srv *redistest.Server, lock func(node int, ctx c
 	return v
 }
 
-// Test 1: three Lockers (nodes) keep a non-atomic read-modify-write exact.
+// Three Lockers (nodes) keep a non-atomic read-modify-write exact.
 func TestMutualExclusionAcrossNodes(t *testing.T) {
 	srv := redistest.Start(t)
 	lockers := make([]*core.Locker, exclNodes)
 	for i := range lockers {
-		lockers[i], _ = newLocker(t, srv, core.WithWait(20_000_000_000)) // 20s budget: nobody should give up
+		lockers[i], _ = locktest.NewLocker(t, srv, core.WithWait(20_000_000_000)) // 20s budget: nobody should give up
 	}
 	got := incrementAll(t, srv, func(node int, ctx context.Context) (func(), error) {
 		s, err := lockers[node].Lock(ctx, "counter-lock")
@@ -96,8 +97,8 @@ func TestMutualExclusionAcrossNodes(t *testing.T) {
 	}
 }
 
-// Control for test 1: the same workload without the lock loses updates, so
-// the exact total above is evidence, not luck.
+// Control for TestMutualExclusionAcrossNodes: the same workload without the
+// lock loses updates, so the exact total above is evidence, not luck.
 func TestMutualExclusionControlWithoutLock(t *testing.T) {
 	srv := redistest.Start(t)
 	got := incrementAll(t, srv, nil)

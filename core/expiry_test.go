@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// Test 3: Unlock of a lease that expired and was taken by another owner
+// Unlock of a lease that expired and was taken by another owner
 // deletes nothing of theirs and returns ErrNotHeld.
 func TestUnlockAfterExpiryTakenByOther(t *testing.T) {
 	srv := redistest.Start(t)
-	a, _ := newLocker(t, srv)
-	b, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	a, _ := locktest.NewLocker(t, srv)
+	b, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	old, err := a.Lock(ctx, "k", core.WithTTL(100*time.Millisecond), core.WithoutWatchdog())
 	if err != nil {
 		t.Fatal(err)
@@ -43,12 +44,12 @@ func TestUnlockAfterExpiryTakenByOther(t *testing.T) {
 	}
 }
 
-// Test 4: the watchdog keeps a 300ms lease for 2s; without it, it expires.
+// The watchdog keeps a 300ms lease for 2s; without it, it expires.
 func TestWatchdogKeepsLease(t *testing.T) {
 	srv := redistest.Start(t)
-	a, _ := newLocker(t, srv)
-	b, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	a, _ := locktest.NewLocker(t, srv)
+	b, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	ttl := 300 * time.Millisecond
 
 	s, err := a.Lock(ctx, "k", core.WithTTL(ttl))

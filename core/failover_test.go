@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -79,9 +80,9 @@ func failoverRound(t *testing.T, trigger string, r int) (plainLost, ackedKept bo
 	sen := redistest.StartSentinels(t, 3)
 	master := sen.Master.Client(t)
 	waitReplicaAcks(t, master)
-	acked := lockerOn(t, sen.Client(t), core.WithReplicaAck(1, 300*time.Millisecond))
-	plain := lockerOn(t, sen.Client(t))
-	ctx := ctxT(t)
+	acked := locktest.Locker(t, sen.Client(t), core.WithReplicaAck(1, 300*time.Millisecond))
+	plain := locktest.Locker(t, sen.Client(t))
+	ctx := locktest.Context(t)
 	warm(t, acked)
 	warm(t, plain)
 	if _, err := acked.Lock(ctx, "fo:acked"); err != nil {
@@ -121,7 +122,7 @@ func failoverRound(t *testing.T, trigger string, r int) (plainLost, ackedKept bo
 			t.Fatal(err)
 		}
 	}
-	second := lockerOn(t, sen.Client(t))
+	second := locktest.Locker(t, sen.Client(t))
 	warmCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	// The failover client may still point at the old master for a moment.

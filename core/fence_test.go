@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// Test 8: fences strictly increase across 1,000 acquisitions by different
+// Fences strictly increase across 1,000 acquisitions by different
 // owners (four Lockers, eight goroutines, each acquisition a fresh owner).
 // The order of acquisitions is the order of entries into the critical
 // section, recorded inside it.
@@ -16,9 +17,9 @@ func TestFencesStrictlyIncrease(t *testing.T) {
 	srv := redistest.Start(t)
 	lockers := make([]*core.Locker, 4)
 	for i := range lockers {
-		lockers[i], _ = newLocker(t, srv)
+		lockers[i], _ = locktest.NewLocker(t, srv)
 	}
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	const total, workers = 1000, 8
 	var mu sync.Mutex // only orders the appends; the lock is what excludes
 	fences := make([]int64, 0, total)
@@ -64,8 +65,8 @@ func TestFencesStrictlyIncrease(t *testing.T) {
 // future), the next fence is above it.
 func TestFenceAboveRememberedLast(t *testing.T) {
 	srv := redistest.Start(t)
-	l, c := newLocker(t, srv)
-	ctx := ctxT(t)
+	l, c := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	const future = int64(1) << 52 // far above the clock's microseconds
 	if err := c.Set(ctx, "lockgate:{k}:fence", future, 0).Err(); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -37,13 +38,13 @@ func waitQueueLen(t *testing.T, c redis.UniversalClient, key string, n int64) {
 // the release hands it to the first live waiter, whatever Locker it is on.
 func TestStrictFIFOAcrossLockers(t *testing.T) {
 	srv := redistest.Start(t)
-	holder, direct := newLocker(t, srv)
+	holder, direct := locktest.NewLocker(t, srv)
 	var lockers []*core.Locker
 	for i := 0; i < 3; i++ {
-		l, _ := newLocker(t, srv)
+		l, _ := locktest.NewLocker(t, srv)
 		lockers = append(lockers, l)
 	}
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	s, err := holder.Lock(ctx, "fifo", core.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -88,12 +89,12 @@ func TestStrictFIFOAcrossLockers(t *testing.T) {
 // next waiter when its leave arrives.
 func TestWaiterThatLeavesIsSkipped(t *testing.T) {
 	srv := redistest.Start(t)
-	holder, direct := newLocker(t, srv)
-	next, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	holder, direct := locktest.NewLocker(t, srv)
+	next, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 
 	t.Run("left before the release", func(t *testing.T) {
-		gone, _ := newLocker(t, srv)
+		gone, _ := locktest.NewLocker(t, srv)
 		s, err := holder.Lock(ctx, "skip", core.WithTTL(time.Minute))
 		if err != nil {
 			t.Fatal(err)
@@ -122,7 +123,7 @@ func TestWaiterThatLeavesIsSkipped(t *testing.T) {
 		o.Addr = p.Addr
 		stalled := redis.NewClient(o)
 		t.Cleanup(func() { stalled.Close() })
-		gone := lockerOn(t, stalled)
+		gone := locktest.Locker(t, stalled)
 		warm(t, gone)
 		s, err := holder.Lock(ctx, "handed", core.WithTTL(time.Minute))
 		if err != nil {
@@ -158,9 +159,9 @@ func TestWaiterThatLeavesIsSkipped(t *testing.T) {
 // its last refresh; then the next waiter gets it.
 func TestCrashedWaiterCostsOneEntry(t *testing.T) {
 	srv := redistest.Start(t)
-	holder, direct := newLocker(t, srv)
-	next, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	holder, direct := locktest.NewLocker(t, srv)
+	next, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	p := redistest.StartProxy(t, srv.Addr)
 	o := srv.Options()
 	o.Addr = p.Addr
@@ -203,9 +204,9 @@ func TestCrashedWaiterCostsOneEntry(t *testing.T) {
 // publishes once, on the lock's shard channel.
 func TestNoPublishWithoutWaiters(t *testing.T) {
 	srv := redistest.Start(t)
-	l, direct := newLocker(t, srv)
-	other, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	l, direct := locktest.NewLocker(t, srv)
+	other, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	publishes := func() int64 {
 		m := allCommands(t, direct)
 		return m["publish"] + m["spublish"]
@@ -244,13 +245,13 @@ func TestNoPublishWithoutWaiters(t *testing.T) {
 // (in batches), and nothing more while they wait.
 func TestManyWaitersOneConnection(t *testing.T) {
 	srv := redistest.Start(t)
-	holder, direct := newLocker(t, srv)
+	holder, direct := locktest.NewLocker(t, srv)
 	o := srv.Options()
 	o.PoolSize, o.ReadTimeout = 200, 5*time.Second // a pool for 2,000 callers
 	c := redis.NewClient(o)
 	t.Cleanup(func() { c.Close() })
-	l := lockerOn(t, c)
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c)
+	ctx := locktest.Context(t)
 	const n = 2000
 	var held []*core.Lease
 	for i := 0; i < n; i++ {
@@ -339,8 +340,8 @@ func TestManyWaitersOneConnection(t *testing.T) {
 // next refresh (20s) would have told it.
 func TestGrantMissedWhileResubscribing(t *testing.T) {
 	srv := redistest.Start(t)
-	w, direct := newLocker(t, srv)
-	ctx := ctxT(t)
+	w, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	release, err := os.ReadFile("scripts/release.lua")
 	if err != nil {
 		t.Fatal(err)
@@ -388,9 +389,9 @@ func TestGrantMissedWhileResubscribing(t *testing.T) {
 // its reply was still held.
 func TestGrantBeforeJoin(t *testing.T) {
 	srv := redistest.Start(t)
-	holder, direct := newLocker(t, srv)
+	holder, direct := locktest.NewLocker(t, srv)
 	p, l := proxiedLocker(t, srv)
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	s, err := holder.Lock(ctx, "early", core.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -442,9 +443,9 @@ func TestGrantedHoldClaimsItsTTL(t *testing.T) {
 	for _, watchdog := range []bool{true, false} {
 		t.Run("watchdog="+strconv.FormatBool(watchdog), func(t *testing.T) {
 			srv := redistest.Start(t)
-			holder, direct := newLocker(t, srv)
-			waiter, _ := newLocker(t, srv)
-			ctx := ctxT(t)
+			holder, direct := locktest.NewLocker(t, srv)
+			waiter, _ := locktest.NewLocker(t, srv)
+			ctx := locktest.Context(t)
 			key := "claim:" + strconv.FormatBool(watchdog)
 			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
 			if err != nil {
@@ -491,10 +492,10 @@ func TestGrantedHoldClaimsItsTTL(t *testing.T) {
 // gone and the waiter is queued when TryLock is answered.
 func TestTryLockDoesNotJumpTheQueue(t *testing.T) {
 	srv := redistest.Start(t)
-	holder, direct := newLocker(t, srv)
-	other, _ := newLocker(t, srv)
+	holder, direct := locktest.NewLocker(t, srv)
+	other, _ := locktest.NewLocker(t, srv)
 	p, waiter := proxiedLocker(t, srv)
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	if _, err := holder.Lock(ctx, "nojump", core.WithTTL(400*time.Millisecond), core.WithoutWatchdog()); err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +532,7 @@ func proxiedLocker(t *testing.T, srv *redistest.Server) (*redistest.Proxy, *core
 	p := redistest.StartProxy(t, srv.Addr)
 	c := redis.NewClient(&redis.Options{Addr: p.Addr})
 	t.Cleanup(func() { c.Close() })
-	l := lockerOn(t, c)
+	l := locktest.Locker(t, c)
 	warm(t, l)
 	return p, l
 }

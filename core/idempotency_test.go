@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -67,9 +68,9 @@ func TestLateReplyFreshLock(t *testing.T) {
 func testLateReplyFreshLock(t *testing.T, ctxTimeout bool) {
 	srv := redistest.Start(t)
 	p, c := lateClientCtx(t, srv, lateReadTimeout, ctxTimeout)
-	l := lockerOn(t, c)
-	other, direct := newLocker(t, srv)
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c)
+	other, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	warm(t, l) // the server check and script load, so the hold hits the acquire
 
 	acquire := script(t, "acquire", "k")
@@ -108,9 +109,9 @@ func testLateReplyFreshLock(t *testing.T, ctxTimeout bool) {
 func TestLateReplyUnlock(t *testing.T) {
 	srv := redistest.Start(t)
 	p, c := lateClient(t, srv, lateReadTimeout)
-	l := lockerOn(t, c)
-	other, direct := newLocker(t, srv)
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c)
+	other, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	warm(t, l)
 
 	s, err := l.Lock(ctx, "k", core.WithReleaseTimeout(5*time.Second))
@@ -162,9 +163,9 @@ func TestLateReplyUnlock(t *testing.T) {
 func TestLateReplyInnerUnlock(t *testing.T) {
 	srv := redistest.Start(t)
 	p, c := lateClient(t, srv, lateReadTimeout)
-	l := lockerOn(t, c)
-	other, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c)
+	other, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	warm(t, l)
 
 	outer, err := l.Lock(ctx, "k", core.WithReleaseTimeout(5*time.Second))
@@ -210,9 +211,9 @@ func TestAbandonedNestedLock(t *testing.T) {
 func testAbandonedNestedLock(t *testing.T, ctxTimeout bool) {
 	srv := redistest.Start(t)
 	p, c := lateClientCtx(t, srv, time.Second, ctxTimeout) // without ContextTimeoutEnabled, the client gives up on the held reply after 1s, long after the Lock
-	l := lockerOn(t, c)
-	other, direct := newLocker(t, srv)
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c)
+	other, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	warm(t, l)
 
 	outer, err := l.Lock(ctx, "order:1")
@@ -267,7 +268,7 @@ func testAbandonedNestedLock(t *testing.T, ctxTimeout bool) {
 // and Redis has the scripts cached.
 func warm(t *testing.T, l *core.Locker) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	s, err := l.Lock(ctx, "warm")
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -130,10 +129,7 @@ func (l *Locker) List(ctx context.Context, match string, limit int) ([]string, e
 	if match == "" {
 		match = "*"
 	}
-	if strings.ContainsAny(match, "%}") {
-		match = braceEscaper.Replace(match)
-	}
-	glob := globEscape(l.opts.prefix) + "{" + match + "}"
+	glob := l.globFor(match)
 	seen := map[string]bool{}
 	var names []string
 	err := l.be.scan(ctx, glob, func(key string) bool {
@@ -148,31 +144,6 @@ func (l *Locker) List(ctx context.Context, match string, limit int) ([]string, e
 		return names, unavailable("list", err)
 	}
 	return names, nil
-}
-
-// nameOf is keysFor's inverse for a lock hash's key.
-func (l *Locker) nameOf(key string) (string, bool) {
-	rest, ok := strings.CutPrefix(key, l.opts.prefix+"{")
-	if !ok || !strings.HasSuffix(rest, "}") || strings.Contains(rest[:len(rest)-1], "}") {
-		return "", false
-	}
-	name := rest[:len(rest)-1]
-	if strings.Contains(name, "%") {
-		name = strings.NewReplacer("%7D", "}", "%25", "%").Replace(name)
-	}
-	return name, true
-}
-
-// globEscape quotes the glob characters of s for SCAN MATCH.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // inspectReply reads the inspect script's answer.

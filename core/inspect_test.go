@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -43,13 +44,13 @@ func TestInspect(t *testing.T) {
 		name string
 		l    func() *core.Locker
 	}{
-		{"single", func() *core.Locker { l, _ := newLocker(t, srv); return l }},
-		{"cluster", func() *core.Locker { return lockerOn(t, cl.Client(t)) }},
+		{"single", func() *core.Locker { l, _ := locktest.NewLocker(t, srv); return l }},
+		{"cluster", func() *core.Locker { return locktest.Locker(t, cl.Client(t)) }},
 		{"redlock", func() *core.Locker { return redlockOn(t, srvs) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, other := tc.l(), tc.l()
-			ctx := ctxT(t)
+			ctx := locktest.Context(t)
 			if info, err := l.Inspect(ctx, "inspect:1"); err != nil || info.Held || info.Fence != 0 || info.Key != "inspect:1" {
 				t.Fatalf("free lock: %+v, %v", info, err)
 			}
@@ -108,13 +109,13 @@ func TestList(t *testing.T) {
 		name string
 		l    func() *core.Locker
 	}{
-		{"single", func() *core.Locker { l, _ := newLocker(t, srv); return l }},
-		{"cluster", func() *core.Locker { return lockerOn(t, cl.Client(t)) }},
+		{"single", func() *core.Locker { l, _ := locktest.NewLocker(t, srv); return l }},
+		{"cluster", func() *core.Locker { return locktest.Locker(t, cl.Client(t)) }},
 		{"redlock", func() *core.Locker { return redlockOn(t, srvs) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := tc.l()
-			ctx := ctxT(t)
+			ctx := locktest.Context(t)
 			var want []string
 			for i := range 12 {
 				want = append(want, fmt.Sprintf("order:%d:7", i))
@@ -163,9 +164,9 @@ func TestList(t *testing.T) {
 // waiter is granted the lock. On a free lock it does nothing.
 func TestForceRelease(t *testing.T) {
 	srv := redistest.Start(t)
-	l, _ := newLocker(t, srv)
-	other, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	l, _ := locktest.NewLocker(t, srv)
+	other, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	if info, err := l.ForceRelease(ctx, "stuck:1"); err != nil || info.Held {
 		t.Fatalf("ForceRelease of a free lock = %+v, %v", info, err)
 	}
@@ -212,12 +213,12 @@ func TestForceReleaseRemovesOnlyWhatItSaw(t *testing.T) {
 		name string
 		l    func() *core.Locker
 	}{
-		{"single", func() *core.Locker { l, _ := newLocker(t, srv); return l }},
+		{"single", func() *core.Locker { l, _ := locktest.NewLocker(t, srv); return l }},
 		{"redlock", func() *core.Locker { return redlockOn(t, srvs) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, other := tc.l(), tc.l()
-			ctx := ctxT(t)
+			ctx := locktest.Context(t)
 			// The operator's two steps, with the holder's unlock and a new
 			// owner in between: Inspect saw the first hold.
 			s, err := l.Lock(ctx, "stuck:2")

@@ -57,3 +57,37 @@ func hashTag(key string) string {
 	}
 	return key
 }
+
+// globFor is the SCAN MATCH pattern of the lock hashes whose names match
+// the glob match, written as keysFor writes names.
+func (l *Locker) globFor(match string) string {
+	if strings.ContainsAny(match, "%}") {
+		match = braceEscaper.Replace(match)
+	}
+	return globEscape(l.opts.prefix) + "{" + match + "}"
+}
+
+// nameOf is keysFor's inverse for a lock hash's key.
+func (l *Locker) nameOf(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, l.opts.prefix+"{")
+	if !ok || !strings.HasSuffix(rest, "}") || strings.Contains(rest[:len(rest)-1], "}") {
+		return "", false
+	}
+	name := rest[:len(rest)-1]
+	if strings.Contains(name, "%") {
+		name = strings.NewReplacer("%7D", "}", "%25", "%").Replace(name)
+	}
+	return name, true
+}
+
+// globEscape quotes the glob characters of s for SCAN MATCH.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

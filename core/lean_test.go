@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -50,9 +51,9 @@ func diffCommands(a, b map[string]int64) map[string]int64 {
 // cycle does read the queue and publish, so the counts can see it.
 func TestUncontendedCycleIsLean(t *testing.T) {
 	srv := redistest.Start(t)
-	l, direct := newLocker(t, srv)
-	other, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	l, direct := locktest.NewLocker(t, srv)
+	other, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	const n = 50
 	// A first cycle loads the scripts and dials: not part of the count.
 	if s, err := l.Lock(ctx, "lean:warm"); err != nil {

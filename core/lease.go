@@ -60,6 +60,35 @@ type Lease struct {
 	gaveBack  atomic.Bool // and returned nil
 }
 
+// newHeld makes the hold of a lock an acquisition obtained (owner, fence,
+// validity and first renewal on the Locker's monotonic clock, the call's
+// options o) and its first lease, whose context derives from ctx. claim
+// marks a hold granted by a release: it claims the whole TTL once, even
+// without the watchdog. The caller hands the hold to the watchdog.
+func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner string, o *callOptions, fence, validUntil, renewAt int64, claim bool) *Lease {
+	h := &hold{
+		l:        l,
+		key:      key,
+		keys:     keys,
+		owner:    owner,
+		ownerArg: owner,
+		fence:    fence,
+		acquired: time.Now(),
+		watchdog: o.watchdog,
+		release:  o.releaseTimeout,
+		renewAt:  renewAt,
+		claim:    claim, // granted: claims the whole TTL once, even without the watchdog
+		pattern:  o.pattern,
+		hidx:     -1,
+	}
+	h.count.Store(1)
+	h.ttl.Store(int64(o.ttl))
+	h.validUntil.Store(validUntil)
+	s := newLease(h, ctx, false)
+	h.first = s
+	return s
+}
+
 // newLease makes a lease on h whose context derives from parent ctx.
 func newLease(h *hold, ctx context.Context, reentrant bool) *Lease {
 	s := &Lease{h: h, parent: leaseFrom(ctx), reentrant: reentrant}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -24,9 +25,9 @@ func TestExtendByHand(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	a, _ := newLocker(t, srv, core.WithObserver(obs))
-	b, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	a, _ := locktest.NewLocker(t, srv, core.WithObserver(obs))
+	b, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	s, err := a.Lock(ctx, "k", core.WithTTL(200*time.Millisecond), core.WithoutWatchdog())
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +71,8 @@ func TestExtendByHand(t *testing.T) {
 // renewals that hang or fail are retried and the lease is not lost.
 func TestTransientStallDoesNotLoseLease(t *testing.T) {
 	srv := redistest.Start(t)
-	a, c := newLocker(t, srv)
-	ctx := ctxT(t)
+	a, c := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	s, err := a.Lock(ctx, "k", core.WithTTL(3*time.Second)) // renewed every 1s, valid ~2.97s
 	if err != nil {
 		t.Fatal(err)
@@ -108,80 +109,14 @@ func TestTransientStallDoesNotLoseLease(t *testing.T) {
 	}
 }
 
-// The Pub/Sub subscription lives only while somebody waits.
-func TestUnsubscribeAfterLastWaiter(t *testing.T) {
-	srv := redistest.Start(t)
-	a, c := newLocker(t, srv)
-	b, _ := newLocker(t, srv)
-	ctx := ctxT(t)
-	held, err := a.Lock(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan error, 1)
-	go func() {
-		s, err := b.Lock(ctx, "k", core.WithWait(10*time.Second))
-		if err == nil {
-			err = s.Unlock(ctx)
-		}
-		got <- err
-	}()
-	waitSubscribers(t, c, "lockgate:{k}", 1)
-	if err := held.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; ; i++ {
-		n := c.PubSubShardNumSub(ctx, "lockgate:{k}").Val()["lockgate:{k}"]
-		if n == 0 {
-			break
-		}
-		if i == 200 {
-			t.Fatalf("still %d subscribers after the last waiter left", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// Close is safe twice, leaves the client usable, ends held leases with
-// ErrClosed, and makes later calls fail with ErrClosed.
-func TestClose(t *testing.T) {
-	srv := redistest.Start(t)
-	c := srv.Client(t)
-	l := core.Must(core.New(c))
-	ctx := ctxT(t)
-	s, err := l.Lock(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	within(t, s.Done(), time.Second, "held lease ended by Close")
-	if !errors.Is(context.Cause(s.Context()), core.ErrClosed) {
-		t.Fatalf("cause %v, want ErrClosed", context.Cause(s.Context()))
-	}
-	if _, err := l.Lock(ctx, "other"); !errors.Is(err, core.ErrClosed) {
-		t.Fatalf("Lock after Close = %v", err)
-	}
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatalf("client closed by Locker.Close: %v", err)
-	}
-}
-
 // Extend and TTL on a hung Redis return within the context's deadline
 // whatever the client's timeouts (the rig found an Extend that took 858ms
 // with a 500ms deadline).
 func TestExtendAndTTLWithinDeadline(t *testing.T) {
 	srv := redistest.Start(t)
 	c := defaultsClient(t, srv)
-	l := lockerOn(t, c)
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c)
+	ctx := locktest.Context(t)
 	s, err := l.Lock(ctx, "k", core.WithTTL(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -207,5 +142,55 @@ func TestExtendAndTTLWithinDeadline(t *testing.T) {
 	resume()
 	if err := s.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The lease's context keeps its parent's deadline: a timeout derived from
+// it fires at its own time, and a lease without a parent deadline has none
+// (before: the validity, ~TTL, so a 1s call under a 300ms TTL was cut at
+// ~390ms although the lease was held and renewed). Valid reports the
+// validity, which renewals move.
+func TestLeaseContextKeepsParentDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	l, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	s, err := l.Lock(context.Background(), "k", core.WithTTL(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Unlock(ctx)
+	if d, ok := s.Context().Deadline(); ok {
+		t.Fatalf("lease context without a parent deadline reports %v", d)
+	}
+	if v := time.Until(s.Valid()); v <= 0 || v > 300*time.Millisecond {
+		t.Fatalf("validity %v from now, want under the 300ms TTL", v)
+	}
+	wctx, cancel := context.WithTimeout(s.Context(), time.Second)
+	defer cancel()
+	start := time.Now()
+	<-wctx.Done()
+	took := time.Since(start)
+	if took < 900*time.Millisecond {
+		t.Fatalf("a 1s timeout under the lease fired after %v (%v)", took, context.Cause(wctx))
+	}
+	if !errors.Is(wctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("the timeout ended with %v", wctx.Err())
+	}
+	select {
+	case <-s.Done():
+		t.Fatalf("lease ended over 1s of renewals: %v", context.Cause(s.Context()))
+	default:
+	}
+
+	pctx, pcancel := context.WithTimeout(ctx, time.Hour)
+	defer pcancel()
+	s2, err := l.Lock(pctx, "k2", core.WithTTL(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Unlock(ctx)
+	want, _ := pctx.Deadline()
+	if got, ok := s2.Context().Deadline(); !ok || !got.Equal(want) {
+		t.Fatalf("lease deadline %v, want the parent's %v", got, want)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,14 +106,6 @@ func Must(l *Locker, err error) *Locker {
 		panic(err)
 	}
 	return l
-}
-
-func isNil(c redis.UniversalClient) bool {
-	if c == nil {
-		return true
-	}
-	v := reflect.ValueOf(c)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // Close stops the Locker's background work and is safe to call more than

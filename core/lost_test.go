@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// Test 5a: the key deleted behind the holder's back: the next renewal finds
+// The key deleted behind the holder's back: the next renewal finds
 // it gone and cancels the lease context with ErrLockLost.
 func TestLostWhenKeyDeleted(t *testing.T) {
 	srv := redistest.Start(t)
@@ -21,8 +22,8 @@ func TestLostWhenKeyDeleted(t *testing.T) {
 			lost.Add(1)
 		}
 	})
-	a, c := newLocker(t, srv, core.WithObserver(obs))
-	ctx := ctxT(t)
+	a, c := locktest.NewLocker(t, srv, core.WithObserver(obs))
+	ctx := locktest.Context(t)
 	s, err := a.Lock(ctx, "k", core.WithTTL(300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -42,14 +43,14 @@ func TestLostWhenKeyDeleted(t *testing.T) {
 	}
 }
 
-// Test 5b: the server paused past the TTL: renewals cannot get through, and
+// The server paused past the TTL: renewals cannot get through, and
 // the holder's context is cancelled (ErrLockLost) at the end of its validity,
 // before the server — once resumed — hands the lock to another owner.
 func TestLostBeforeOtherOwnerWhenServerPaused(t *testing.T) {
 	srv := redistest.Start(t)
-	a, _ := newLocker(t, srv)
-	b, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	a, _ := locktest.NewLocker(t, srv)
+	b, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	ttl := 300 * time.Millisecond
 	s, err := a.Lock(ctx, "k", core.WithTTL(ttl))
 	if err != nil {

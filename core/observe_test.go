@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -69,9 +70,9 @@ func withTag(ctx context.Context, tag string) context.Context {
 func TestHolderTagReachesTheWaiter(t *testing.T) {
 	srv := redistest.Start(t)
 	rec := newRecorder()
-	holder, _ := newLocker(t, srv, core.WithHolderTag(tagOf))
-	waiter, _ := newLocker(t, srv, core.WithHolderTag(tagOf), core.WithObserver(rec))
-	ctx := ctxT(t)
+	holder, _ := locktest.NewLocker(t, srv, core.WithHolderTag(tagOf))
+	waiter, _ := locktest.NewLocker(t, srv, core.WithHolderTag(tagOf), core.WithObserver(rec))
+	ctx := locktest.Context(t)
 	s, err := holder.Lock(withTag(ctx, "holder-span"), "order:1:2")
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +110,8 @@ func TestHolderTagReachesTheWaiter(t *testing.T) {
 
 	// Control: no tag function, nothing stored, nothing heard.
 	plain := newRecorder()
-	p1, _ := newLocker(t, srv)
-	p2, _ := newLocker(t, srv, core.WithObserver(plain))
+	p1, _ := locktest.NewLocker(t, srv)
+	p2, _ := locktest.NewLocker(t, srv, core.WithObserver(plain))
 	s, err = p1.Lock(withTag(ctx, "holder-span"), "order:3:4")
 	if err != nil {
 		t.Fatal(err)
@@ -148,8 +149,8 @@ func TestClockOffsetEstimate(t *testing.T) {
 	srv := redistest.Start(t)
 	proxy := redistest.StartProxy(t, srv.Addr)
 	rec := newRecorder()
-	l := lockerOn(t, noRetries(t, proxy.Addr), core.WithObserver(rec))
-	ctx := ctxT(t)
+	l := locktest.Locker(t, noRetries(t, proxy.Addr), core.WithObserver(rec))
+	ctx := locktest.Context(t)
 	s, err := l.Lock(ctx, "clock:1")
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +195,7 @@ func TestEveryHoldEndsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	a, err := l.Lock(ctx, "end:1")
 	if err != nil {
 		t.Fatal(err)
@@ -232,8 +233,8 @@ func TestLogsNameThePatternNotTheKey(t *testing.T) {
 	var buf syncBuffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	rec := newRecorder()
-	l := lockerOn(t, noRetries(t, proxy.Addr), core.WithLogger(log), core.WithObserver(rec))
-	ctx := ctxT(t)
+	l := locktest.Locker(t, noRetries(t, proxy.Addr), core.WithLogger(log), core.WithObserver(rec))
+	ctx := locktest.Context(t)
 	s, err := l.Lock(ctx, "order:secret-user-42:7", core.WithPattern("order:{user}:{voucher}"), core.WithTTL(time.Second))
 	if err != nil {
 		t.Fatal(err)

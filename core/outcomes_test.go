@@ -10,17 +10,18 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
-// Test 7: cancellation while waiting, Redis unreachable and a busy TryLock
+// Cancellation while waiting, Redis unreachable and a busy TryLock
 // are three distinguishable outcomes.
 func TestThreeOutcomes(t *testing.T) {
 	srv := redistest.Start(t)
-	a, _ := newLocker(t, srv)
-	b, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	a, _ := locktest.NewLocker(t, srv)
+	b, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	held, err := a.Lock(ctx, "k")
 	if err != nil {
 		t.Fatal(err)
@@ -121,8 +122,8 @@ func TestBadInput(t *testing.T) {
 	c := srv.Client(t)
 	hook := &countingHook{}
 	c.AddHook(hook)
-	l := lockerOn(t, c)
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c)
+	ctx := locktest.Context(t)
 	cases := []struct {
 		name, key, want string
 		opts            []core.LockOption

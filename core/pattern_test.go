@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -29,8 +30,8 @@ func TestEventsCarryThePattern(t *testing.T) {
 			once.Do(func() { close(renewed) })
 		}
 	})
-	l, _ := newLocker(t, srv, core.WithObserver(obs))
-	ctx := ctxT(t)
+	l, _ := locktest.NewLocker(t, srv, core.WithObserver(obs))
+	ctx := locktest.Context(t)
 	const pattern = "order:{user}:{voucher}"
 	s, err := l.Lock(ctx, "order:42:7", core.WithPattern(pattern), core.WithTTL(300*time.Millisecond))
 	if err != nil {
@@ -45,7 +46,7 @@ func TestEventsCarryThePattern(t *testing.T) {
 		t.Fatal(err)
 	}
 	within(t, renewed, 5*time.Second, "a watchdog renewal (every TTL/3)")
-	other, _ := newLocker(t, srv, core.WithObserver(obs))
+	other, _ := locktest.NewLocker(t, srv, core.WithObserver(obs))
 	if _, err := other.TryLock(ctx, "order:42:7", core.WithPattern(pattern)); !errors.Is(err, core.ErrNotObtained) {
 		t.Fatalf("TryLock of a held lock: %v", err)
 	}

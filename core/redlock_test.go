@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -77,7 +78,7 @@ func TestNewRedlockRejects(t *testing.T) {
 func TestRedlockBasics(t *testing.T) {
 	srvs, cs := masters(t, 3)
 	a, b := redlockOn(t, srvs), redlockOn(t, srvs)
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	s, err := a.Lock(ctx, "rl:k", core.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +142,7 @@ func TestRedlockBasics(t *testing.T) {
 func TestRedlockMutualExclusionWithKills(t *testing.T) {
 	srvs, _ := masters(t, 5)
 	counter := redistest.Start(t).Client(t)
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	var ls []*core.Locker
 	for i := 0; i < 3; i++ {
 		ls = append(ls, redlockOn(t, srvs, core.WithTTL(2*time.Second)))
@@ -198,7 +199,7 @@ func TestRedlockMutualExclusionWithKills(t *testing.T) {
 func TestRedlockQuorumDown(t *testing.T) {
 	srvs, _ := masters(t, 5)
 	l := redlockOn(t, srvs)
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	warm(t, l)
 	for _, s := range srvs[:3] {
 		s.Stop()
@@ -225,7 +226,7 @@ func TestRedlockQuorumDown(t *testing.T) {
 func TestRedlockRestartAndFences(t *testing.T) {
 	srvs, cs := masters(t, 5)
 	a, b := redlockOn(t, srvs), redlockOn(t, srvs)
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	var last int64
 	next := func(l *core.Locker) *core.Lease {
 		t.Helper()
@@ -277,7 +278,7 @@ func TestRedlockRestartAndFences(t *testing.T) {
 func TestRedlockHungNode(t *testing.T) {
 	srvs, _ := masters(t, 3)
 	l := redlockOn(t, srvs)
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	warm(t, l)
 	if err := srvs[2].Pause(); err != nil {
 		t.Fatal(err)
@@ -314,7 +315,7 @@ func TestRedlockHungNode(t *testing.T) {
 func TestRedlockFenceFloor(t *testing.T) {
 	srvs, cs := masters(t, 5)
 	a, b := redlockOn(t, srvs), redlockOn(t, srvs)
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	ahead := time.Now().Add(time.Hour).UnixMicro()
 	if err := cs[1].Set(ctx, "lockgate:{rl:floor}:fence", ahead, time.Hour).Err(); err != nil {
 		t.Fatal(err)
@@ -347,7 +348,7 @@ func TestRedlockLosesWithoutMajority(t *testing.T) {
 		t.Run(strconv.Itoa(killed)+" of 3 killed", func(t *testing.T) {
 			srvs, _ := masters(t, 3)
 			l := redlockOn(t, srvs)
-			ctx := ctxT(t)
+			ctx := locktest.Context(t)
 			const ttl = time.Second // renewals every 333ms: room for a loaded machine
 			s, err := l.Lock(ctx, "rl:lose", core.WithTTL(ttl))
 			if err != nil {

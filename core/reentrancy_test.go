@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -20,9 +21,9 @@ func TestReentrancyDepth3(t *testing.T) {
 	ca := srv.Client(t)
 	hook := &countingHook{}
 	ca.AddHook(hook)
-	a := lockerOn(t, ca)
-	b, c := newLocker(t, srv)
-	ctx := ctxT(t)
+	a := locktest.Locker(t, ca)
+	b, c := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	const key = "order:7:9"
 	hash := "lockgate:{" + key + "}"
 
@@ -95,8 +96,8 @@ func TestReentrancyDepth3(t *testing.T) {
 // A context with a fresh owner does not re-enter.
 func TestNewOwnerDoesNotReenter(t *testing.T) {
 	srv := redistest.Start(t)
-	a, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	a, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	s, err := a.Lock(ctx, "k")
 	if err != nil {
 		t.Fatal(err)
@@ -118,8 +119,8 @@ func TestNewOwnerDoesNotReenter(t *testing.T) {
 // key they share the lease by design, and are inside together.
 func TestReentryIsKeyedByLock(t *testing.T) {
 	srv := redistest.Start(t)
-	l, _ := newLocker(t, srv)
-	ctx := ctxT(t)
+	l, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	outer, err := l.Lock(ctx, "order:1")
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -18,8 +19,8 @@ import (
 func TestClusterRenewalsPerNode(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	c := cl.Client(t)
-	l := lockerOn(t, c)
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c)
+	ctx := locktest.Context(t)
 	hung := cl.Servers[0]
 
 	type held struct {

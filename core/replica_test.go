@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -22,10 +23,10 @@ import (
 // lease — the master itself is healthy.
 func TestReplicaAck(t *testing.T) {
 	sen := redistest.StartSentinel(t)
-	acked := lockerOn(t, sen.Client(t), core.WithReplicaAck(1, 300*time.Millisecond))
-	plain := lockerOn(t, sen.Client(t))
+	acked := locktest.Locker(t, sen.Client(t), core.WithReplicaAck(1, 300*time.Millisecond))
+	plain := locktest.Locker(t, sen.Client(t))
 	master, replica := sen.Master.Client(t), sen.Replica.Client(t)
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	waitReplicaAcks(t, master)
 	warm(t, acked)
 	warm(t, plain)
@@ -166,9 +167,9 @@ func TestReplicaAckOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := cl.Client(t)
-	acked := lockerOn(t, c, core.WithReplicaAck(1, 300*time.Millisecond))
-	plain := lockerOn(t, cl.Client(t))
-	ctx := ctxT(t)
+	acked := locktest.Locker(t, c, core.WithReplicaAck(1, 300*time.Millisecond))
+	plain := locktest.Locker(t, cl.Client(t))
+	ctx := locktest.Context(t)
 	hash := "lockgate:{rac:k}"
 	slot := int(c.ClusterKeySlot(ctx, hash).Val())
 	i := -1

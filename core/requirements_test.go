@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -57,8 +58,8 @@ func TestServerRequirements(t *testing.T) {
 					mu.Unlock()
 				}
 			})
-			l := lockerOn(t, srv.Client(t), core.WithLogger(slog.New(slog.NewTextHandler(&log, nil))), core.WithObserver(obs))
-			ctx := ctxT(t)
+			l := locktest.Locker(t, srv.Client(t), core.WithLogger(slog.New(slog.NewTextHandler(&log, nil))), core.WithObserver(obs))
+			ctx := locktest.Context(t)
 			for i := 0; i < 3; i++ {
 				s, err := l.Lock(ctx, "k")
 				if err != nil {
@@ -89,8 +90,8 @@ func TestServerRequirements(t *testing.T) {
 // scripts run with allow-oom. The probe: a plain write is refused with OOM.
 func TestHeldLockAtMaxmemory(t *testing.T) {
 	srv := redistest.Start(t, "--maxmemory-policy", "noeviction")
-	l, direct := newLocker(t, srv)
-	ctx := ctxT(t)
+	l, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	s, err := l.Lock(ctx, "k", core.WithTTL(300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
-// Test 9: 10,000 leases with a 1s TTL held by one Locker for 3s: the
+// 10,000 leases with a 1s TTL held by one Locker for 3s: the
 // watchdog renews them all (none lost, every key still there) with a
 // goroutine count that does not grow with the number of leases.
 func TestTenThousandLeases(t *testing.T) {
@@ -39,7 +40,7 @@ func TestTenThousandLeases(t *testing.T) {
 	defer c.Close()
 	l := core.Must(core.New(c, core.WithTTL(time.Second), core.WithObserver(obs)))
 	defer l.Close()
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 
 	const n, workers = 10_000, 4
 	baseline := runtime.NumGoroutine()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -21,8 +22,8 @@ func TestLockRacingClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, direct := newLocker(t, srv)
-	ctx := ctxT(t)
+	_, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	warm(t, l)
 
 	h := p.HoldReply(script(t, "acquire", "k"), 300*time.Millisecond)
@@ -58,9 +59,9 @@ func TestLockRacingClose(t *testing.T) {
 // leaves the lock in Redis until its TTL.
 func TestShutdownReleases(t *testing.T) {
 	srv := redistest.Start(t)
-	ctx := ctxT(t)
-	_, direct := newLocker(t, srv)
-	holder, _ := newLocker(t, srv)
+	ctx := locktest.Context(t)
+	_, direct := locktest.NewLocker(t, srv)
+	holder, _ := locktest.NewLocker(t, srv)
 
 	l := core.Must(core.New(srv.Client(t)))
 	a, err := l.Lock(ctx, "a")
@@ -117,4 +118,33 @@ func TestShutdownReleases(t *testing.T) {
 			t.Fatal("Close released the lock")
 		}
 	})
+}
+
+// Close is safe twice, leaves the client usable, ends held leases with
+// ErrClosed, and makes later calls fail with ErrClosed.
+func TestClose(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	l := core.Must(core.New(c))
+	ctx := locktest.Context(t)
+	s, err := l.Lock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	within(t, s.Done(), time.Second, "held lease ended by Close")
+	if !errors.Is(context.Cause(s.Context()), core.ErrClosed) {
+		t.Fatalf("cause %v, want ErrClosed", context.Cause(s.Context()))
+	}
+	if _, err := l.Lock(ctx, "other"); !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("Lock after Close = %v", err)
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("client closed by Locker.Close: %v", err)
+	}
 }

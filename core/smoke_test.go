@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
 func TestLockUnlockBasics(t *testing.T) {
 	srv := redistest.Start(t)
-	l, c := newLocker(t, srv)
-	ctx := ctxT(t)
+	l, c := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	s, err := l.Lock(ctx, "order:1:2")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -38,8 +39,8 @@ func TestOnSentinel(t *testing.T) {
 // TryLock from a second Locker (on its own client) finding the lock busy.
 func testBasics(t *testing.T, a, b redis.UniversalClient) {
 	t.Run("LockUnlock", func(t *testing.T) {
-		l := lockerOn(t, a)
-		ctx := ctxT(t)
+		l := locktest.Locker(t, a)
+		ctx := locktest.Context(t)
 		s, err := l.Lock(ctx, "topo:basic")
 		if err != nil {
 			t.Fatal(err)
@@ -62,8 +63,8 @@ func testBasics(t *testing.T, a, b redis.UniversalClient) {
 	})
 
 	t.Run("ReentryThroughLeaseContext", func(t *testing.T) {
-		la, lb := lockerOn(t, a), lockerOn(t, b)
-		ctx := ctxT(t)
+		la, lb := locktest.Locker(t, a), locktest.Locker(t, b)
+		ctx := locktest.Context(t)
 		outer, err := la.Lock(ctx, "topo:reentry")
 		if err != nil {
 			t.Fatal(err)
@@ -93,8 +94,8 @@ func testBasics(t *testing.T, a, b redis.UniversalClient) {
 	})
 
 	t.Run("TryLockBusyFromSecondLocker", func(t *testing.T) {
-		la, lb := lockerOn(t, a), lockerOn(t, b)
-		ctx := ctxT(t)
+		la, lb := locktest.Locker(t, a), locktest.Locker(t, b)
+		ctx := locktest.Context(t)
 		s, err := la.Lock(ctx, "topo:busy", core.WithTTL(time.Minute))
 		if err != nil {
 			t.Fatal(err)
@@ -187,8 +188,8 @@ func checkWoken(t *testing.T, res <-chan waitResult, name string) {
 // budget ends, which without the release it could not.
 // Control: with no release, the same waiter ends busy.
 func testWaiterWokenByRelease(t *testing.T, a, b redis.UniversalClient, key string) {
-	holder, waiter := lockerOn(t, a), lockerOn(t, b)
-	ctx := ctxT(t)
+	holder, waiter := locktest.Locker(t, a), locktest.Locker(t, b)
+	ctx := locktest.Context(t)
 
 	t.Run("Released", func(t *testing.T) {
 		s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
@@ -254,8 +255,8 @@ func numSub(t *testing.T, cl *redistest.Cluster, channel string) map[*redistest.
 // subscription is on its lock's node and nowhere else, and each release
 // hands the lock over.
 func testNotifyOnItsShard(t *testing.T, cl *redistest.Cluster, a, b *redis.ClusterClient) {
-	holder, waiter := lockerOn(t, a), lockerOn(t, b)
-	ctx := ctxT(t)
+	holder, waiter := locktest.Locker(t, a), locktest.Locker(t, b)
+	ctx := locktest.Context(t)
 	first, nodeA := keyOnServer(t, cl, a, "topo:x:first", nil)
 	name, nodeL := keyOnServer(t, cl, a, "topo:x:other", nodeA)
 	for _, tc := range []struct {
@@ -295,8 +296,8 @@ func testNotifyOnItsShard(t *testing.T, cl *redistest.Cluster, a, b *redis.Clust
 // writes (its hash and its fence) map to one slot (else the acquire script
 // would fail with CROSSSLOT), and different names are different locks.
 func testKeysShareSlot(t *testing.T, cl *redistest.Cluster, c *redis.ClusterClient) {
-	l := lockerOn(t, c, core.WithPrefix("ks:"))
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c, core.WithPrefix("ks:"))
+	ctx := locktest.Context(t)
 	names := []string{"a{b", "a}b", "a%7Db", "a%257Db", "a%b", "{", "}", "%", "}{", "{}", "{a}b", "a{b}c", "%7D", "x}{y%z"}
 	seen := map[string]bool{}
 	for _, name := range names {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -17,7 +18,7 @@ import (
 // lock held for its TTL).
 func TestUnlockWithEndedContext(t *testing.T) {
 	srv := redistest.Start(t)
-	l, direct := newLocker(t, srv)
+	l, direct := locktest.NewLocker(t, srv)
 	req, cancel := context.WithCancel(context.Background())
 	s, err := l.Lock(req, "k")
 	if err != nil {
@@ -45,9 +46,9 @@ func testUnlockRetryAfterFailure(t *testing.T, ctxTimeout bool) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: ctxTimeout})
 	t.Cleanup(func() { c.Close() })
-	l := lockerOn(t, c)
-	_, direct := newLocker(t, srv)
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c)
+	_, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
 	s, err := l.Lock(ctx, "k", core.WithReleaseTimeout(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -90,8 +91,8 @@ func TestUnlockOfLostLeaseIsImmediate(t *testing.T) {
 	c := defaultsClient(t, srv)
 	hook := &countingHook{}
 	c.AddHook(hook)
-	l := lockerOn(t, c)
-	ctx := ctxT(t)
+	l := locktest.Locker(t, c)
+	ctx := locktest.Context(t)
 	s, err := l.Lock(ctx, "k", core.WithTTL(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -112,55 +113,5 @@ func TestUnlockOfLostLeaseIsImmediate(t *testing.T) {
 	}
 	if n := hook.n.Load() - sent; n != 0 {
 		t.Fatalf("Unlock of a lost lease sent %d commands", n)
-	}
-}
-
-// The lease's context keeps its parent's deadline: a timeout derived from
-// it fires at its own time, and a lease without a parent deadline has none
-// (before: the validity, ~TTL, so a 1s call under a 300ms TTL was cut at
-// ~390ms although the lease was held and renewed). Valid reports the
-// validity, which renewals move.
-func TestLeaseContextKeepsParentDeadline(t *testing.T) {
-	srv := redistest.Start(t)
-	l, _ := newLocker(t, srv)
-	ctx := ctxT(t)
-	s, err := l.Lock(context.Background(), "k", core.WithTTL(300*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Unlock(ctx)
-	if d, ok := s.Context().Deadline(); ok {
-		t.Fatalf("lease context without a parent deadline reports %v", d)
-	}
-	if v := time.Until(s.Valid()); v <= 0 || v > 300*time.Millisecond {
-		t.Fatalf("validity %v from now, want under the 300ms TTL", v)
-	}
-	wctx, cancel := context.WithTimeout(s.Context(), time.Second)
-	defer cancel()
-	start := time.Now()
-	<-wctx.Done()
-	took := time.Since(start)
-	if took < 900*time.Millisecond {
-		t.Fatalf("a 1s timeout under the lease fired after %v (%v)", took, context.Cause(wctx))
-	}
-	if !errors.Is(wctx.Err(), context.DeadlineExceeded) {
-		t.Fatalf("the timeout ended with %v", wctx.Err())
-	}
-	select {
-	case <-s.Done():
-		t.Fatalf("lease ended over 1s of renewals: %v", context.Cause(s.Context()))
-	default:
-	}
-
-	pctx, pcancel := context.WithTimeout(ctx, time.Hour)
-	defer pcancel()
-	s2, err := l.Lock(pctx, "k2", core.WithTTL(300*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Unlock(ctx)
-	want, _ := pctx.Deadline()
-	if got, ok := s2.Context().Deadline(); !ok || !got.Equal(want) {
-		t.Fatalf("lease deadline %v, want the parent's %v", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -58,7 +59,7 @@ func clientCommands(a, b commandCounts) int64 {
 	return n
 }
 
-// Test 6: 32 waiters on one key, woken by release notifications only (the
+// 32 waiters on one key, woken by release notifications only (the
 // timer fallback is off, and the holder's TTL is far beyond the wait
 // budget, so without Pub/Sub every waiter would time out). Each release is
 // followed by the next acquisition within a few round trips, and the
@@ -68,9 +69,9 @@ func TestWakeUpOnRelease(t *testing.T) {
 	stats := srv.Client(t)
 	lockers := make([]*core.Locker, 2)
 	for i := range lockers {
-		lockers[i], _ = newLocker(t, srv, core.WithWait(20*time.Second), core.WithTTL(time.Minute))
+		lockers[i], _ = locktest.NewLocker(t, srv, core.WithWait(20*time.Second), core.WithTTL(time.Minute))
 	}
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 
 	// Round-trip time of this machine right now, for the ratio.
 	rtts := make([]time.Duration, 50)
@@ -164,4 +165,41 @@ func waitSubscribers(t *testing.T, c *redis.Client, channel string, n int64) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("channel %s never reached %d subscribers", channel, n)
+}
+
+// The Pub/Sub subscription lives only while somebody waits.
+func TestUnsubscribeAfterLastWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	a, c := locktest.NewLocker(t, srv)
+	b, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	held, err := a.Lock(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		s, err := b.Lock(ctx, "k", core.WithWait(10*time.Second))
+		if err == nil {
+			err = s.Unlock(ctx)
+		}
+		got <- err
+	}()
+	waitSubscribers(t, c, "lockgate:{k}", 1)
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		n := c.PubSubShardNumSub(ctx, "lockgate:{k}").Val()["lockgate:{k}"]
+		if n == 0 {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("still %d subscribers after the last waiter left", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

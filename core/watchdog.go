@@ -55,13 +55,6 @@ func (w *watchdog) start() {
 	go w.sender()
 }
 
-func signal(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
-
 // renews reports whether the watchdog renews h: a lease under the
 // watchdog, or a hold handed over by a release that must claim its TTL once.
 func (h *hold) renews() bool { return h.watchdog || h.claim }

@@ -1,7 +1,8 @@
 // Package keyfunc turns requests into lock keys. It knows no web framework:
-// an adapter (the Fiber and net/http middleware, the gRPC interceptor)
-// compiles a Template once and, for each request, calls Key with a Lookup
-// that reads the request.
+// an adapter (the net/http, chi, Gin, Echo and Fiber middleware, the gRPC
+// and Connect interceptors) takes a key template from its user and builds
+// each request's key with it. The sections before "Writing an adapter" are
+// for users writing templates; that last one is for adapter authors.
 //
 // # Templates
 //
@@ -14,9 +15,8 @@
 // body, dotted path), {ctx.user} (a value earlier middleware stored with
 // WithValue), and for gRPC {field.order.id} (request message field) and
 // {md.x-user-id} (incoming metadata). A bare {name} is looked up in the
-// adapter's bare order: for HTTP path, query, form, body, header
-// (HTTPBareOrder); for gRPC the message field (GRPCBareOrder). An adapter
-// restricts the sources it supports with Sources/BareOrder (HTTP, GRPC).
+// adapter's bare order: for HTTP path, query, form, body, header (see
+// HTTP); for gRPC the message field (see GRPC).
 //
 // Malformed templates (unbalanced braces, empty names, unknown sources or
 // types, adjacent placeholders) fail at Compile with a *Error whose reason
@@ -71,8 +71,9 @@
 // does not parse, a body that is not JSON). Use errors.As(err, &e) with
 // e *keyfunc.Error, and errors.Is with the sentinels. HTTP adapters answer
 // 400 with the error text, which never holds the value nor the package
-// name: "query.user_id: missing or empty value". Setup errors
-// (ErrBadTemplate) go to developers and start with "keyfunc: ".
+// name: "query.user_id: missing or empty value"; a body over the adapter's
+// bound is ErrBodyTooLarge, answered 413. Setup errors (ErrBadTemplate) go to
+// developers and start with "keyfunc: ".
 //
 // Values are encoded injectively: '%', ':' and the first byte of each
 // literal that follows a placeholder are percent-encoded, so with
@@ -84,9 +85,27 @@
 // typed placeholders, two sets build the same key exactly when they parse
 // to the same values (FuzzKey, FuzzTyped).
 //
+// # Writing an adapter
+//
+// An adapter compiles its user's template once, when the route is set up:
+// Compile(text, HTTP()) for a template string, t.For(HTTP()) for a Template
+// built with Join (GRPC() in an RPC adapter). The option restricts the
+// sources to those the adapter reads and sets the bare order, so a template
+// naming another source fails at setup, not per request; Sources and
+// BareOrder do the same for another kind of adapter.
+//
+// For each request the adapter calls Key with a Lookup that reads the
+// request: Lookup(src, name) returns the value, whether it is present, and
+// an error for a value that cannot be read (a body that is not JSON, one
+// over the bound). For nested sources (body, field) SplitPath splits the
+// dotted name into its segments. Template.Uses says whether a template reads
+// a source, so that the body is read only when a key needs it.
+//
 // # Bodies
 //
 // ReadBody reads a body once, bounded (ErrBodyTooLarge over the bound; HTTP
 // adapters answer 413), and JSONBody looks up nested fields, numbers
-// rendered as written in the JSON text.
+// rendered as written in the JSON text. {ctx.name} values, stored with
+// WithValue, are read with ContextValue; FormatValue renders a context or
+// message value as key text.
 package keyfunc

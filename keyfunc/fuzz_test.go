@@ -341,10 +341,14 @@ func refJSON(body []byte, path string) (v string, present, bad bool) {
 	return "", false, true
 }
 
+// httpBareOrder is the bare order keyfunc.HTTP documents: path, then query,
+// form, body, header.
+var httpBareOrder = []keyfunc.Source{keyfunc.SourcePath, keyfunc.SourceQuery, keyfunc.SourceForm, keyfunc.SourceBody, keyfunc.SourceHeader}
+
 // FuzzRequestValues checks Key on request values as the HTTP adapters hand
 // them over, against a reference written from the documentation: the
 // template k:{v}:{body.<field>}, each placeholder untyped or typed (int,
-// uint, uuid), {v} a bare name resolved in HTTPBareOrder (path, query,
+// uint, uuid), {v} a bare name resolved in the HTTP bare order (path, query,
 // form, body, header: the first non-empty value wins, a body that cannot
 // be read stops the search) and the second part a field of a JSON body
 // read through JSONBody. Invariants: no panic; the key is exactly the
@@ -429,7 +433,7 @@ func FuzzRequestValues(f *testing.F) {
 		func() {
 			var v string
 			found := false
-			for _, src := range keyfunc.HTTPBareOrder {
+			for _, src := range httpBareOrder {
 				var s string
 				switch src {
 				case keyfunc.SourcePath:

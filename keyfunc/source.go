@@ -76,19 +76,20 @@ func parseSource(prefix string) (Source, bool) {
 	return 0, false
 }
 
-// Sources and bare orders of the adapters.
+// Sources and bare orders of the adapters, applied by HTTP and GRPC.
+// Unexported so that no program can change what every adapter accepts.
 var (
-	// HTTPSources are the sources an HTTP adapter supports.
-	HTTPSources = []Source{SourcePath, SourceQuery, SourceHeader, SourceForm, SourceBody, SourceCtx}
-	// HTTPBareOrder is the lookup order of a bare {name} in HTTP adapters:
+	// httpSources are the sources an HTTP adapter supports.
+	httpSources = []Source{SourcePath, SourceQuery, SourceHeader, SourceForm, SourceBody, SourceCtx}
+	// httpBareOrder is the lookup order of a bare {name} in HTTP adapters:
 	// path, then query, form, body, header. ctx is never tried for a bare
 	// name: a trusted value is named explicitly ({ctx.user}).
-	HTTPBareOrder = []Source{SourcePath, SourceQuery, SourceForm, SourceBody, SourceHeader}
-	// GRPCSources are the sources a gRPC interceptor supports.
-	GRPCSources = []Source{SourceField, SourceMD, SourceCtx}
-	// GRPCBareOrder is the lookup order of a bare {name} in gRPC
+	httpBareOrder = []Source{SourcePath, SourceQuery, SourceForm, SourceBody, SourceHeader}
+	// grpcSources are the sources a gRPC interceptor supports.
+	grpcSources = []Source{SourceField, SourceMD, SourceCtx}
+	// grpcBareOrder is the lookup order of a bare {name} in gRPC
 	// interceptors: the request message field only.
-	GRPCBareOrder = []Source{SourceField}
+	grpcBareOrder = []Source{SourceField}
 )
 
 // SplitPath splits the dotted name of a nested source ("user.id") into its

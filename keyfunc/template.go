@@ -75,7 +75,7 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		allowed:     []Source{SourcePath, SourceQuery, SourceHeader, SourceForm, SourceBody, SourceCtx, SourceField, SourceMD},
-		bare:        HTTPBareOrder,
+		bare:        httpBareOrder,
 		maxValueLen: DefaultMaxValueLen,
 	}
 }
@@ -88,7 +88,8 @@ func Sources(srcs ...Source) Option {
 
 // BareOrder sets the sources tried, in order, for a bare {name}; the first
 // present, non-empty value wins. Every source must also be allowed (see
-// Sources). An empty order forbids bare names. Default HTTPBareOrder.
+// Sources). An empty order forbids bare names. Default: the HTTP bare order
+// (path, query, form, body, header).
 func BareOrder(srcs ...Source) Option {
 	return func(c *config) { c.bare = slices.Clone(srcs) }
 }
@@ -104,17 +105,22 @@ func MaxValueLen(n int) Option {
 	}
 }
 
-// HTTP restricts a template to the sources of HTTP adapters (HTTPSources)
-// with the bare order HTTPBareOrder. The Fiber and net/http middleware apply
-// it to every template they are given.
+// HTTP restricts a template to the sources of HTTP adapters (path, query,
+// header, form, body, ctx) with the HTTP bare order: a bare {name} is
+// looked up in path, then query, form, body, header; ctx is never tried for
+// a bare name (a trusted value is named explicitly, {ctx.user}). The HTTP
+// adapters (net/http, chi, Gin, Echo, Fiber) apply it to every template
+// they are given.
 func HTTP() Option {
-	return func(c *config) { c.allowed, c.bare = HTTPSources, HTTPBareOrder }
+	return func(c *config) { c.allowed, c.bare = httpSources, httpBareOrder }
 }
 
-// GRPC restricts a template to the sources of gRPC interceptors
-// (GRPCSources) with the bare order GRPCBareOrder.
+// GRPC restricts a template to the sources of gRPC interceptors (field, md,
+// ctx) with the gRPC bare order: a bare {name} is the request message field
+// only. The gRPC and Connect interceptors apply it to every template they
+// are given.
 func GRPC() Option {
-	return func(c *config) { c.allowed, c.bare = GRPCSources, GRPCBareOrder }
+	return func(c *config) { c.allowed, c.bare = grpcSources, grpcBareOrder }
 }
 
 // Template is a compiled key template. It is immutable and safe for
@@ -144,7 +150,7 @@ type Template struct {
 // empty name, an unknown source prefix ({usr.id}), an unknown or empty type
 // ({query.x:float}, {query.x:}), a source not allowed by the options, a
 // bare name when the bare order is empty, or adjacent placeholders.
-// Defaults: all sources allowed, bare order HTTPBareOrder, MaxValueLen
+// Defaults: all sources allowed, the HTTP bare order (see HTTP), MaxValueLen
 // DefaultMaxValueLen.
 func Compile(text string, opts ...Option) (*Template, error) {
 	parts, err := parse(text)

@@ -1,7 +1,9 @@
 package fiberlockfx
 
 import (
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lockgate/lockgate/core"
@@ -139,5 +141,58 @@ func TestEveryDefaultMerged(t *testing.T) {
 	}
 	if merged.FieldByName("Locker").Interface() != f.locker {
 		t.Error("the Factory's Locker was not filled in")
+	}
+}
+
+// TestOptionsMergedByField: every Defaults field set by one Options piece
+// reaches the merged Defaults, and set by two is an error naming it
+// (FailOpen: on when any piece turns it on).
+func TestOptionsMergedByField(t *testing.T) {
+	set := func(v reflect.Value) {
+		switch typ := v.Type(); typ.Kind() {
+		case reflect.Func:
+			v.Set(reflect.MakeFunc(typ, func([]reflect.Value) []reflect.Value {
+				out := make([]reflect.Value, typ.NumOut())
+				for i := range out {
+					out[i] = reflect.Zero(typ.Out(i))
+				}
+				return out
+			}))
+		case reflect.Int, reflect.Int64:
+			v.SetInt(1)
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Pointer:
+			v.Set(reflect.New(typ.Elem()))
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(typ, 1, 1))
+		default:
+			t.Fatalf("no test value for a %v: extend set", typ)
+		}
+	}
+	dt := reflect.TypeFor[Defaults]()
+	for i := range dt.NumField() {
+		name := dt.Field(i).Name
+		var a, b, other Defaults
+		set(reflect.ValueOf(&a).Elem().Field(i))
+		set(reflect.ValueOf(&b).Elem().Field(i))
+		set(reflect.ValueOf(&other).Elem().Field((i + 1) % dt.NumField()))
+		got, err := merge([]*Defaults{nil, &a, &other})
+		if err != nil {
+			t.Fatalf("%s set once: %v", name, err)
+		}
+		if unset(reflect.ValueOf(got).Field(i)) {
+			t.Errorf("%s set by one piece did not reach the merged Defaults", name)
+		}
+		_, err = merge([]*Defaults{&a, &b})
+		if name == "FailOpen" {
+			if err != nil {
+				t.Errorf("FailOpen on in two pieces: %v", err)
+			}
+			continue
+		}
+		if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "Defaults."+name+" ") {
+			t.Errorf("%s set by two pieces: %v, want core.ErrInvalid naming it", name, err)
+		}
 	}
 }

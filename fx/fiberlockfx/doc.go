@@ -11,10 +11,11 @@
 // checks a Config (fiberlock.Validate), so bad Defaults (a TTL below
 // core.MinTTL, say) fail the application's start instead of every route; a
 // route's own bad Config panics in Factory.New at route setup, as
-// fiberlock.New does. Unlike httplockfx there is no value group of
-// options: Fiber middleware is configured by one struct, and several
-// Defaults merged in fx's unspecified group order would have no
-// well-defined result, so the graph holds at most one *Defaults.
+// fiberlock.New does. As httplockfx has a value group of options, Options
+// adds pieces of Defaults from several modules (OptionsGroup); since fx
+// gives a value group in no order, the pieces are merged field by field and
+// a field set by two of them fails the start, naming it, rather than one
+// winning by chance.
 //
 // The middleware holds no resources, so the module registers no lifecycle
 // hook; the Locker is shut down by lockfx.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -76,4 +77,35 @@ func Example_badDefaults() {
 	err := app.Start(context.Background())
 	fmt.Println(err != nil, errors.Is(err, core.ErrInvalid))
 	// Output: true true
+}
+
+// ExampleOptions: two modules each add a piece of the defaults of every
+// route (the OptionsGroup); a field set by both would fail the start.
+func ExampleOptions() {
+	client := newClient()
+	defer client.Close()
+	logging := fx.Module("logging", fiberlockfx.Options(fiberlockfx.Defaults{Logger: slog.Default()}))
+	waiting := fx.Module("waiting", fiberlockfx.Options(fiberlockfx.Defaults{Wait: 500 * time.Millisecond}))
+	app := fx.New(
+		fx.NopLogger,
+		fx.Supply(fx.Annotate(client, fx.As(new(redis.UniversalClient)))),
+		fx.Provide(provideLocker),
+		logging,
+		waiting,
+		fiberlockfx.Module,
+		fx.Invoke(func(f *fiberlockfx.Factory) {
+			web := fiber.New(fiber.Config{DisableStartupMessage: true})
+			web.Post("/order/:voucher", f.Key("order:{query.user_id:int}:{path.voucher:uint}"), func(c *fiber.Ctx) error {
+				return c.SendStatus(fiber.StatusOK)
+			})
+			fmt.Println("route ready")
+		}),
+	)
+	ctx := context.Background()
+	if err := app.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = app.Stop(ctx)
+	// Output: route ready
 }

@@ -3,6 +3,7 @@ package fiberlockfx
 import (
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"time"
 
@@ -10,14 +11,35 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/fxgroup"
 	fiberlock "github.com/lockgate/lockgate/middleware/fiber"
 )
+
+// OptionsGroup is the value group of *Defaults merged into the defaults of
+// every middleware the Factory builds, with the *Defaults in the graph if
+// there is one. Fill it with Options.
+const OptionsGroup = "lockgate.fiber.options"
 
 // Module provides *Factory (built by NewFactory). Bad Defaults make
 // NewFactory fail, and so the fx application's start.
 var Module = fx.Module("lockgate.fiber",
 	fx.Provide(NewFactory),
 )
+
+// Options adds defaults to those of every route's middleware (the
+// OptionsGroup value group), for example Defaults{Logger: log} from one
+// module and Defaults{Wait: time.Second} from another. fx does not order a
+// value group, so the pieces are merged by field, not in turn: a field may
+// be set (non-zero) by one piece only, else NewFactory fails naming it;
+// FailOpen is on when any piece turns it on. They are checked once, when
+// the Factory is built, as the *Defaults in the graph is.
+func Options(defaults ...Defaults) fx.Option {
+	ds := make([]*Defaults, len(defaults))
+	for i, d := range defaults {
+		ds[i] = &d
+	}
+	return fxgroup.Supply(OptionsGroup, ds)
+}
 
 // Defaults is the optional default configuration of every route's
 // middleware: put a *Defaults in the graph (fx.Supply). It carries exactly
@@ -64,6 +86,8 @@ type Params struct {
 	Locker *core.Locker
 	// Defaults is optional.
 	Defaults *Defaults `optional:"true"`
+	// Options are merged with Defaults, field by field (see Options).
+	Options []*Defaults `group:"lockgate.fiber.options"`
 }
 
 // Factory builds fiberlock middleware on the graph's Locker with the
@@ -84,20 +108,62 @@ const probeKey = "lockgate-probe"
 // Errors, matching core.ErrInvalid and naming the field: a nil Locker;
 // Defaults with a TTL below core.MinTTL, a negative Wait other than
 // core.NoWait, a negative ReleaseTimeout or MaxBodySize, or a nil or
-// invalid LockOptions entry.
+// invalid LockOptions entry; a field set by more than one of Defaults and
+// the Options pieces.
 func NewFactory(p Params) (*Factory, error) {
 	if p.Locker == nil {
 		return nil, fmt.Errorf("fiberlockfx: Params.Locker is required: %w", core.ErrInvalid)
 	}
-	f := &Factory{locker: p.Locker}
-	if p.Defaults != nil {
-		f.def = *p.Defaults
-		f.def.LockOptions = slices.Clone(p.Defaults.LockOptions)
+	def, err := merge(append([]*Defaults{p.Defaults}, p.Options...))
+	if err != nil {
+		return nil, err
 	}
+	f := &Factory{locker: p.Locker, def: def}
 	if err := fiberlock.Validate(f.config(fiberlock.Config{Key: probeKey})); err != nil {
 		return nil, fmt.Errorf("fiberlockfx: Defaults: %w", err)
 	}
 	return f, nil
+}
+
+// merge is the Defaults ds set together (nil entries skipped), each field
+// taken from the one piece that sets it; FailOpen is on when any turns it on.
+// A field set by two pieces is an error: fx gives the group in no order, so
+// neither may win.
+func merge(ds []*Defaults) (Defaults, error) {
+	var out Defaults
+	ov := reflect.ValueOf(&out).Elem()
+	for _, d := range ds {
+		if d == nil {
+			continue
+		}
+		dv := reflect.ValueOf(d).Elem()
+		for i := range dv.NumField() {
+			v, dst := dv.Field(i), ov.Field(i)
+			if unset(v) {
+				continue
+			}
+			name := dv.Type().Field(i).Name
+			if name == "FailOpen" {
+				dst.SetBool(true)
+				continue
+			}
+			if !unset(dst) {
+				return Defaults{}, fmt.Errorf("fiberlockfx: Defaults.%s is set by more than one of Defaults and Options: %w", name, core.ErrInvalid)
+			}
+			dst.Set(v)
+		}
+	}
+	out.LockOptions = slices.Clone(out.LockOptions)
+	return out, nil
+}
+
+// unset reports whether a Defaults field leaves the route's value alone: its
+// zero value, or an empty LockOptions.
+func unset(v reflect.Value) bool {
+	if v.Kind() == reflect.Slice {
+		return v.Len() == 0
+	}
+	return v.IsZero()
 }
 
 // config is cfg with the Factory's Locker when cfg.Locker is nil and the

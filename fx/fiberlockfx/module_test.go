@@ -96,19 +96,13 @@ func TestFactoryWithoutFx(t *testing.T) {
 		"bad wait":   {Key: "order:{query.user}", Wait: -time.Second},
 		"nil option": {Key: "order:{query.user}", LockOptions: []core.LockOption{nil}},
 	} {
-		if v := panics(func() { f.New(cfg) }); v == nil {
+		if v := locktest.Panics(func() { f.New(cfg) }); v == nil {
 			t.Errorf("%s: New did not panic", name)
 		}
 	}
-	if v := panics(func() { (&fiberlockfx.Factory{}).Key("order:{query.user}") }); v == nil {
+	if v := locktest.Panics(func() { (&fiberlockfx.Factory{}).Key("order:{query.user}") }); v == nil {
 		t.Error("a zero Factory (no Locker) did not panic")
 	}
-}
-
-func panics(f func()) (v any) {
-	defer func() { v = recover() }()
-	f()
-	return nil
 }
 
 // TestBadDefaults: bad Defaults (FailOpen on) fail the application's start,
@@ -166,4 +160,62 @@ func TestBadDefaults(t *testing.T) {
 			t.Fatalf("locked route: %d %q, want 200 with the lease key order:u1:7", code, body)
 		}
 	})
+}
+
+// TestOptions: pieces of Defaults from the OptionsGroup and the graph's
+// *Defaults apply together; a field set by two of them, or a bad value in a
+// piece, fails the application's start naming the field.
+func TestOptions(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	var app *fiber.App
+	fxApp := fxtest.New(t,
+		locktest.FxLocker(client),
+		fx.Supply(&fiberlockfx.Defaults{TTL: 5 * time.Second}),
+		fiberlockfx.Options(fiberlockfx.Defaults{
+			ErrorHandler: func(c *fiber.Ctx, status int, err error) error {
+				return c.Status(status).SendString("options: " + err.Error())
+			},
+		}),
+		fiberlockfx.Options(fiberlockfx.Defaults{Wait: core.NoWait}),
+		fiberlockfx.Module,
+		fx.Provide(newApp),
+		fx.Populate(&app),
+	)
+	fxApp.RequireStart()
+	if code, body := post(t, app, "/order/7?user=u1"); code != http.StatusOK || body != "order:u1:7" {
+		t.Fatalf("locked route: %d %q, want 200 with the lease key order:u1:7", code, body)
+	}
+	if code, body := post(t, app, "/order/7"); code != http.StatusBadRequest || !strings.HasPrefix(body, "options: ") || !strings.Contains(body, "query.user") {
+		t.Fatalf("locked route without user: %d %q, want 400 from the Options' handler naming query.user", code, body)
+	}
+	fxApp.RequireStop()
+
+	cases := []struct {
+		name  string
+		opts  fx.Option
+		names string
+	}{
+		{"field set twice", fx.Options(fx.Supply(&fiberlockfx.Defaults{TTL: 5 * time.Second}), fiberlockfx.Options(fiberlockfx.Defaults{TTL: 6 * time.Second})), "Defaults.TTL"},
+		{"field set twice in the group", fiberlockfx.Options(fiberlockfx.Defaults{Wait: time.Second}, fiberlockfx.Defaults{Wait: core.NoWait}), "Defaults.Wait"},
+		{"bad value", fiberlockfx.Options(fiberlockfx.Defaults{TTL: time.Millisecond}), "TTL"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			app := fx.New(fx.NopLogger,
+				locktest.FxLocker(client),
+				c.opts,
+				fiberlockfx.Module,
+				fx.Invoke(func(*fiberlockfx.Factory) {}),
+			)
+			err := app.Start(locktest.Context(t))
+			if err == nil {
+				app.Stop(locktest.Context(t))
+				t.Fatal("started")
+			}
+			if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), c.names) || !strings.Contains(err.Error(), "fiberlockfx: Defaults") {
+				t.Fatalf("start error %v, want one matching core.ErrInvalid naming %s", err, c.names)
+			}
+		})
+	}
 }

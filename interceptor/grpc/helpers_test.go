@@ -292,9 +292,3 @@ func (e *env) lockKeys(t testing.TB) []string {
 	}
 	return locks
 }
-
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}

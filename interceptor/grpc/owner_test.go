@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
 )
 
@@ -29,7 +30,7 @@ var ownerMD = []string{"x-lock-owner", "lockgate-owner", "x-lockgate-owner", "x-
 // is untouched. The control: once A is released, the same Bs are served.
 func TestNoOwnerFromMetadataStreams(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 	const requestID = "req-a-6f1c2d"
 	withMD := func(kv ...string) context.Context { return metadata.NewOutgoingContext(ctx, metadata.Pairs(kv...)) }
 

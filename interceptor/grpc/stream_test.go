@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
 )
 
@@ -17,7 +18,7 @@ import (
 // the stream lives and released when it ends.
 func TestServerStreamHoldsLock(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 
 	s1, err := e.client.Watch(ctx, &testpb.OrderRequest{UserId: "u1", PauseMs: -1})
 	if err != nil {
@@ -81,7 +82,7 @@ func TestServerStreamHoldsLock(t *testing.T) {
 // metadata before its handler runs, for the life of the stream.
 func TestClientStreamLocksOnMetadata(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 	m1 := metadata.AppendToOutgoingContext(ctx, "x-user-id", "m1")
 
 	u1, err := e.client.Upload(m1)
@@ -135,7 +136,7 @@ func TestClientStreamLocksOnMetadata(t *testing.T) {
 // stream. An unannotated bidi stream (Feed) is untouched.
 func TestBidiStreamHoldsLock(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 	m1 := metadata.AppendToOutgoingContext(ctx, "x-user-id", "m1")
 
 	c1, err := e.client.Chat(m1)

@@ -27,3 +27,11 @@ func Build(t testing.TB, path string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// Panics calls f and returns the value it panicked with, nil when it
+// returned: for tests that a misuse panics at setup.
+func Panics(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
+}

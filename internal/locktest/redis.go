@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/redistest"
 )
 
 // Locker returns core.New(client, opts...), failing the test on an error,
@@ -20,6 +21,27 @@ func Locker(t testing.TB, client redis.UniversalClient, opts ...core.Option) *co
 	}
 	t.Cleanup(func() { l.Close() })
 	return l
+}
+
+// NewLocker returns a Locker with its own client to srv (returned too, for
+// looking at Redis directly), closed at cleanup.
+func NewLocker(t testing.TB, srv *redistest.Server, opts ...core.Option) (*core.Locker, *redis.Client) {
+	t.Helper()
+	c := srv.Client(t)
+	return Locker(t, c, opts...), c
+}
+
+// Cycle locks key with l and unlocks it, failing b on an error: the core
+// cycle the adapters' benchmarks compare a locked route with.
+func Cycle(b *testing.B, l *core.Locker, key string) {
+	ctx := context.Background()
+	lease, err := l.Lock(ctx, key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // RedisKey is the Redis key of the lock named name under the default

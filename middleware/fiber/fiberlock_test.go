@@ -25,7 +25,7 @@ import (
 // FromContext is nil.
 func TestLocalsAndUserContext(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	type seen struct {
 		key   string
 		same  bool
@@ -58,7 +58,7 @@ func TestLocalsAndUserContext(t *testing.T) {
 // TestNextSkips: Config.Next skips the middleware.
 func TestNextSkips(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	f := newApp()
 	f.Post("/x", fiberlock.New(fiberlock.Config{Locker: l, Key: "x:{query.id}", Next: func(c *fiber.Ctx) bool { return c.Get("X-Skip") != "" }}),
 		func(c *fiber.Ctx) error {
@@ -89,7 +89,7 @@ func boolInt(b bool) int {
 // no wait at all. (A panic is the suite's PanicReleases.)
 func TestErrorReleases(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	var calls atomic.Int32
 	f := newApp()
 	f.Post("/seckill/:voucher", fiberlock.New(fiberlock.Config{Locker: l, Key: "order:{query.user_id}:{path.voucher}", Wait: core.NoWait}),
@@ -119,7 +119,7 @@ func TestErrorReleases(t *testing.T) {
 // "%37", not 7), and a malformed escape is a 400 naming the parameter.
 func TestPathParamsDecodedOnce(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	key := func(c *fiber.Ctx) error { return c.SendString(fiberlock.FromContext(c).Key()) }
 	raw := newApp()
 	raw.Post("/seckill/:voucher", fiberlock.New(fiberlock.Config{Locker: l, Key: "order:{path.voucher}"}), key)

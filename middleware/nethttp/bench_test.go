@@ -1,7 +1,6 @@
 package httplock_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/middleware/nethttp"
 	"github.com/lockgate/lockgate/redistest"
 )
@@ -18,7 +18,7 @@ import (
 // keyed by the id, on one Redis.
 func benchApp(b *testing.B) (*core.Locker, *httptest.Server) {
 	srv := redistest.Start(b)
-	l := newLocker(b, srv)
+	l, _ := locktest.NewLocker(b, srv)
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux := http.NewServeMux()
 	mux.Handle("POST /plain/{id}", ok)
@@ -36,17 +36,6 @@ func post(b *testing.B, c *http.Client, url string) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNoContent {
 		b.Fatalf("status %d", resp.StatusCode)
-	}
-}
-
-func cycle(b *testing.B, l *core.Locker, key string) {
-	ctx := context.Background()
-	lease, err := l.Lock(ctx, key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := lease.Unlock(ctx); err != nil {
-		b.Fatal(err)
 	}
 }
 
@@ -69,7 +58,7 @@ func BenchmarkRoute(b *testing.B) {
 func BenchmarkCoreCycle(b *testing.B) {
 	l, _ := benchApp(b)
 	for i := 0; b.Loop(); i++ {
-		cycle(b, l, "core:"+strconv.Itoa(i))
+		locktest.Cycle(b, l, "core:"+strconv.Itoa(i))
 	}
 }
 
@@ -87,7 +76,7 @@ func BenchmarkOverhead(b *testing.B) {
 		t1 := time.Now()
 		post(b, c, ts.URL+"/locked/"+id)
 		t2 := time.Now()
-		cycle(b, l, "core:"+id)
+		locktest.Cycle(b, l, "core:"+id)
 		t3 := time.Now()
 		plain, locked, core = plain+t1.Sub(t0), locked+t2.Sub(t1), core+t3.Sub(t2)
 	}

@@ -6,16 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/locktest"
-	"github.com/lockgate/lockgate/redistest"
 )
-
-// newLocker returns a Locker with its own client to srv.
-func newLocker(t testing.TB, srv *redistest.Server, opts ...core.Option) *core.Locker {
-	t.Helper()
-	return locktest.Locker(t, srv.Client(t), opts...)
-}
 
 // serve starts an httptest.Server for h whose error log is kept in buf.
 func serve(t testing.TB, h http.Handler) (*httptest.Server, *locktest.SyncBuffer) {

@@ -26,7 +26,7 @@ type middleware struct {
 // New returns middleware that runs the next handler while holding the lock
 // named by the key template (for example "order:{query.user_id}:{path.voucher}";
 // typed placeholders such as {query.user_id:int} canonicalise the value; see
-// package keyfunc for the syntax and keyfunc.HTTPBareOrder for bare names).
+// package keyfunc for the syntax and keyfunc.HTTP for bare names).
 //
 // Answers: 400 for a key error (naming the part), 413 for a body over
 // WithMaxBodySize, 429 with Retry-After when the lock is still busy after

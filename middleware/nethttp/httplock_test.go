@@ -19,7 +19,7 @@ import (
 // TestPathValueOption: a pluggable path lookup for other routers.
 func TestPathValueOption(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	keys := make(chan string, 1)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { keys <- httplock.FromContext(r.Context()).Key() })
 	chiLike := func(r *http.Request, name string) string {
@@ -43,7 +43,7 @@ func TestPathValueOption(t *testing.T) {
 // that recover).
 func TestPanicGoesOnToTheServer(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	var calls atomic.Int32
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {

@@ -21,7 +21,7 @@ import (
 // good values of every option serves 200 under the lock.
 func TestSetupErrors(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	const key = "order:{query.user_id}:{path.voucher}"
 	cases := []struct {
 		name   string
@@ -77,7 +77,7 @@ func TestSetupErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), c.names) {
 					t.Fatalf("error %q does not name %q", err, c.names)
 				}
-				if v, _ := panics(func() { httplock.Must(build()) }).(error); !errors.Is(v, c.want) {
+				if v, _ := locktest.Panics(func() { httplock.Must(build()) }).(error); !errors.Is(v, c.want) {
 					t.Fatalf("Must panicked with %v, want %v", v, err)
 				}
 			})
@@ -121,12 +121,6 @@ func TestSetupErrors(t *testing.T) {
 			t.Fatalf("handler saw %+v, want the lease order:42:7 held in Redis", s)
 		}
 	})
-}
-
-func panics(f func()) (v any) {
-	defer func() { v = recover() }()
-	f()
-	return nil
 }
 
 // TestLockerOnlyOptionDoesNotCompile: a Locker-only core option
