@@ -1,7 +1,6 @@
 package echolock_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/middleware/echo"
 	"github.com/lockgate/lockgate/redistest"
 )
@@ -39,17 +39,6 @@ func post(b *testing.B, c *http.Client, url string) {
 	}
 }
 
-func cycle(b *testing.B, l *core.Locker, key string) {
-	ctx := context.Background()
-	lease, err := l.Lock(ctx, key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := lease.Unlock(ctx); err != nil {
-		b.Fatal(err)
-	}
-}
-
 // BenchmarkRoute: the same route without and with the middleware, a
 // distinct key per request, uncontended.
 func BenchmarkRoute(b *testing.B) {
@@ -68,7 +57,7 @@ func BenchmarkRoute(b *testing.B) {
 func BenchmarkCoreCycle(b *testing.B) {
 	l, _ := benchApp(b)
 	for i := 0; b.Loop(); i++ {
-		cycle(b, l, "core:"+strconv.Itoa(i))
+		locktest.Cycle(b, l, "core:"+strconv.Itoa(i))
 	}
 }
 
@@ -85,7 +74,7 @@ func BenchmarkOverhead(b *testing.B) {
 		t1 := time.Now()
 		post(b, s.client, s.URL+"/locked/"+id)
 		t2 := time.Now()
-		cycle(b, l, "core:"+id)
+		locktest.Cycle(b, l, "core:"+id)
 		t3 := time.Now()
 		plain, locked, core = plain+t1.Sub(t0), locked+t2.Sub(t1), core+t3.Sub(t2)
 	}

@@ -1,6 +1,6 @@
 module github.com/lockgate/lockgate/middleware/echo
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/labstack/echo/v4 v4.16.0

@@ -65,7 +65,7 @@ func TestSetupErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), c.names) {
 				t.Fatalf("error %q does not name %q", err, c.names)
 			}
-			if v, _ := panics(func() { echolock.Must(echolock.NewWithConfig(cfg)) }).(error); !errors.Is(v, c.want) {
+			if v, _ := locktest.Panics(func() { echolock.Must(echolock.NewWithConfig(cfg)) }).(error); !errors.Is(v, c.want) {
 				t.Fatalf("Must panicked with %v, want %v", v, err)
 			}
 		})
@@ -118,10 +118,4 @@ func TestSetupErrors(t *testing.T) {
 			t.Fatalf("handler saw %+v, want the lease order:42:7 held in Redis", s)
 		}
 	})
-}
-
-func panics(f func()) (v any) {
-	defer func() { v = recover() }()
-	f()
-	return nil
 }

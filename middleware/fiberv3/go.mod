@@ -1,6 +1,6 @@
 module github.com/lockgate/lockgate/middleware/fiberv3
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/gofiber/fiber/v3 v3.1.0

@@ -15,12 +15,6 @@ import (
 	"github.com/lockgate/lockgate/redistest"
 )
 
-func panics(f func()) (v any) {
-	defer func() { v = recover() }()
-	f()
-	return nil
-}
-
 // TestSetupErrors: every bad Config — no Locker, no or a malformed key, an
 // invalid Wait, TTL, ReleaseTimeout, MaxBodySize or LockOptions entry —
 // makes New panic at setup with FailOpen on (so it can neither answer 503
@@ -69,13 +63,13 @@ func TestSetupErrors(t *testing.T) {
 			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.names) {
 				t.Fatalf("Validate: %v, want an error matching %v naming %q", err, c.want, c.names)
 			}
-			v := panics(func() { fiberlock.New(cfg) })
+			v := locktest.Panics(func() { fiberlock.New(cfg) })
 			if pe, ok := v.(error); !ok || pe.Error() != err.Error() {
 				t.Fatalf("New panicked with %v, want %v", v, err)
 			}
 		})
 	}
-	if v, _ := panics(func() { fiberlock.New() }).(error); !errors.Is(v, core.ErrInvalid) {
+	if v, _ := locktest.Panics(func() { fiberlock.New() }).(error); !errors.Is(v, core.ErrInvalid) {
 		t.Errorf("New() without a config: panic %v, want a missing Locker", v)
 	}
 

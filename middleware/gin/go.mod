@@ -1,6 +1,6 @@
 module github.com/lockgate/lockgate/middleware/gin
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/gin-gonic/gin v1.12.0

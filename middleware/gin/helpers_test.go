@@ -48,9 +48,3 @@ func serve(t testing.TB, h http.Handler) *server {
 func (s *server) do(ctx context.Context, method, path, ctype, body string) locktest.Result {
 	return locktest.Do(ctx, s.client, method, s.URL+path, ctype, body)
 }
-
-func panics(f func()) (v any) {
-	defer func() { v = recover() }()
-	f()
-	return nil
-}

@@ -80,7 +80,7 @@ func TestSetupErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), c.names) {
 					t.Fatalf("error %q does not name %q", err, c.names)
 				}
-				if v, _ := panics(func() { ginlock.Must(build()) }).(error); !errors.Is(v, c.want) {
+				if v, _ := locktest.Panics(func() { ginlock.Must(build()) }).(error); !errors.Is(v, c.want) {
 					t.Fatalf("Must panicked with %v, want %v", v, err)
 				}
 			})
