@@ -4,18 +4,63 @@ GO ?= go
 # Every Go module of the repo: the library first, then the modules of their own (the OpenTelemetry module, the
 # framework adapters, the example, the fault rig, the benchmarks), found by their go.mod.
 MODULES := . $(sort $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*' -not -path '*/testdata/*')))
+# The repo's Go files for gofmt (generated code included: protoc-gen-go's output is gofmt-clean), testdata left out.
+GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path './bin/*' -not -path '*/testdata/*')
+# Tools built or installed by make, in the git-ignored bin/tools.
+TOOLS := $(CURDIR)/bin/tools
+TESTPROGRESS := $(TOOLS)/testprogress
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(TOOLS)/staticcheck
 USERS ?= 300
 DUP ?= 8
 STOCK ?= 200
 
-.PHONY: test vet redis demo seckill proto bench bench-core torture failover
+# `make` alone runs test (the first target below); `make help` lists the targets.
+.PHONY: test help lint fmt staticcheck redis demo seckill proto bench bench-core torture failover
 
-## test: ensure redis-server, then go vet and go test -race in every module
-test: redis
-	@set -e; for m in $(MODULES); do \
-		echo "== $$m: go vet"; (cd $$m && $(GO) vet ./...); \
-		echo "== $$m: go test -race"; (cd $$m && $(GO) test -race -count=1 -timeout 12m ./...); \
-	done
+## test: (the default) ensure redis-server, then go vet and go test -race in every module, with progress lines
+# go test -json goes through scripts/testprogress.go: a line as each package starts and ends (ok/FAIL, time), a
+# heartbeat while go builds, and on FAIL the failed tests' output; a green run prints no test's output. It closes
+# with the count of top-level tests of all modules: "tests: N passed, N failed, N skipped".
+test: redis $(TESTPROGRESS)
+	@set -eo pipefail; all=$$SECONDS; totals=$(TOOLS)/test-totals; rm -f $$totals; for m in $(MODULES); do \
+		t=$$SECONDS; echo "== $$m: go vet"; (cd $$m && $(GO) vet ./...); echo "== $$m: go vet ok ($$((SECONDS-t))s)"; \
+		echo "== $$m: go test -race"; \
+		(cd $$m && $(GO) test -race -count=1 -timeout 12m -json ./... 2>&1) | $(TESTPROGRESS) -totals $$totals; \
+	done; read p f s < $$totals; echo "== all modules passed in $$((SECONDS-all))s"; \
+	echo "tests: $$p passed, $$f failed, $$s skipped"
+
+$(TESTPROGRESS): scripts/testprogress.go
+	@mkdir -p $(TOOLS)
+	$(GO) build -o $@ scripts/testprogress.go
+
+## help: list the make targets (`make` alone runs test)
+help:
+	@awk 'BEGIN { FS = ": " } /^## [a-z-]+: / { sub(/^## /, ""); t = $$1; sub(/^[^:]*: /, ""); printf "  %-11s %s\n", t, $$0 }' $(MAKEFILE_LIST)
+
+## lint: gofmt -l (fails listing the files), go vet and staticcheck (installed into bin/tools on first use) in every module
+# Every check runs in every module, then it fails if any did. make lint STATICCHECK= leaves staticcheck out (e.g.
+# offline, where it cannot be installed).
+lint: $(STATICCHECK)
+	@rc=0; files=$$(gofmt -l $(GOFILES)); \
+	if [ -n "$$files" ]; then echo "== gofmt: not formatted (make fmt fixes them):"; echo "$$files"; rc=1; else echo "== gofmt ok"; fi; \
+	for m in $(MODULES); do echo "== $$m: go vet"; (cd $$m && $(GO) vet ./...) || rc=1; done; \
+	if [ -n "$(STATICCHECK)" ]; then \
+		for m in $(MODULES); do echo "== $$m: staticcheck"; (cd $$m && $(STATICCHECK) ./...) || rc=1; done; \
+	else echo "== staticcheck left out (STATICCHECK is empty)"; fi; \
+	if [ $$rc = 0 ]; then echo "== lint ok"; else echo "== lint FAILED (see above)"; fi; exit $$rc
+
+## staticcheck: (re)install staticcheck (STATICCHECK_VERSION=v0.8.2) into bin/tools, git-ignored; make lint runs it
+staticcheck:
+	@rm -f $(TOOLS)/staticcheck
+	@$(MAKE) --no-print-directory $(TOOLS)/staticcheck
+
+$(TOOLS)/staticcheck:
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+## fmt: gofmt -w the repo's Go files (testdata left out)
+fmt:
+	@gofmt -l -w $(GOFILES)
 
 ## redis: install redis-server with apt-get when missing (as root), else explain
 redis:
@@ -30,9 +75,10 @@ seckill:
 demo: redis seckill
 	@USERS=$(USERS) DUP=$(DUP) STOCK=$(STOCK) example/scripts/demo.sh
 
-## proto: regenerate the Go code of the proto annotations
+## proto: regenerate the generated Go code: the proto annotations, the RPC suite's test service, the example's service
+# The same as `go generate ./...` in the root and in example/ (the //go:generate lines in the generate.go files).
 proto:
-	@scripts/proto.sh
+	@example/scripts/proto.sh # runs scripts/proto.sh (the root's and interceptor/connect's), then the example's
 
 ## torture: the fault-injection rig at full size (DURATION=10m; SEED=, TOPOLOGY=single|sentinel|redlock, WORKERS=6, KEYS=3)
 DURATION ?= 10m

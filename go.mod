@@ -1,6 +1,6 @@
 module github.com/lockgate/lockgate
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/gofiber/fiber/v2 v2.52.15

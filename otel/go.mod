@@ -1,6 +1,6 @@
 module github.com/lockgate/lockgate/otel
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/lockgate/lockgate v0.0.0

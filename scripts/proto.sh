@@ -14,7 +14,17 @@
 #     rebuilt when the version differs. protoc-gen-go's version matches
 #     google.golang.org/protobuf in go.mod, protoc-gen-connect-go's
 #     connectrpc.com/connect in interceptor/connect/go.mod.
+#
+# Usage: proto.sh [all|annotations|testpb] (default all). annotations is
+# proto/lockgate/v1, testpb the RPC suite's test service and its stubs; each
+# is run by the //go:generate line in its package's generate.go, so that
+# `go generate ./...` regenerates them as `make proto` does.
 set -euo pipefail
+WHAT="${1:-all}"
+case "$WHAT" in
+  all|annotations|testpb) ;;
+  *) echo "usage: $0 [all|annotations|testpb]" >&2; exit 2 ;;
+esac
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
@@ -59,9 +69,14 @@ export PATH="$TOOLS:$PATH"
 echo "protoc: $(protoc --version)" >&2
 
 # The annotation: import path "lockgate/v1/lock.proto".
+if [ "$WHAT" = all ] || [ "$WHAT" = annotations ]; then
 protoc -I proto -I "$INCLUDE" \
   --go_out=proto --go_opt=paths=source_relative \
   proto/lockgate/v1/lock.proto
+gofmt -l proto | (! grep .) || { echo "generated code is not gofmt-clean" >&2; exit 1; }
+echo "generated: proto/lockgate/v1/lock.pb.go" >&2
+fi
+[ "$WHAT" = annotations ] && exit 0
 
 # The RPC suite's test service: import paths "testpb/order.proto" (messages)
 # and "testpb/service.proto" (the Orders service), both in Go package
@@ -94,5 +109,5 @@ protoc -I proto -I "$SUITE" -I "$INCLUDE" \
 mkdir -p "$CONNECT_OUT"
 mv "$scratch/testpb/testpbconnect/service.connect.go" "$CONNECT_OUT/service.connect.go"
 
-gofmt -l proto "$SUITE/testpb" "$CONNECT_OUT" | (! grep .) || { echo "generated code is not gofmt-clean" >&2; exit 1; }
-echo "generated: proto/lockgate/v1/lock.pb.go $SUITE/testpb/{order,service}.pb.go $SUITE/testpb/testpbgrpc/service_grpc.pb.go $CONNECT_OUT/service.connect.go" >&2
+gofmt -l "$SUITE/testpb" "$CONNECT_OUT" | (! grep .) || { echo "generated code is not gofmt-clean" >&2; exit 1; }
+echo "generated: $SUITE/testpb/{order,service}.pb.go $SUITE/testpb/testpbgrpc/service_grpc.pb.go $CONNECT_OUT/service.connect.go" >&2
