@@ -14,8 +14,7 @@ type lockKeys struct {
 	names [4]string
 }
 
-func (k *lockKeys) hash() string  { return k.names[0] }
-func (k *lockKeys) fence() string { return k.names[1] }
+func (k *lockKeys) hash() string { return k.names[0] }
 
 // marker is the key that records that owner's hold on this lock (or its
 // wait for it) ended (see the release script): "<prefix>{<name>}:done:<owner>".

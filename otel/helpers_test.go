@@ -77,7 +77,7 @@ func (r *rig) value(t testing.TB, name string, want ...string) (float64, bool) {
 	match := func(set attribute.Set) bool {
 		for _, kv := range want {
 			k, v, _ := strings.Cut(kv, "=")
-			if got, ok := set.Value(attribute.Key(k)); !ok || got.Emit() != v {
+			if got, ok := set.Value(attribute.Key(k)); !ok || got.String() != v {
 				return false
 			}
 		}
@@ -118,7 +118,7 @@ func (r *rig) attributes(t testing.TB) []string {
 	var out []string
 	add := func(set attribute.Set) {
 		for _, kv := range set.ToSlice() {
-			out = append(out, string(kv.Key)+"="+kv.Value.Emit())
+			out = append(out, string(kv.Key)+"="+kv.Value.String())
 		}
 	}
 	for _, m := range r.metrics(t) {

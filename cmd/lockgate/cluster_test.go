@@ -55,7 +55,7 @@ func TestClusterListsEveryMaster(t *testing.T) {
 	checkCells(t, got["job:13"], map[string]string{"HELD": "yes", "FENCE": strconv.FormatInt(fences["job:13"], 10), "WAITERS": "0"})
 
 	r = mustRun(t, "-cluster", addrs, "ls", "-limit", "5", "job:*")
-	got, order, footer = rows(t, r.stdout)
+	_, order, footer = rows(t, r.stdout)
 	if len(order) != 5 || !slices.IsSorted(order) {
 		t.Errorf("ls -limit 5 listed %q, want 5 sorted rows", order)
 	}

@@ -364,10 +364,3 @@ func testCtx(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-
-// withMD returns a request of msg carrying the metadata pairs md.
-func withMD(msg *testpb.OrderRequest, md ...string) *connect.Request[testpb.OrderRequest] {
-	r := connect.NewRequest(msg)
-	setMD(r.Header(), md...)
-	return r
-}

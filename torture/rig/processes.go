@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -128,5 +127,3 @@ func (p *processes) logFiles() []string {
 	defer p.mu.Unlock()
 	return append([]string(nil), p.logs...)
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
