@@ -4,11 +4,11 @@ import (
 	"context"
 	"io"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
 )
 
@@ -31,22 +31,17 @@ type Service struct {
 	// its context before it panics. Set it before serving.
 	OnPanic func(ctx context.Context)
 
-	calls     atomic.Int32
-	inside    atomic.Int32
-	maxInside atomic.Int32
-
-	overlap     chan struct{} // closed when two calls are inside at once
-	overlapOnce sync.Once
-	entered     chan string // a handler started (method name); buffered
-	hold        chan struct{}
-	holdOnce    sync.Once
-	causes      chan error // cause of a held handler's ctx ending
+	gauge    *locktest.Gauge // calls inside at once
+	entered  chan string     // a handler started (method name); buffered
+	hold     chan struct{}
+	holdOnce sync.Once
+	causes   chan error // cause of a held handler's ctx ending
 }
 
 // NewService returns a Service with no call made.
 func NewService() *Service {
 	return &Service{
-		overlap: make(chan struct{}),
+		gauge:   locktest.NewGauge(),
 		entered: make(chan string, 256),
 		hold:    make(chan struct{}),
 		causes:  make(chan error, 16),
@@ -57,28 +52,18 @@ func NewService() *Service {
 func (s *Service) Release() { s.holdOnce.Do(func() { close(s.hold) }) }
 
 // Calls is how many handlers started.
-func (s *Service) Calls() int32 { return s.calls.Load() }
+func (s *Service) Calls() int32 { return s.gauge.Ran() }
 
 // MaxInside is the most handlers that were inside at once.
-func (s *Service) MaxInside() int32 { return s.maxInside.Load() }
+func (s *Service) MaxInside() int32 { return s.gauge.Max() }
 
 func (s *Service) enter(method string) func() {
-	s.calls.Add(1)
-	n := s.inside.Add(1)
-	for {
-		m := s.maxInside.Load()
-		if n <= m || s.maxInside.CompareAndSwap(m, n) {
-			break
-		}
-	}
-	if n >= 2 {
-		s.overlapOnce.Do(func() { close(s.overlap) })
-	}
+	s.gauge.Enter()
 	select {
 	case s.entered <- method:
 	default:
 	}
-	return func() { s.inside.Add(-1) }
+	return s.gauge.Exit
 }
 
 // pause is the handler's work: pauseMs long (cut short when another call
@@ -110,7 +95,7 @@ func (s *Service) pause(ctx context.Context, req *testpb.OrderRequest) error {
 		defer t.Stop()
 		select {
 		case <-t.C:
-		case <-s.overlap:
+		case <-s.gauge.Overlap():
 		}
 	}
 	return nil
