@@ -195,7 +195,6 @@ type acquireResult struct {
 	wait   time.Duration
 	holder string
 	err    error
-	at     time.Time // when the answer arrived
 }
 
 // attempt sends the acquire script once (for a waiting caller, a refresh of
@@ -218,11 +217,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	}
 	r, err := bounded(l, ctx, a.deadline, func(cctx context.Context) acquireResult {
 		fence, wait, holder, err := l.be.acquire(cctx, &a.keys, owner, o.ttlArg, entry, seq, a.tag)
-		r := acquireResult{fence: fence, wait: wait, holder: holder, err: err}
-		if !wall.IsZero() {
-			r.at = time.Now()
-		}
-		return r
+		return acquireResult{fence, wait, holder, err}
 	}, func(r acquireResult) {
 		if r.err == errEnded || a.cross != nil || r.err == nil && r.fence == 0 && !a.waits {
 			return // nothing to undo
@@ -276,8 +271,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	}
 	if !wall.IsZero() && a.attempts == 1 && a.cross == nil {
 		// A first attempt's fence is the server's clock when the script
-		// ran (a later one's may be a grant's, issued earlier).
-		a.offset = time.UnixMicro(r.fence).Sub(wall.Add(r.at.Sub(wall) / 2))
+		// ran (a later one's may be a grant's, issued earlier), against
+		// the midpoint of the round trip (the answer was just delivered).
+		a.offset = time.UnixMicro(r.fence).Sub(wall.Add(time.Since(wall) / 2))
 		a.sampled = true
 	}
 	if c := a.cross; c != nil && r.fence == c.fence {

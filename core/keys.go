@@ -25,7 +25,10 @@ func (k *lockKeys) script(owner string) [5]string {
 	return [5]string{k.names[0], k.names[1], k.marker(owner), k.names[2], k.names[3]}
 }
 
-var braceEscaper = strings.NewReplacer("%", "%25", "}", "%7D")
+var (
+	braceEscaper   = strings.NewReplacer("%", "%25", "}", "%7D")
+	braceUnescaper = strings.NewReplacer("%7D", "}", "%25", "%")
+)
 
 func (l *Locker) keysFor(name string) lockKeys {
 	if strings.ContainsAny(name, "%}") {
@@ -74,7 +77,7 @@ func (l *Locker) nameOf(key string) (string, bool) {
 	}
 	name := rest[:len(rest)-1]
 	if strings.Contains(name, "%") {
-		name = strings.NewReplacer("%7D", "}", "%25", "%").Replace(name)
+		name = braceUnescaper.Replace(name)
 	}
 	return name, true
 }
