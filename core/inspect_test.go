@@ -14,22 +14,21 @@ import (
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// waitersReach waits (bounded) until Inspect counts n waiters of key: the
-// queue entry is written by the waiter's first attempt, which sends no
-// signal this side can wait on.
-func waitersReach(t *testing.T, l *core.Locker, key string, n int) core.LockInfo {
+// queued waits until the Lock of key observed by ev has joined the lock's
+// queue (EventWaiting: its first attempt wrote the entry) and returns what
+// Inspect then reads.
+func queued(t *testing.T, ev *locktest.Events, l *core.Locker, key string) core.LockInfo {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		info, err := l.Inspect(context.Background(), key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.Waiters == n || time.Now().After(deadline) {
-			return info
-		}
-		time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, ok := ev.Wait(ctx, locktest.Is(core.EventWaiting, key)); !ok {
+		t.Fatalf("the Lock of %s did not start waiting within 5s", key)
 	}
+	info, err := l.Inspect(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
 }
 
 // Inspect reads a held lock without taking it: held, its fence, TTL, age
@@ -42,14 +41,15 @@ func TestInspect(t *testing.T) {
 	srvs, _ := masters(t, 3)
 	for _, tc := range []struct {
 		name string
-		l    func() *core.Locker
+		l    func(...core.Option) *core.Locker
 	}{
-		{"single", func() *core.Locker { l, _ := locktest.NewLocker(t, srv); return l }},
-		{"cluster", func() *core.Locker { return locktest.Locker(t, cl.Client(t)) }},
-		{"redlock", func() *core.Locker { return redlockOn(t, srvs) }},
+		{"single", func(o ...core.Option) *core.Locker { l, _ := locktest.NewLocker(t, srv, o...); return l }},
+		{"cluster", func(o ...core.Option) *core.Locker { return locktest.Locker(t, cl.Client(t), o...) }},
+		{"redlock", func(o ...core.Option) *core.Locker { return redlockOn(t, srvs, o...) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, other := tc.l(), tc.l()
+			var ev locktest.Events
+			l, other := tc.l(), tc.l(core.WithObserver(&ev))
 			ctx := locktest.Context(t)
 			if info, err := l.Inspect(ctx, "inspect:1"); err != nil || info.Held || info.Fence != 0 || info.Key != "inspect:1" {
 				t.Fatalf("free lock: %+v, %v", info, err)
@@ -74,7 +74,7 @@ func TestInspect(t *testing.T) {
 			if tc.name == "redlock" {
 				want = 0 // Redlock waiters are told, not queued
 			}
-			info := waitersReach(t, l, "inspect:1", want)
+			info := queued(t, &ev, l, "inspect:1")
 			if !info.Held || info.Fence != s.Fence() || info.Waiters != want {
 				t.Errorf("held lock: %+v, want held, fence %d, %d waiters", info, s.Fence(), want)
 			}
@@ -165,7 +165,8 @@ func TestList(t *testing.T) {
 func TestForceRelease(t *testing.T) {
 	srv := redistest.Start(t)
 	l, _ := locktest.NewLocker(t, srv)
-	other, _ := locktest.NewLocker(t, srv)
+	var ev locktest.Events
+	other, _ := locktest.NewLocker(t, srv, core.WithObserver(&ev))
 	ctx := locktest.Context(t)
 	if info, err := l.ForceRelease(ctx, "stuck:1"); err != nil || info.Held {
 		t.Fatalf("ForceRelease of a free lock = %+v, %v", info, err)
@@ -182,7 +183,9 @@ func TestForceRelease(t *testing.T) {
 		}
 		got <- w
 	}()
-	waitersReach(t, l, "stuck:1", 1)
+	if info := queued(t, &ev, l, "stuck:1"); info.Waiters != 1 {
+		t.Fatalf("Inspect counts %d waiters, want 1", info.Waiters)
+	}
 	info, err := l.ForceRelease(ctx, "stuck:1")
 	if err != nil || !info.Held || info.Fence != s.Fence() {
 		t.Fatalf("ForceRelease = %+v, %v; want the holder's hold (fence %d)", info, err, s.Fence())

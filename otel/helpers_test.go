@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	otellock "github.com/lockgate/lockgate/otel"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
@@ -20,6 +21,7 @@ import (
 // span exporter.
 type rig struct {
 	obs    *otellock.Observer
+	events locktest.Events // every Locker's events too: the signals tests wait on
 	reader *sdkmetric.ManualReader
 	spans  *tracetest.InMemoryExporter
 	tp     *sdktrace.TracerProvider
@@ -43,7 +45,8 @@ func newRig(t testing.TB) *rig {
 
 // locker is a Locker on c with the rig's observer, closed at cleanup.
 func (r *rig) locker(t testing.TB, c redis.UniversalClient, opts ...core.Option) *core.Locker {
-	l, err := core.New(c, append(r.obs.Options(), opts...)...)
+	base := []core.Option{core.WithObserver(locktest.Observers(r.obs, &r.events)), core.WithHolderTag(r.obs.HolderTag)}
+	l, err := core.New(c, append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,4 +161,17 @@ func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	case <-time.After(d):
 		t.Fatalf("%s did not happen within %v", what, d)
 	}
+}
+
+// event waits (at most 10s) for the first event of any of the rig's
+// Lockers that match accepts.
+func (r *rig) event(t *testing.T, what string, match func(core.Event) bool) core.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e, ok := r.events.Wait(ctx, match)
+	if !ok {
+		t.Fatalf("%s did not happen within 10s", what)
+	}
+	return e
 }

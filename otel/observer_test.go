@@ -9,24 +9,12 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
 const pattern = "order:{user}:{voucher}"
-
-// until polls cond (bounded): for states only the metrics show, where
-// there is no signal to wait on.
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within 10s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // noRetries is a client to addr that does not re-send failed commands.
 func noRetries(t *testing.T, addr string) *redis.Client {
@@ -71,7 +59,10 @@ func TestEachOutcomeOnItsInstrument(t *testing.T) {
 		_, err := other.Lock(cctx, key, p, core.WithWait(20*time.Second))
 		gave <- err
 	}()
-	until(t, "a waiter", func() bool { return r.count(t, "lockgate.lock.waiters", "pattern="+pattern) == 1 })
+	r.event(t, "a waiter", locktest.Is(core.EventWaiting, key))
+	if n := r.count(t, "lockgate.lock.waiters", "pattern="+pattern); n != 1 {
+		t.Fatalf("lockgate.lock.waiters = %d while one Lock waits, want 1", n)
+	}
 	cancel()
 	if err := <-gave; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled waiter = %v", err)
@@ -99,7 +90,9 @@ func TestEachOutcomeOnItsInstrument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	until(t, "a renewal", func() bool { return r.count(t, "lockgate.lock.renewals", "pattern="+pattern, "outcome=ok") >= 1 })
+	r.event(t, "a renewal", func(e core.Event) bool {
+		return e.Kind == core.EventRenewed && e.Key == "order:user-831204:9" && e.Err == nil
+	})
 	direct.Del(ctx, "lockgate:{order:user-831204:9}")
 	within(t, s3.Done(), 5*time.Second, "the loss of a deleted lock")
 

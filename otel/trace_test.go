@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	otellock "github.com/lockgate/lockgate/otel"
 	"github.com/lockgate/lockgate/redistest"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -25,17 +26,21 @@ func TestWaiterSpanLinksToTheHolder(t *testing.T) {
 	ctx := ctxT(t)
 
 	for _, traced := range []bool{true, false} {
+		key := "order:1:7" // a key per round: the round's waiter is the one waited for
+		if !traced {
+			key = "order:2:7"
+		}
 		r.spans.Reset()
 		hctx := ctx
 		var hspan trace.Span
 		if traced {
 			hctx, hspan = tracer.Start(ctx, "request A")
 		}
-		s, err := holder.Lock(hctx, "order:1:7", core.WithPattern(pattern))
+		s, err := holder.Lock(hctx, key, core.WithPattern(pattern))
 		if err != nil {
 			t.Fatal(err)
 		}
-		info, err := holder.Inspect(ctx, "order:1:7")
+		info, err := holder.Inspect(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,13 +53,14 @@ func TestWaiterSpanLinksToTheHolder(t *testing.T) {
 		wctx, wspan := tracer.Start(ctx, "request B")
 		got := make(chan error, 1)
 		go func() {
-			w, err := waiter.Lock(wctx, "order:1:7", core.WithPattern(pattern), core.WithWait(10*time.Second))
+			w, err := waiter.Lock(wctx, key, core.WithPattern(pattern), core.WithWait(10*time.Second))
 			if err == nil {
 				w.Unlock(ctx)
 			}
 			got <- err
 		}()
-		until(t, "a waiter", func() bool { return r.count(t, "lockgate.lock.waiters", "pattern="+pattern) == 1 })
+		r.event(t, "a waiter", locktest.Is(core.EventWaiting, key))
+		unlocked := time.Now()
 		s.Unlock(ctx)
 		if err := <-got; err != nil {
 			t.Fatal(err)
@@ -67,8 +73,10 @@ func TestWaiterSpanLinksToTheHolder(t *testing.T) {
 		if ls == nil {
 			t.Fatal("no lock span under the waiter's request span")
 		}
-		if ls.Name != "lock "+pattern || ls.EndTime.Sub(ls.StartTime) < time.Millisecond {
-			t.Errorf("lock span %q lasted %v", ls.Name, ls.EndTime.Sub(ls.StartTime))
+		// The span covers the wait: it began before the holder let go and
+		// ended after.
+		if ls.Name != "lock "+pattern || !ls.StartTime.Before(unlocked) || !ls.EndTime.After(unlocked) {
+			t.Errorf("lock span %q from %v to %v, want it to span the holder's Unlock at %v", ls.Name, ls.StartTime, ls.EndTime, unlocked)
 		}
 		switch {
 		case traced && (len(ls.Links) != 1 || ls.Links[0].SpanContext.SpanID() != hspan.SpanContext().SpanID()):

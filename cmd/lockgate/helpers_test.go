@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -113,14 +114,14 @@ type waiter struct {
 	cancel context.CancelFunc
 }
 
-// queue starts l.Lock(key) with a long wait and returns once Inspect
-// counts it among the lock's waiters. The waiter's context is cancelled,
-// its lease unlocked, at the end of the test.
-func queue(t *testing.T, l *core.Locker, key string) *waiter {
+// queue starts l.Lock(key) with a long wait and returns once it has joined
+// the lock's queue: ev, the Locker's observer, sees its EventWaiting (its
+// first attempt wrote the queue entry). The waiter's context is
+// cancelled, its lease unlocked, at the end of the test.
+func queue(t *testing.T, l *core.Locker, ev *locktest.Events, key string) *waiter {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &waiter{done: make(chan struct{}), cancel: cancel}
-	before := inspectNow(t, l, key).Waiters
 	go func() {
 		defer close(w.done)
 		w.lease, w.err = l.Lock(ctx, key, core.WithWait(30*time.Second))
@@ -130,20 +131,19 @@ func queue(t *testing.T, l *core.Locker, key string) *waiter {
 		<-w.done
 		w.lease.Unlock(context.Background())
 	})
-	// Queuing leaves no signal but the queue entry in Redis: poll it, for
-	// a bounded number of rounds.
-	for range 500 {
-		if inspectNow(t, l, key).Waiters > before {
-			return w
+	wctx, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	waiting := make(chan bool, 1)
+	go func() { _, ok := ev.Wait(wctx, locktest.Is(core.EventWaiting, key)); waiting <- ok }()
+	select {
+	case ok := <-waiting:
+		if !ok {
+			t.Fatalf("Lock %s did not join the queue within 5s", key)
 		}
-		select {
-		case <-w.done:
-			t.Fatalf("Lock %s returned before queuing: %v", key, w.err)
-		case <-time.After(10 * time.Millisecond):
-		}
+	case <-w.done:
+		t.Fatalf("Lock %s returned before queuing: %v", key, w.err)
 	}
-	t.Fatalf("Lock %s was not counted as a waiter within 5s", key)
-	return nil
+	return w
 }
 
 // granted waits for the waiter's Lock to return and fails t unless it
@@ -166,4 +166,21 @@ func redisClient(t *testing.T, opts *redis.Options) *redis.Client {
 	c := redis.NewClient(opts)
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// renewals waits (at most 5s) until ev has seen n successful renewals of
+// key.
+func renewals(t *testing.T, ev *locktest.Events, key string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	seen := 0
+	if _, ok := ev.Wait(ctx, func(e core.Event) bool {
+		if e.Kind == core.EventRenewed && e.Key == key && e.Err == nil {
+			seen++
+		}
+		return seen >= n
+	}); !ok {
+		t.Fatalf("%d renewals of %s within 5s, want %d", seen, key, n)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -28,9 +29,10 @@ func holderTag(context.Context) string { return traceparent }
 func TestInspectShowsHolderAndWaiter(t *testing.T) {
 	srv := redistest.Start(t)
 	holder := newLocker(t, srv.Client(t), core.WithHolderTag(holderTag))
-	other := newLocker(t, srv.Client(t))
+	var ev locktest.Events
+	other := newLocker(t, srv.Client(t), core.WithObserver(&ev))
 	lease := take(t, holder, "order:42", core.WithTTL(10*time.Second))
-	queue(t, other, "order:42")
+	queue(t, other, &ev, "order:42")
 
 	r := mustRun(t, "-addr", srv.Addr, "inspect", "order:42")
 	got, _, _ := rows(t, r.stdout)
@@ -144,7 +146,8 @@ func TestListSelectsPrefixAndDB(t *testing.T) {
 // control of the next test.
 func TestReleaseWithoutForceRefuses(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv.Client(t))
+	var ev locktest.Events
+	l := newLocker(t, srv.Client(t), core.WithObserver(&ev))
 	lease := take(t, l, "order:42", core.WithTTL(time.Second))
 
 	r := lockgate(t, "-addr", srv.Addr, "release", "order:42")
@@ -160,7 +163,7 @@ func TestReleaseWithoutForceRefuses(t *testing.T) {
 		t.Errorf("stdout %q, want nothing", r.stdout)
 	}
 	// Past two renewals (TTL 1s: every ~333ms) the holder still holds it.
-	time.Sleep(800 * time.Millisecond)
+	renewals(t, &ev, "order:42", 2)
 	if info := inspectNow(t, l, "order:42"); !info.Held || info.Fence != lease.Fence() {
 		t.Fatalf("after the refused release: %+v, want held with fence %d", info, lease.Fence())
 	}
@@ -178,9 +181,10 @@ func TestReleaseWithoutForceRefuses(t *testing.T) {
 func TestForceReleaseHandsLockToWaiter(t *testing.T) {
 	srv := redistest.Start(t)
 	holder := newLocker(t, srv.Client(t), core.WithHolderTag(holderTag))
-	other := newLocker(t, srv.Client(t))
+	var ev locktest.Events
+	other := newLocker(t, srv.Client(t), core.WithObserver(&ev))
 	lease := take(t, holder, "order:42", core.WithTTL(time.Second))
-	w := queue(t, other, "order:42")
+	w := queue(t, other, &ev, "order:42")
 
 	r := mustRun(t, "-addr", srv.Addr, "release", "order:42", "--force")
 	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/fx/fiberlockfx"
+	"github.com/lockgate/lockgate/internal/fxlocktest"
 	"github.com/lockgate/lockgate/internal/locktest"
 	fiberlock "github.com/lockgate/lockgate/middleware/fiber"
 	"github.com/lockgate/lockgate/redistest"
@@ -51,7 +52,7 @@ func TestModule(t *testing.T) {
 	client := srv.Client(t)
 	var app *fiber.App
 	fxApp := fxtest.New(t,
-		locktest.FxLocker(client),
+		fxlocktest.FxLocker(client),
 		fx.Supply(&fiberlockfx.Defaults{
 			TTL: 5 * time.Second,
 			ErrorHandler: func(c *fiber.Ctx, status int, err error) error {
@@ -129,7 +130,7 @@ func TestBadDefaults(t *testing.T) {
 			def := c.def
 			def.FailOpen = true
 			app := fx.New(fx.NopLogger,
-				locktest.FxLocker(client),
+				fxlocktest.FxLocker(client),
 				fx.Supply(&def),
 				fiberlockfx.Module,
 				fx.Invoke(func(*fiberlockfx.Factory) {}),
@@ -147,7 +148,7 @@ func TestBadDefaults(t *testing.T) {
 	t.Run("control: good defaults", func(t *testing.T) {
 		var app *fiber.App
 		fxApp := fxtest.New(t,
-			locktest.FxLocker(client),
+			fxlocktest.FxLocker(client),
 			fx.Supply(&fiberlockfx.Defaults{FailOpen: true, TTL: core.MinTTL, Wait: core.NoWait, ReleaseTimeout: time.Second, MaxBodySize: 1,
 				LockOptions: []core.LockOption{core.WithWatchdog()}}),
 			fiberlockfx.Module,
@@ -170,7 +171,7 @@ func TestOptions(t *testing.T) {
 	client := srv.Client(t)
 	var app *fiber.App
 	fxApp := fxtest.New(t,
-		locktest.FxLocker(client),
+		fxlocktest.FxLocker(client),
 		fx.Supply(&fiberlockfx.Defaults{TTL: 5 * time.Second}),
 		fiberlockfx.Options(fiberlockfx.Defaults{
 			ErrorHandler: func(c *fiber.Ctx, status int, err error) error {
@@ -203,7 +204,7 @@ func TestOptions(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			app := fx.New(fx.NopLogger,
-				locktest.FxLocker(client),
+				fxlocktest.FxLocker(client),
 				c.opts,
 				fiberlockfx.Module,
 				fx.Invoke(func(*fiberlockfx.Factory) {}),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/fx/httplockfx"
+	"github.com/lockgate/lockgate/internal/fxlocktest"
 	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/keyfunc"
 	httplock "github.com/lockgate/lockgate/middleware/nethttp"
@@ -83,7 +84,7 @@ func TestModule(t *testing.T) {
 	client := srv.Client(t)
 	var s *server
 	app := fxtest.New(t,
-		locktest.FxLocker(client),
+		fxlocktest.FxLocker(client),
 		httplockfx.Options(httplock.WithWait(core.NoWait)),
 		httplockfx.Module,
 		fx.Provide(newServer),
@@ -148,7 +149,7 @@ func TestBadDefaults(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			app := fx.New(fx.NopLogger,
-				locktest.FxLocker(client),
+				fxlocktest.FxLocker(client),
 				httplockfx.Options(httplock.WithFailOpen(), c.opt),
 				httplockfx.Module,
 				fx.Invoke(func(*httplockfx.Factory) {}),
@@ -166,7 +167,7 @@ func TestBadDefaults(t *testing.T) {
 	t.Run("control: good defaults", func(t *testing.T) {
 		var s *server
 		app := fxtest.New(t,
-			locktest.FxLocker(client),
+			fxlocktest.FxLocker(client),
 			httplockfx.Options(httplock.WithFailOpen(), httplock.WithTTL(core.MinTTL), httplock.WithWait(core.NoWait),
 				httplock.WithReleaseTimeout(time.Second), httplock.WithMaxBodySize(1)),
 			httplockfx.Module,

@@ -1,4 +1,6 @@
-package locktest
+// Package fxlocktest holds the fx adapters' test helper, apart from
+// locktest so that the modules whose tests use locktest do not need fx.
+package fxlocktest
 
 import (
 	"github.com/redis/go-redis/v9"
