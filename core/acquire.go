@@ -79,6 +79,10 @@ func entryTTL(ttl time.Duration) time.Duration { return refresh(ttl) * 3 / 2 }
 
 func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	l := a.l
+	if l.opts.tag != nil && a.tag == nil {
+		// Only calls that go to Redis store a tag: a re-entry never asks.
+		a.tag = holderTag(l.opts.tag(ctx))
+	}
 	if err := l.checkServer(ctx, a.deadline); err != nil {
 		return nil, err
 	}

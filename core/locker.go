@@ -278,9 +278,6 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 	o.box()
 
 	a := &acquisition{l: l, key: key, o: &o}
-	if l.opts.tag != nil {
-		a.tag = holderTag(l.opts.tag(ctx))
-	}
 	if d, ok := ctx.Deadline(); ok {
 		a.deadline, a.ctxEnds = d, true
 	}
@@ -308,7 +305,7 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 				l.observe(ctx, c.event(start, r, err))
 				return r, err
 			}
-			a.attempts, a.holderTag = c.attempts, c.holderTag
+			a.attempts, a.holderTag, a.tag = c.attempts, c.holderTag, c.tag
 		}
 	}
 	if a.keys.hash() == "" {

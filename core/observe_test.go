@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -280,3 +281,25 @@ func noRetries(t *testing.T, addr string) *redis.Client {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// The tag function is asked once per call that goes to Redis, never by a
+// re-entry, which sends nothing (it runs on every Lock's hot path).
+func TestReentryAsksNoTag(t *testing.T) {
+	srv := redistest.Start(t)
+	var asked atomic.Int32
+	l, _ := locktest.NewLocker(t, srv, core.WithHolderTag(func(ctx context.Context) string { asked.Add(1); return "t" }))
+	ctx := locktest.Context(t)
+	s, err := l.Lock(ctx, "tag:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Unlock(ctx)
+	inner, err := l.Lock(s.Context(), "tag:1")
+	if err != nil || !inner.Reentrant() {
+		t.Fatalf("re-entry = %v, %v", inner, err)
+	}
+	inner.Unlock(ctx)
+	if n := asked.Load(); n != 1 {
+		t.Errorf("the tag function was asked %d times, want 1 (the fresh acquisition only)", n)
+	}
+}
