@@ -17,9 +17,11 @@ import (
 func TestLostWhenKeyDeleted(t *testing.T) {
 	srv := redistest.Start(t)
 	var lost atomic.Int32
+	told := make(chan struct{}, 1)
 	obs := core.ObserverFunc(func(_ context.Context, e core.Event) {
 		if e.Kind == core.EventLost {
 			lost.Add(1)
+			told <- struct{}{}
 		}
 	})
 	a, c := locktest.NewLocker(t, srv, core.WithObserver(obs))
@@ -34,6 +36,13 @@ func TestLostWhenKeyDeleted(t *testing.T) {
 	within(t, s.Done(), 5*time.Second, "loss noticed")
 	if cause := context.Cause(s.Context()); !errors.Is(cause, core.ErrLockLost) {
 		t.Fatalf("cause %v, want ErrLockLost", cause)
+	}
+	// The Observer is told right after the context is cancelled, on the
+	// watchdog's goroutine: wait for it, then count.
+	select {
+	case <-told:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Observer was not told of the loss within 5s")
 	}
 	if lost.Load() != 1 {
 		t.Fatalf("observer saw %d losses, want 1", lost.Load())
