@@ -34,7 +34,6 @@ func Example() {
 	fmt.Println("ordered:", err == nil)
 	// Output:
 	// locked order:42:7 fence > 0: true
-	// re-entered: true same fence: true
 	// other owner busy: true
 	// ordered: true
 }
@@ -44,11 +43,8 @@ func Example() {
 func placeOrder(ctx context.Context, locker *core.Locker, user, voucher int64) error {
 	lease, err := locker.Lock(ctx, fmt.Sprintf("order:%d:%d", user, voucher))
 	if err != nil {
-		// Never run the work without the lock. The caller tells outcomes
-		// apart with errors.Is: core.ErrNotObtained (busy: HTTP 429, and
-		// core.RetryAfter(err) says when to come back), core.ErrUnavailable
-		// (Redis down or hung: 503), core.ErrInvalid (bad key: 400), or the
-		// context's own error.
+		// Never run the work without the lock; errors.Is tells busy
+		// (core.ErrNotObtained) from Redis down (core.ErrUnavailable).
 		return err
 	}
 	defer lease.Unlock(ctx) // detached from ctx's cancellation; safe to retry
@@ -57,21 +53,54 @@ func placeOrder(ctx context.Context, locker *core.Locker, user, voucher int64) e
 	// the fence, to the work the lock protects.
 	fmt.Println("locked", lease.Key(), "fence > 0:", lease.Fence() > 0)
 
-	// Nested code that locks the same key with the lease's context
-	// re-enters instead of waiting for itself.
-	inner, err := locker.Lock(lease.Context(), lease.Key())
-	if err != nil {
-		return err
-	}
-	fmt.Println("re-entered:", inner.Reentrant(), "same fence:", inner.Fence() == lease.Fence())
-	if err := inner.Unlock(ctx); err != nil {
-		return err
-	}
-
 	// Another owner cannot have it meanwhile.
 	_, err = locker.TryLock(ctx, lease.Key())
 	fmt.Println("other owner busy:", errors.Is(err, core.ErrNotObtained))
 	return nil
+}
+
+// Nested code that locks the same key with the lease's context re-enters
+// instead of waiting for itself: same fence, and only the outer Unlock
+// releases the lock.
+func ExampleLocker_Lock_reentry() {
+	srv, err := redistest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	locker, err := core.New(rdb)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer locker.Shutdown(context.Background())
+
+	ctx := context.Background()
+	lease, err := locker.Lock(ctx, "order:42:7")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lease.Unlock(ctx)
+
+	inner, err := locker.Lock(lease.Context(), lease.Key())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("re-entered:", inner.Reentrant(), "same fence:", inner.Fence() == lease.Fence())
+	if err := inner.Unlock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = locker.TryLock(ctx, lease.Key())
+	fmt.Println("still held after the inner Unlock:", errors.Is(err, core.ErrNotObtained))
+	// Output:
+	// re-entered: true same fence: true
+	// still held after the inner Unlock: true
 }
 
 // A holder that must not act after losing its lock watches the lease's
