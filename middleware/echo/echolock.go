@@ -11,7 +11,6 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/lockhttp"
-	"github.com/lockgate/lockgate/keyfunc"
 )
 
 // ErrNoLocker is returned by New and NewWithConfig for a nil
@@ -70,91 +69,31 @@ func Must(mw echo.MiddlewareFunc, err error) echo.MiddlewareFunc {
 func FromContext(ctx context.Context) *core.Lease { return core.FromContext(ctx) }
 
 type lockMiddleware struct {
-	cfg      Config
-	tmpl     *keyfunc.Template
-	lockOpts []core.LockOption // the route's options combined: one
-	needBody bool              // the key reads the body
-}
-
-// invalid is the error of an invalid Config field.
-func invalid(field, format string, args ...any) error {
-	return fmt.Errorf("echolock: Config.%s: "+format+": %w", append(append([]any{field}, args...), core.ErrInvalid)...)
+	cfg   Config
+	route lockhttp.Route // the template, the combined lock options
 }
 
 // build checks cfg and compiles it.
 func build(cfg Config) (*lockMiddleware, error) {
 	cfg = withDefaults(cfg)
+	s := lockhttp.NewSetup("echolock")
 	if cfg.Locker == nil {
 		return nil, ErrNoLocker
 	}
-	tmpl, field := cfg.Template, "Template"
-	if tmpl == nil {
-		if cfg.Key == "" {
-			return nil, fmt.Errorf("echolock: Config.Key (or Config.Template) is required: %w", keyfunc.ErrBadTemplate)
-		}
-		t, err := keyfunc.Compile(cfg.Key, keyfunc.HTTP())
-		if err != nil {
-			return nil, fmt.Errorf("echolock: Config.Key: %w", err)
-		}
-		tmpl, field = t, "Key"
-	}
-	tmpl, err := tmpl.For(keyfunc.HTTP())
+	tmpl, err := s.ConfigTemplate(cfg.Key, cfg.Template)
 	if err != nil {
-		return nil, fmt.Errorf("echolock: Config.%s: %w", field, err)
+		return nil, err
 	}
-	// Observations name the route's lock by its template (LockOptions may
-	// name it otherwise), never by the key.
-	opts := []core.LockOption{core.WithPattern(tmpl.String())}
-	add := func(field string, opt core.LockOption) error {
-		if _, err := core.Combine(opt); err != nil {
-			return fmt.Errorf("echolock: Config.%s: %w", field, err)
-		}
-		opts = append(opts, opt)
-		return nil
-	}
-	switch {
-	case cfg.Wait == 0:
-	case cfg.Wait < 0 && cfg.Wait != core.NoWait:
-		return nil, invalid("Wait", "wait %v is negative (use core.NoWait for a single attempt)", cfg.Wait)
-	default:
-		if err := add("Wait", core.WithWait(cfg.Wait)); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.TTL != 0 {
-		if err := add("TTL", core.WithTTL(cfg.TTL)); err != nil {
-			return nil, err
-		}
-	}
-	switch {
-	case cfg.ReleaseTimeout < 0:
-		return nil, invalid("ReleaseTimeout", "release timeout %v is negative", cfg.ReleaseTimeout)
-	case cfg.ReleaseTimeout > 0:
-		if err := add("ReleaseTimeout", core.WithReleaseTimeout(cfg.ReleaseTimeout)); err != nil {
-			return nil, err
-		}
-	}
-	for i, opt := range cfg.LockOptions {
-		if opt == nil {
-			return nil, invalid("LockOptions", "option %d is nil", i)
-		}
-		if err := add("LockOptions", opt); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.MaxBodySize < 0 {
-		return nil, invalid("MaxBodySize", "%d is negative", cfg.MaxBodySize)
-	}
-	combined, err := core.Combine(opts...)
+	s.Wait("Config.Wait", cfg.Wait)
+	s.TTL("Config.TTL", cfg.TTL)
+	s.ReleaseTimeout("Config.ReleaseTimeout", cfg.ReleaseTimeout)
+	s.LockOptions("Config.LockOptions", cfg.LockOptions)
+	s.MaxBodySize("Config.MaxBodySize", int64(cfg.MaxBodySize))
+	route, err := s.Route(tmpl, "Config.LockOptions")
 	if err != nil {
-		return nil, fmt.Errorf("echolock: Config.LockOptions: %w", err)
+		return nil, err
 	}
-	return &lockMiddleware{
-		cfg:      cfg,
-		tmpl:     tmpl,
-		lockOpts: []core.LockOption{combined},
-		needBody: tmpl.Uses(keyfunc.SourceBody) || tmpl.Uses(keyfunc.SourceForm),
-	}, nil
+	return &lockMiddleware{cfg: cfg, route: route}, nil
 }
 
 func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
@@ -169,7 +108,7 @@ func (m *lockMiddleware) handle(next echo.HandlerFunc, c echo.Context) error {
 	r := c.Request()
 	q := lockhttp.Request{R: r, MaxBody: cfg.MaxBodySize, Path: func(name string) string { return param(c, name) },
 		Ctx: func(name string) (string, bool) { return cfg.ContextValue(c, name) }}
-	if m.needBody {
+	if m.route.Body {
 		if status, err := q.ReadBody(); err != nil {
 			if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
 				status = http.StatusRequestEntityTooLarge // Echo's BodyLimit in front cut it off
@@ -177,12 +116,12 @@ func (m *lockMiddleware) handle(next echo.HandlerFunc, c echo.Context) error {
 			return cfg.ErrorHandler(c, status, err)
 		}
 	}
-	key, err := m.tmpl.Key(q.Lookup)
+	key, err := m.route.Template.Key(q.Lookup)
 	if err != nil {
 		return cfg.ErrorHandler(c, http.StatusBadRequest, err)
 	}
 	parent := r.Context()
-	lease, err := cfg.Locker.Lock(parent, key, m.lockOpts...)
+	lease, err := cfg.Locker.Lock(parent, key, m.route.LockOpts...)
 	if err != nil {
 		return m.failed(next, c, parent, err)
 	}
@@ -201,7 +140,7 @@ func (m *lockMiddleware) handle(next echo.HandlerFunc, c echo.Context) error {
 func (m *lockMiddleware) failed(next echo.HandlerFunc, c echo.Context, ctx context.Context, err error) error {
 	cfg := &m.cfg
 	d := lockhttp.Decide(err, cfg.FailOpen, ctx)
-	d.Report(ctx, cfg.Logger, m.tmpl.String(), err)
+	d.Report(ctx, cfg.Logger, m.route.Template.String(), err)
 	switch d.Status {
 	case 0:
 		return next(c)

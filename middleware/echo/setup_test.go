@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/httpsuite"
 	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/keyfunc"
 	"github.com/lockgate/lockgate/middleware/echo"
@@ -19,56 +20,32 @@ import (
 // TestSetupErrors: every bad field of Config is an error of NewWithConfig
 // that names the field, with FailOpen on, so that it can neither answer 503
 // to every request nor run them all without the lock; no middleware comes
-// with it, and Must panics with it. The control: good values of every field
-// serve 200 under the lock.
+// with it, and Must panics with it (httpsuite.SetupErrors, plus Echo's
+// own: ErrNoLocker, a Template winning over a good Key). The control: good
+// values of every field serve 200 under the lock.
 func TestSetupErrors(t *testing.T) {
 	srv := redistest.Start(t)
 	l := newLocker(t, srv)
 	const key = "order:{query.user_id}:{path.voucher}"
-	cases := []struct {
-		name  string
-		cfg   echolock.Config
-		want  error
-		names string // the error text must contain it
-	}{
-		{"nil Locker", echolock.Config{Key: key}, echolock.ErrNoLocker, "Config.Locker"},
-		{"nil Locker, Template", echolock.Config{Template: keyfunc.MustCompile(key)}, core.ErrInvalid, "Config.Locker"},
-		{"no Key nor Template", echolock.Config{Locker: l}, keyfunc.ErrBadTemplate, "Config.Key"},
-		{"unbalanced brace", echolock.Config{Locker: l, Key: "order:{query.id"}, keyfunc.ErrBadTemplate, "Config.Key"},
-		{"gRPC source", echolock.Config{Locker: l, Key: "order:{field.id}"}, keyfunc.ErrBadTemplate, "Config.Key"},
-		{"gRPC metadata", echolock.Config{Locker: l, Key: "order:{md.x}"}, keyfunc.ErrBadTemplate, "Config.Key"},
-		{"unknown source", echolock.Config{Locker: l, Key: "o:{usr.id}"}, keyfunc.ErrBadTemplate, "Config.Key"},
-		{"unknown type", echolock.Config{Locker: l, Key: "o:{query.id:float}"}, keyfunc.ErrBadTemplate, "Config.Key"},
-		{"gRPC template", echolock.Config{Locker: l, Template: keyfunc.MustJoin(keyfunc.Const("o"), keyfunc.Field("id"))}, keyfunc.ErrBadTemplate, "Config.Template"},
-		{"gRPC template wins over a good Key", echolock.Config{Locker: l, Key: key, Template: keyfunc.MustJoin(keyfunc.Const("o"), keyfunc.MD("x"))}, keyfunc.ErrBadTemplate, "Config.Template"},
-		{"TTL below minimum", echolock.Config{Locker: l, Key: key, TTL: 10 * time.Millisecond}, core.ErrInvalid, "Config.TTL"},
-		{"TTL just below minimum", echolock.Config{Locker: l, Key: key, TTL: core.MinTTL - 1}, core.ErrInvalid, "Config.TTL"},
-		{"negative TTL", echolock.Config{Locker: l, Key: key, TTL: -time.Second}, core.ErrInvalid, "Config.TTL"},
-		{"negative Wait", echolock.Config{Locker: l, Key: key, Wait: -2 * time.Second}, core.ErrInvalid, "Config.Wait"},
-		{"Wait -2ns", echolock.Config{Locker: l, Key: key, Wait: core.NoWait - 1}, core.ErrInvalid, "Config.Wait"},
-		{"negative ReleaseTimeout", echolock.Config{Locker: l, Key: key, ReleaseTimeout: -time.Millisecond}, core.ErrInvalid, "Config.ReleaseTimeout"},
-		{"negative MaxBodySize", echolock.Config{Locker: l, Key: "o:{body.id}", MaxBodySize: -1}, core.ErrInvalid, "Config.MaxBodySize"},
-		{"nil lock option", echolock.Config{Locker: l, Key: key, LockOptions: []core.LockOption{core.WithoutWatchdog(), nil}}, core.ErrInvalid, "Config.LockOptions"},
-		{"core TTL below minimum", echolock.Config{Locker: l, Key: key, LockOptions: []core.LockOption{core.WithTTL(time.Millisecond)}}, core.ErrInvalid, "Config.LockOptions"},
-		{"core negative wait", echolock.Config{Locker: l, Key: key, LockOptions: []core.LockOption{core.WithWait(-5 * time.Second)}}, core.ErrInvalid, "Config.LockOptions"},
-		{"core zero release timeout", echolock.Config{Locker: l, Key: key, LockOptions: []core.LockOption{core.WithReleaseTimeout(0)}}, core.ErrInvalid, "Config.LockOptions"},
-		{"bad field after good ones", echolock.Config{Locker: l, Key: key, Wait: time.Second, ReleaseTimeout: time.Second, TTL: time.Nanosecond}, core.ErrInvalid, "Config.TTL"},
+	config := func(s httpsuite.Settings) echolock.Config {
+		return echolock.Config{Locker: s.Locker, Key: s.Key, Template: s.Template, FailOpen: true,
+			Wait: s.Wait, TTL: s.TTL, ReleaseTimeout: s.ReleaseTimeout,
+			MaxBodySize: s.MaxBodySize, LockOptions: s.LockOptions}
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			cfg := c.cfg
-			cfg.FailOpen = true
-			mw, err := echolock.NewWithConfig(cfg)
-			if !errors.Is(err, c.want) || mw != nil {
-				t.Fatalf("error %v (middleware %v), want one matching %v and no middleware", err, mw != nil, c.want)
-			}
-			if !strings.Contains(err.Error(), c.names) {
-				t.Fatalf("error %q does not name %q", err, c.names)
-			}
-			if v, _ := locktest.Panics(func() { echolock.Must(echolock.NewWithConfig(cfg)) }).(error); !errors.Is(v, c.want) {
-				t.Fatalf("Must panicked with %v, want %v", v, err)
-			}
-		})
+	httpsuite.SetupErrors(t, l, httpsuite.Setup{
+		New: func(s httpsuite.Settings) (bool, error) {
+			mw, err := echolock.NewWithConfig(config(s))
+			return mw != nil, err
+		},
+		Must: func(s httpsuite.Settings) { echolock.Must(echolock.NewWithConfig(config(s))) },
+		Name: httpsuite.ConfigName,
+	})
+	if _, err := echolock.NewWithConfig(echolock.Config{Key: key}); !errors.Is(err, echolock.ErrNoLocker) {
+		t.Errorf("nil Locker: %v, want ErrNoLocker", err)
+	}
+	grpcTmpl := keyfunc.MustJoin(keyfunc.Const("o"), keyfunc.MD("x"))
+	if _, err := echolock.NewWithConfig(echolock.Config{Locker: l, Key: key, Template: grpcTmpl}); !errors.Is(err, keyfunc.ErrBadTemplate) || !strings.Contains(err.Error(), "Config.Template") {
+		t.Errorf("a gRPC Template with a good Key: %v, want the Template named", err)
 	}
 	t.Run("New", func(t *testing.T) {
 		if mw, err := echolock.New(nil, key); !errors.Is(err, echolock.ErrNoLocker) || mw != nil {

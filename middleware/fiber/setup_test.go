@@ -9,8 +9,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/httpsuite"
 	"github.com/lockgate/lockgate/internal/locktest"
-	"github.com/lockgate/lockgate/keyfunc"
 	"github.com/lockgate/lockgate/middleware/fiber"
 	"github.com/lockgate/lockgate/redistest"
 )
@@ -19,56 +19,23 @@ import (
 // invalid Wait, TTL, ReleaseTimeout, MaxBodySize or LockOptions entry —
 // makes New panic at setup with FailOpen on (so it can neither answer 503
 // to every request nor run them all without the lock), with an error
-// value that Validate returns too. The control: the same route with good
-// values of every field serves 200 under the lock.
+// value that Validate returns too (httpsuite.SetupErrors). The control:
+// the same route with good values of every field serves 200 under the
+// lock.
 func TestSetupErrors(t *testing.T) {
 	srv := redistest.Start(t)
 	l, _ := locktest.NewLocker(t, srv)
 	const key = "order:{query.user_id}:{path.voucher}"
-	cases := []struct {
-		name  string
-		cfg   fiberlock.Config // Locker l unless noLocker; FailOpen always on
-		noL   bool
-		want  error
-		names string
-	}{
-		{name: "no Locker", noL: true, cfg: fiberlock.Config{Key: key}, want: core.ErrInvalid, names: "Config.Locker"},
-		{name: "no Key", cfg: fiberlock.Config{}, want: keyfunc.ErrBadTemplate, names: "Config.Key"},
-		{name: "unbalanced brace", cfg: fiberlock.Config{Key: "order:{query.id"}, want: keyfunc.ErrBadTemplate},
-		{name: "gRPC source", cfg: fiberlock.Config{Key: "order:{field.id}"}, want: keyfunc.ErrBadTemplate},
-		{name: "unknown source", cfg: fiberlock.Config{Key: "o:{usr.id}"}, want: keyfunc.ErrBadTemplate},
-		{name: "empty placeholder", cfg: fiberlock.Config{Key: "a:{}"}, want: keyfunc.ErrBadTemplate},
-		{name: "unknown type", cfg: fiberlock.Config{Key: "o:{query.id:float}"}, want: keyfunc.ErrBadTemplate},
-		{name: "gRPC template", cfg: fiberlock.Config{Template: keyfunc.MustJoin(keyfunc.Const("o"), keyfunc.MD("x"))}, want: keyfunc.ErrBadTemplate},
-		{name: "TTL below minimum", cfg: fiberlock.Config{Key: key, TTL: 10 * time.Millisecond}, want: core.ErrInvalid, names: "Config.TTL"},
-		{name: "TTL just below minimum", cfg: fiberlock.Config{Key: key, TTL: core.MinTTL - 1}, want: core.ErrInvalid, names: "Config.TTL"},
-		{name: "negative TTL", cfg: fiberlock.Config{Key: key, TTL: -time.Second}, want: core.ErrInvalid, names: "Config.TTL"},
-		{name: "negative wait", cfg: fiberlock.Config{Key: key, Wait: -2 * time.Second}, want: core.ErrInvalid, names: "Config.Wait"},
-		{name: "wait -2ns", cfg: fiberlock.Config{Key: key, Wait: core.NoWait - 1}, want: core.ErrInvalid, names: "Config.Wait"},
-		{name: "negative release timeout", cfg: fiberlock.Config{Key: key, ReleaseTimeout: -time.Millisecond}, want: core.ErrInvalid, names: "Config.ReleaseTimeout"},
-		{name: "negative body size", cfg: fiberlock.Config{Key: "o:{body.id}", MaxBodySize: -1}, want: core.ErrInvalid, names: "Config.MaxBodySize"},
-		{name: "nil lock option", cfg: fiberlock.Config{Key: key, LockOptions: []core.LockOption{core.WithoutWatchdog(), nil}}, want: core.ErrInvalid, names: "Config.LockOptions"},
-		{name: "core TTL below minimum", cfg: fiberlock.Config{Key: key, LockOptions: []core.LockOption{core.WithTTL(time.Millisecond)}}, want: core.ErrInvalid, names: "Config.LockOptions"},
-		{name: "core negative wait", cfg: fiberlock.Config{Key: key, LockOptions: []core.LockOption{core.WithWait(-5 * time.Second)}}, want: core.ErrInvalid, names: "Config.LockOptions"},
-		{name: "core zero release timeout", cfg: fiberlock.Config{Key: key, LockOptions: []core.LockOption{core.WithReleaseTimeout(0)}}, want: core.ErrInvalid, names: "Config.LockOptions"},
+	config := func(s httpsuite.Settings) fiberlock.Config {
+		return fiberlock.Config{Locker: s.Locker, Key: s.Key, Template: s.Template, FailOpen: true,
+			Wait: s.Wait, TTL: s.TTL, ReleaseTimeout: s.ReleaseTimeout,
+			MaxBodySize: int(s.MaxBodySize), LockOptions: s.LockOptions}
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			cfg := c.cfg
-			cfg.FailOpen = true
-			if !c.noL {
-				cfg.Locker = l
-			}
-			err := fiberlock.Validate(cfg)
-			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.names) {
-				t.Fatalf("Validate: %v, want an error matching %v naming %q", err, c.want, c.names)
-			}
-			v := locktest.Panics(func() { fiberlock.New(cfg) })
-			if pe, ok := v.(error); !ok || pe.Error() != err.Error() {
-				t.Fatalf("New panicked with %v, want %v", v, err)
-			}
-		})
-	}
+	httpsuite.SetupErrors(t, l, httpsuite.Setup{
+		New:  func(s httpsuite.Settings) (bool, error) { return false, fiberlock.Validate(config(s)) },
+		Must: func(s httpsuite.Settings) { fiberlock.New(config(s)) },
+		Name: httpsuite.ConfigName,
+	})
 	if v, _ := locktest.Panics(func() { fiberlock.New() }).(error); !errors.Is(v, core.ErrInvalid) {
 		t.Errorf("New() without a config: panic %v, want a missing Locker", v)
 	}

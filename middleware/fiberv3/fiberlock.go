@@ -2,7 +2,6 @@ package fiberlock
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
 	"github.com/gofiber/fiber/v3"
@@ -73,94 +72,31 @@ func FromContext(ctx context.Context) *core.Lease {
 }
 
 type middleware struct {
-	cfg      Config
-	tmpl     *keyfunc.Template
-	lockOpts []core.LockOption // the route's options combined: none or one
-	needBody bool
-}
-
-// invalid is the error of an invalid Config field.
-func invalid(field, format string, args ...any) error {
-	return fmt.Errorf("fiberlock: Config.%s: "+format+": %w", append(append([]any{field}, args...), core.ErrInvalid)...)
+	cfg   Config
+	route lockhttp.Route // the template, the combined lock options
 }
 
 // build checks cfg and compiles it.
 func build(cfg Config) (*middleware, error) {
 	cfg = configDefault(cfg)
+	s := lockhttp.NewSetup("fiberlock")
 	if cfg.Locker == nil {
-		return nil, invalid("Locker", "required")
+		return nil, s.Invalid("Config.Locker", "required")
 	}
-	tmpl := cfg.Template
-	if tmpl == nil {
-		if cfg.Key == "" {
-			return nil, fmt.Errorf("fiberlock: Config.Key or Config.Template is required: %w", keyfunc.ErrBadTemplate)
-		}
-		t, err := keyfunc.Compile(cfg.Key, keyfunc.HTTP())
-		if err != nil {
-			return nil, err
-		}
-		tmpl = t
-	}
-	tmpl, err := tmpl.For(keyfunc.HTTP())
+	tmpl, err := s.ConfigTemplate(cfg.Key, cfg.Template)
 	if err != nil {
 		return nil, err
 	}
-	// Observations name the route's lock by its template (LockOptions may
-	// name it otherwise), never by the key.
-	opts := []core.LockOption{core.WithPattern(tmpl.String())}
-	add := func(field string, opt core.LockOption) error {
-		if _, err := core.Combine(opt); err != nil {
-			return fmt.Errorf("fiberlock: Config.%s: %w", field, err)
-		}
-		opts = append(opts, opt)
-		return nil
+	s.Wait("Config.Wait", cfg.Wait)
+	s.TTL("Config.TTL", cfg.TTL)
+	s.ReleaseTimeout("Config.ReleaseTimeout", cfg.ReleaseTimeout)
+	s.LockOptions("Config.LockOptions", cfg.LockOptions)
+	s.MaxBodySize("Config.MaxBodySize", int64(cfg.MaxBodySize))
+	route, err := s.Route(tmpl, "lock options")
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case cfg.Wait == 0:
-	case cfg.Wait < 0 && cfg.Wait != core.NoWait:
-		return nil, invalid("Wait", "wait %v is negative (use core.NoWait for a single attempt)", cfg.Wait)
-	default:
-		if err := add("Wait", core.WithWait(cfg.Wait)); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.TTL != 0 {
-		if err := add("TTL", core.WithTTL(cfg.TTL)); err != nil {
-			return nil, err
-		}
-	}
-	switch {
-	case cfg.ReleaseTimeout < 0:
-		return nil, invalid("ReleaseTimeout", "release timeout %v is negative", cfg.ReleaseTimeout)
-	case cfg.ReleaseTimeout > 0:
-		if err := add("ReleaseTimeout", core.WithReleaseTimeout(cfg.ReleaseTimeout)); err != nil {
-			return nil, err
-		}
-	}
-	for i, opt := range cfg.LockOptions {
-		if opt == nil {
-			return nil, invalid("LockOptions", "option %d is nil", i)
-		}
-		if err := add("LockOptions", opt); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.MaxBodySize < 0 {
-		return nil, invalid("MaxBodySize", "%d is negative", cfg.MaxBodySize)
-	}
-	m := &middleware{
-		cfg:      cfg,
-		tmpl:     tmpl,
-		needBody: tmpl.Uses(keyfunc.SourceBody) || tmpl.Uses(keyfunc.SourceForm),
-	}
-	if len(opts) > 0 {
-		combined, err := core.Combine(opts...)
-		if err != nil {
-			return nil, fmt.Errorf("fiberlock: lock options: %w", err)
-		}
-		m.lockOpts = []core.LockOption{combined}
-	}
-	return m, nil
+	return &middleware{cfg: cfg, route: route}, nil
 }
 
 func (m *middleware) handle(c fiber.Ctx) error {
@@ -168,17 +104,17 @@ func (m *middleware) handle(c fiber.Ctx) error {
 	if cfg.Next != nil && cfg.Next(c) {
 		return c.Next()
 	}
-	if m.needBody && len(c.Body()) > cfg.MaxBodySize {
+	if m.route.Body && len(c.Body()) > cfg.MaxBodySize {
 		err := &keyfunc.Error{Part: "body", Err: keyfunc.ErrBodyTooLarge}
 		return cfg.ErrorHandler(c, fiber.StatusRequestEntityTooLarge, err)
 	}
 	q := request{cfg: cfg, c: c}
-	key, err := m.tmpl.Key(q.lookup)
+	key, err := m.route.Template.Key(q.lookup)
 	if err != nil {
 		return cfg.ErrorHandler(c, fiber.StatusBadRequest, err)
 	}
 	parent := c.Context()
-	lease, err := cfg.Locker.Lock(parent, key, m.lockOpts...)
+	lease, err := cfg.Locker.Lock(parent, key, m.route.LockOpts...)
 	if err != nil {
 		return m.failed(c, parent, key, err)
 	}
@@ -215,7 +151,7 @@ func abandoned(c fiber.Ctx) bool {
 func (m *middleware) failed(c fiber.Ctx, ctx context.Context, key string, err error) error {
 	cfg := &m.cfg
 	d := lockhttp.Decide(err, cfg.FailOpen, ctx)
-	d.Report(ctx, cfg.Logger, m.tmpl.String(), err)
+	d.Report(ctx, cfg.Logger, m.route.Template.String(), err)
 	switch d.Status {
 	case 0:
 		return c.Next()

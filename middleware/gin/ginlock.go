@@ -18,11 +18,9 @@ import (
 var ErrNoLocker = fmt.Errorf("ginlock: nil Locker: %w", core.ErrInvalid)
 
 type middleware struct {
-	l        *core.Locker
-	t        *keyfunc.Template
-	o        options
-	lockOpts []core.LockOption // the route's options combined: one
-	body     bool              // the key reads the body
+	l     *core.Locker
+	o     options
+	route lockhttp.Route // the template, the combined lock options
 }
 
 // New returns Gin middleware that runs the rest of the chain (c.Next())
@@ -72,34 +70,23 @@ func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (gin.Han
 	if l == nil {
 		return nil, ErrNoLocker
 	}
-	if key == nil {
-		return nil, fmt.Errorf("ginlock: nil key template: %w", keyfunc.ErrBadTemplate)
-	}
-	t, err := key.For(keyfunc.HTTP())
+	m := &middleware{l: l, o: defaultOptions()}
+	t, err := m.o.setup.ForHTTP("key template", key)
 	if err != nil {
 		return nil, err
 	}
-	m := &middleware{l: l, t: t, o: defaultOptions()}
 	for i, opt := range opts {
 		if opt == nil {
-			return nil, invalid("New", "option %d is nil", i)
+			return nil, m.o.setup.Invalid("New", "option %d is nil", i)
 		}
 		opt(&m.o)
 	}
-	if m.o.err != nil {
-		return nil, m.o.err
+	if m.route, err = m.o.setup.Route(t, "lock options"); err != nil {
+		return nil, err
 	}
-	// Observations name the route's lock by its template (WithLockOptions
-	// may name it otherwise), never by the key.
-	combined, err := core.Combine(append([]core.LockOption{core.WithPattern(t.String())}, m.o.lockOpts...)...)
-	if err != nil {
-		return nil, fmt.Errorf("ginlock: lock options: %w", err)
-	}
-	m.lockOpts = []core.LockOption{combined}
 	if m.o.logger == nil {
 		m.o.logger = slog.Default()
 	}
-	m.body = t.Uses(keyfunc.SourceBody) || t.Uses(keyfunc.SourceForm)
 	return m.handle, nil
 }
 
@@ -137,21 +124,21 @@ func (m *middleware) handle(c *gin.Context) {
 		return
 	}
 	r := c.Request
-	q := lockhttp.Request{R: r, MaxBody: m.o.maxBody, Path: c.Param,
+	q := lockhttp.Request{R: r, MaxBody: m.o.setup.MaxBody(), Path: c.Param,
 		Ctx: func(name string) (string, bool) { return m.o.contextValue(c, name) }}
-	if m.body {
+	if m.route.Body {
 		if status, err := q.ReadBody(); err != nil {
 			m.answerError(c, status, err)
 			return
 		}
 	}
-	key, err := m.t.Key(q.Lookup)
+	key, err := m.route.Template.Key(q.Lookup)
 	if err != nil {
 		m.answerError(c, http.StatusBadRequest, err)
 		return
 	}
 	parent := r.Context()
-	lease, err := m.l.Lock(parent, key, m.lockOpts...)
+	lease, err := m.l.Lock(parent, key, m.route.LockOpts...)
 	if err != nil {
 		m.failed(c, parent, err)
 		return
@@ -171,7 +158,7 @@ func (m *middleware) handle(c *gin.Context) {
 
 func (m *middleware) failed(c *gin.Context, ctx context.Context, err error) {
 	d := lockhttp.Decide(err, m.o.failOpen, ctx)
-	d.Report(ctx, m.o.logger, m.t.String(), err)
+	d.Report(ctx, m.o.logger, m.route.Template.String(), err)
 	switch d.Status {
 	case 0:
 		c.Next()

@@ -1,13 +1,13 @@
 package ginlock
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/lockhttp"
 	"github.com/lockgate/lockgate/keyfunc"
 )
 
@@ -32,22 +32,20 @@ type Option func(*options)
 type ErrorHandler func(c *gin.Context, status int, err error)
 
 type options struct {
-	lockOpts     []core.LockOption // in the order given, each already checked
+	setup        lockhttp.Setup // lock options and body bound, checked as given
 	busy         gin.HandlerFunc
 	onError      ErrorHandler
 	skip         func(c *gin.Context) bool
 	failOpen     bool
 	logger       *slog.Logger
-	maxBody      int64
 	contextValue func(c *gin.Context, name string) (string, bool)
-	err          error // the first invalid option
 }
 
 func defaultOptions() options {
 	return options{
 		busy:         defaultBusy,
 		onError:      defaultError,
-		maxBody:      keyfunc.DefaultMaxBodySize,
+		setup:        lockhttp.NewSetup("ginlock"),
 		contextValue: defaultContextValue,
 	}
 }
@@ -65,53 +63,20 @@ func defaultContextValue(c *gin.Context, name string) (string, bool) {
 	return keyfunc.ContextValue(c.Request.Context(), name)
 }
 
-func (o *options) fail(err error) {
-	if o.err == nil {
-		o.err = err
-	}
-}
-
-// invalid is the error of an invalid option value.
-func invalid(option, format string, args ...any) error {
-	return fmt.Errorf("ginlock: %s: "+format+": %w", append(append([]any{option}, args...), core.ErrInvalid)...)
-}
-
-// addLock checks opt on its own (so that the error names the ginlock
-// option) and appends it to the lock options.
-func (o *options) addLock(name string, opt core.LockOption) {
-	if _, err := core.Combine(opt); err != nil {
-		o.fail(fmt.Errorf("ginlock: %s: %w", name, err))
-		return
-	}
-	o.lockOpts = append(o.lockOpts, opt)
-}
-
 // WithWait sets how long a request waits for a busy lock before the busy
 // answer (429). core.NoWait makes a single attempt; 0 sets nothing (the
 // Locker's wait applies, 2s unless set with core.WithWait in core.New, or
 // the one an earlier option set). Another negative value is an error of
 // New.
 func WithWait(d time.Duration) Option {
-	return func(o *options) {
-		switch {
-		case d == 0:
-		case d < 0 && d != core.NoWait:
-			o.fail(invalid("WithWait", "wait %v is negative (use core.NoWait for a single attempt)", d))
-		default:
-			o.addLock("WithWait", core.WithWait(d))
-		}
-	}
+	return func(o *options) { o.setup.Wait("WithWait", d) }
 }
 
 // WithTTL sets the lease time of the lock (renewed by the watchdog while the
 // handler runs). 0 sets nothing (the Locker's TTL applies, 30s unless set in
 // core.New). Any other value below core.MinTTL (50ms) is an error of New.
 func WithTTL(d time.Duration) Option {
-	return func(o *options) {
-		if d != 0 {
-			o.addLock("WithTTL", core.WithTTL(d))
-		}
-	}
+	return func(o *options) { o.setup.TTL("WithTTL", d) }
 }
 
 // WithReleaseTimeout bounds how long the release after the handler waits
@@ -120,15 +85,7 @@ func WithTTL(d time.Duration) Option {
 // longer. 0 sets nothing (the Locker's, 1s unless set in core.New); a
 // negative value is an error of New.
 func WithReleaseTimeout(d time.Duration) Option {
-	return func(o *options) {
-		switch {
-		case d == 0:
-		case d < 0:
-			o.fail(invalid("WithReleaseTimeout", "release timeout %v is negative", d))
-		default:
-			o.addLock("WithReleaseTimeout", core.WithReleaseTimeout(d))
-		}
-	}
+	return func(o *options) { o.setup.ReleaseTimeout("WithReleaseTimeout", d) }
 }
 
 // WithLockOptions passes further per-call options to core.Locker.Lock
@@ -137,15 +94,7 @@ func WithReleaseTimeout(d time.Duration) Option {
 // is a single attempt). Default none. A nil or invalid option is an error
 // of New.
 func WithLockOptions(opts ...core.LockOption) Option {
-	return func(o *options) {
-		for i, opt := range opts {
-			if opt == nil {
-				o.fail(invalid("WithLockOptions", "option %d is nil", i))
-				return
-			}
-			o.addLock("WithLockOptions", opt)
-		}
-	}
+	return func(o *options) { o.setup.LockOptions("WithLockOptions", opts) }
 }
 
 // WithBusyHandler replaces the answer to a request whose lock is still busy
@@ -204,14 +153,7 @@ func WithLogger(l *slog.Logger) Option {
 // or a bare name; a longer body is answered 413. 0 sets nothing (default
 // keyfunc.DefaultMaxBodySize, 1 MiB); a negative value is an error of New.
 func WithMaxBodySize(n int64) Option {
-	return func(o *options) {
-		switch {
-		case n < 0:
-			o.fail(invalid("WithMaxBodySize", "%d is negative", n))
-		case n > 0:
-			o.maxBody = n
-		}
-	}
+	return func(o *options) { o.setup.MaxBodySize("WithMaxBodySize", n) }
 }
 
 // WithContextValue sets how {ctx.name} is read, for authentication

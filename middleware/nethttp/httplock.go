@@ -16,11 +16,9 @@ import (
 var ErrNoLocker = fmt.Errorf("httplock: nil Locker: %w", core.ErrInvalid)
 
 type middleware struct {
-	l        *core.Locker
-	t        *keyfunc.Template
-	o        options
-	lockOpts []core.LockOption // the route's options combined: none or one
-	body     bool              // the key reads the body
+	l     *core.Locker
+	o     options
+	route lockhttp.Route // the template, the combined lock options
 }
 
 // New returns middleware that runs the next handler while holding the lock
@@ -68,34 +66,23 @@ func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (func(ht
 	if l == nil {
 		return nil, ErrNoLocker
 	}
-	if key == nil {
-		return nil, fmt.Errorf("httplock: nil key template: %w", keyfunc.ErrBadTemplate)
-	}
-	t, err := key.For(keyfunc.HTTP())
+	m := &middleware{l: l, o: defaultOptions()}
+	t, err := m.o.setup.ForHTTP("key template", key)
 	if err != nil {
 		return nil, err
 	}
-	m := &middleware{l: l, t: t, o: defaultOptions()}
 	for i, opt := range opts {
 		if opt == nil {
-			return nil, invalid("New", "option %d is nil", i)
+			return nil, m.o.setup.Invalid("New", "option %d is nil", i)
 		}
 		opt(&m.o)
 	}
-	if m.o.err != nil {
-		return nil, m.o.err
+	if m.route, err = m.o.setup.Route(t, "lock options"); err != nil {
+		return nil, err
 	}
-	// Observations name the route's lock by its template (WithLockOptions
-	// may name it otherwise), never by the key.
-	combined, err := core.Combine(append([]core.LockOption{core.WithPattern(t.String())}, m.o.lockOpts...)...)
-	if err != nil {
-		return nil, fmt.Errorf("httplock: lock options: %w", err)
-	}
-	m.lockOpts = []core.LockOption{combined}
 	if m.o.logger == nil {
 		m.o.logger = slog.Default()
 	}
-	m.body = t.Uses(keyfunc.SourceBody) || t.Uses(keyfunc.SourceForm)
 	return m.wrap, nil
 }
 
@@ -121,21 +108,21 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 }
 
 func (m *middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
-	q := lockhttp.Request{R: r, MaxBody: m.o.maxBody,
+	q := lockhttp.Request{R: r, MaxBody: m.o.setup.MaxBody(),
 		Path: func(name string) string { return m.o.pathValue(r, name) },
 		Ctx:  func(name string) (string, bool) { return m.o.contextValue(r.Context(), name) }}
-	if m.body {
+	if m.route.Body {
 		if status, err := q.ReadBody(); err != nil {
 			m.o.onError(w, r, status, err)
 			return
 		}
 	}
-	key, err := m.t.Key(q.Lookup)
+	key, err := m.route.Template.Key(q.Lookup)
 	if err != nil {
 		m.o.onError(w, r, http.StatusBadRequest, err)
 		return
 	}
-	lease, err := m.l.Lock(r.Context(), key, m.lockOpts...)
+	lease, err := m.l.Lock(r.Context(), key, m.route.LockOpts...)
 	if err != nil {
 		m.failed(next, w, r, key, err)
 		return
@@ -147,7 +134,7 @@ func (m *middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 func (m *middleware) failed(next http.Handler, w http.ResponseWriter, r *http.Request, key string, err error) {
 	ctx := r.Context()
 	d := lockhttp.Decide(err, m.o.failOpen, ctx)
-	d.Report(ctx, m.o.logger, m.t.String(), err)
+	d.Report(ctx, m.o.logger, m.route.Template.String(), err)
 	switch d.Status {
 	case 0:
 		next.ServeHTTP(w, r)

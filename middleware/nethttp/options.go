@@ -2,12 +2,12 @@ package httplock
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/lockhttp"
 	"github.com/lockgate/lockgate/keyfunc"
 )
 
@@ -32,46 +32,23 @@ type Option func(*options)
 type ErrorHandler func(w http.ResponseWriter, r *http.Request, status int, err error)
 
 type options struct {
-	lockOpts     []core.LockOption // in the order given, each already checked
+	setup        lockhttp.Setup // lock options and body bound, checked as given
 	busy         http.Handler
 	onError      ErrorHandler
 	failOpen     bool
 	logger       *slog.Logger
-	maxBody      int64
 	pathValue    func(r *http.Request, name string) string
 	contextValue func(ctx context.Context, name string) (string, bool)
-	err          error // the first invalid option
 }
 
 func defaultOptions() options {
 	return options{
 		busy:         http.HandlerFunc(defaultBusy),
 		onError:      defaultError,
-		maxBody:      keyfunc.DefaultMaxBodySize,
+		setup:        lockhttp.NewSetup("httplock"),
 		pathValue:    func(r *http.Request, name string) string { return r.PathValue(name) },
 		contextValue: keyfunc.ContextValue,
 	}
-}
-
-func (o *options) fail(err error) {
-	if o.err == nil {
-		o.err = err
-	}
-}
-
-// invalid is the error of an invalid option value.
-func invalid(option, format string, args ...any) error {
-	return fmt.Errorf("httplock: %s: "+format+": %w", append(append([]any{option}, args...), core.ErrInvalid)...)
-}
-
-// addLock checks opt on its own (so that the error names the httplock
-// option) and appends it to the lock options.
-func (o *options) addLock(name string, opt core.LockOption) {
-	if _, err := core.Combine(opt); err != nil {
-		o.fail(fmt.Errorf("httplock: %s: %w", name, err))
-		return
-	}
-	o.lockOpts = append(o.lockOpts, opt)
 }
 
 // WithWait sets how long a request waits for a busy lock before the busy
@@ -80,26 +57,14 @@ func (o *options) addLock(name string, opt core.LockOption) {
 // the one an earlier option set). Another negative value is an error of
 // New.
 func WithWait(d time.Duration) Option {
-	return func(o *options) {
-		switch {
-		case d == 0:
-		case d < 0 && d != core.NoWait:
-			o.fail(invalid("WithWait", "wait %v is negative (use core.NoWait for a single attempt)", d))
-		default:
-			o.addLock("WithWait", core.WithWait(d))
-		}
-	}
+	return func(o *options) { o.setup.Wait("WithWait", d) }
 }
 
 // WithTTL sets the lease time of the lock (renewed by the watchdog while the
 // handler runs). 0 sets nothing (the Locker's TTL applies, 30s unless set in
 // core.New). Any other value below core.MinTTL (50ms) is an error of New.
 func WithTTL(d time.Duration) Option {
-	return func(o *options) {
-		if d != 0 {
-			o.addLock("WithTTL", core.WithTTL(d))
-		}
-	}
+	return func(o *options) { o.setup.TTL("WithTTL", d) }
 }
 
 // WithReleaseTimeout bounds how long the release after the handler waits
@@ -108,15 +73,7 @@ func WithTTL(d time.Duration) Option {
 // longer. 0 sets nothing (the Locker's, 1s unless set in core.New); a
 // negative value is an error of New.
 func WithReleaseTimeout(d time.Duration) Option {
-	return func(o *options) {
-		switch {
-		case d == 0:
-		case d < 0:
-			o.fail(invalid("WithReleaseTimeout", "release timeout %v is negative", d))
-		default:
-			o.addLock("WithReleaseTimeout", core.WithReleaseTimeout(d))
-		}
-	}
+	return func(o *options) { o.setup.ReleaseTimeout("WithReleaseTimeout", d) }
 }
 
 // WithLockOptions passes further per-call options to core.Locker.Lock
@@ -125,15 +82,7 @@ func WithReleaseTimeout(d time.Duration) Option {
 // single attempt). Default none. A nil or invalid option is an error of
 // New.
 func WithLockOptions(opts ...core.LockOption) Option {
-	return func(o *options) {
-		for i, opt := range opts {
-			if opt == nil {
-				o.fail(invalid("WithLockOptions", "option %d is nil", i))
-				return
-			}
-			o.addLock("WithLockOptions", opt)
-		}
-	}
+	return func(o *options) { o.setup.LockOptions("WithLockOptions", opts) }
 }
 
 // WithBusyHandler replaces the answer to a request whose lock is still busy
@@ -184,14 +133,7 @@ func WithLogger(l *slog.Logger) Option {
 // or a bare name; a longer body is answered 413. 0 sets nothing (default
 // keyfunc.DefaultMaxBodySize, 1 MiB); a negative value is an error of New.
 func WithMaxBodySize(n int64) Option {
-	return func(o *options) {
-		switch {
-		case n < 0:
-			o.fail(invalid("WithMaxBodySize", "%d is negative", n))
-		case n > 0:
-			o.maxBody = n
-		}
-	}
+	return func(o *options) { o.setup.MaxBodySize("WithMaxBodySize", n) }
 }
 
 // WithPathValue sets how {path.name} is read, for routers that do not set

@@ -1,88 +1,32 @@
 package httplock_test
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/httpsuite"
 	"github.com/lockgate/lockgate/internal/locktest"
-	"github.com/lockgate/lockgate/keyfunc"
 	"github.com/lockgate/lockgate/middleware/nethttp"
 	"github.com/lockgate/lockgate/redistest"
 )
 
 // TestSetupErrors: every bad Locker, template and option is an error of New
-// (and NewTemplate), with fail-open on — before and after the bad option —
-// so that it can neither answer 503 to every request nor run them all
-// without the lock; Must panics with it. The control: the same route with
-// good values of every option serves 200 under the lock.
+// (and NewTemplate) naming what is wrong, with fail-open on — before and
+// after the bad option — so that it can neither answer 503 to every
+// request nor run them all without the lock; Must panics with it
+// (httpsuite.OptionsSetupErrors). The control: the same route with good
+// values of every option serves 200 under the lock.
 func TestSetupErrors(t *testing.T) {
 	srv := redistest.Start(t)
 	l, _ := locktest.NewLocker(t, srv)
-	const key = "order:{query.user_id}:{path.voucher}"
-	cases := []struct {
-		name   string
-		locker *core.Locker
-		key    string
-		tmpl   *keyfunc.Template // NewTemplate when set (or when nilTmpl)
-		nilT   bool
-		opts   []httplock.Option
-		want   error
-		names  string // the error text must contain it
-	}{
-		{name: "nil Locker", key: key, want: httplock.ErrNoLocker, names: "Locker"},
-		{name: "nil Locker, NewTemplate", tmpl: keyfunc.MustCompile(key), want: httplock.ErrNoLocker, names: "Locker"},
-		{name: "empty key", locker: l, key: "", want: keyfunc.ErrBadTemplate},
-		{name: "unbalanced brace", locker: l, key: "order:{query.id", want: keyfunc.ErrBadTemplate},
-		{name: "gRPC source", locker: l, key: "order:{field.id}", want: keyfunc.ErrBadTemplate},
-		{name: "gRPC metadata", locker: l, key: "order:{md.x}", want: keyfunc.ErrBadTemplate},
-		{name: "unknown source", locker: l, key: "o:{usr.id}", want: keyfunc.ErrBadTemplate},
-		{name: "unknown type", locker: l, key: "o:{query.id:float}", want: keyfunc.ErrBadTemplate},
-		{name: "gRPC template", locker: l, tmpl: keyfunc.MustJoin(keyfunc.Const("o"), keyfunc.Field("id")), want: keyfunc.ErrBadTemplate},
-		{name: "nil template", locker: l, nilT: true, want: keyfunc.ErrBadTemplate},
-		{name: "TTL below minimum", locker: l, key: key, opts: []httplock.Option{httplock.WithTTL(10 * time.Millisecond)}, want: core.ErrInvalid, names: "WithTTL"},
-		{name: "TTL just below minimum", locker: l, key: key, opts: []httplock.Option{httplock.WithTTL(core.MinTTL - 1)}, want: core.ErrInvalid, names: "WithTTL"},
-		{name: "negative TTL", locker: l, key: key, opts: []httplock.Option{httplock.WithTTL(-time.Second)}, want: core.ErrInvalid, names: "WithTTL"},
-		{name: "negative wait", locker: l, key: key, opts: []httplock.Option{httplock.WithWait(-2 * time.Second)}, want: core.ErrInvalid, names: "WithWait"},
-		{name: "wait -2ns", locker: l, key: key, opts: []httplock.Option{httplock.WithWait(core.NoWait - 1)}, want: core.ErrInvalid, names: "WithWait"},
-		{name: "negative release timeout", locker: l, key: key, opts: []httplock.Option{httplock.WithReleaseTimeout(-time.Millisecond)}, want: core.ErrInvalid, names: "WithReleaseTimeout"},
-		{name: "negative body size", locker: l, key: "o:{body.id}", opts: []httplock.Option{httplock.WithMaxBodySize(-1)}, want: core.ErrInvalid, names: "WithMaxBodySize"},
-		{name: "nil lock option", locker: l, key: key, opts: []httplock.Option{httplock.WithLockOptions(core.WithoutWatchdog(), nil)}, want: core.ErrInvalid, names: "WithLockOptions"},
-		{name: "core TTL below minimum", locker: l, key: key, opts: []httplock.Option{httplock.WithLockOptions(core.WithTTL(time.Millisecond))}, want: core.ErrInvalid, names: "WithLockOptions"},
-		{name: "core negative wait", locker: l, key: key, opts: []httplock.Option{httplock.WithLockOptions(core.WithWait(-5 * time.Second))}, want: core.ErrInvalid, names: "WithLockOptions"},
-		{name: "core zero release timeout", locker: l, key: key, opts: []httplock.Option{httplock.WithLockOptions(core.WithReleaseTimeout(0))}, want: core.ErrInvalid, names: "WithLockOptions"},
-		{name: "nil option", locker: l, key: key, opts: []httplock.Option{nil}, want: core.ErrInvalid, names: "nil"},
-		{name: "bad option after good ones", locker: l, key: key, opts: []httplock.Option{httplock.WithWait(time.Second), httplock.WithTTL(time.Second), httplock.WithTTL(time.Nanosecond)}, want: core.ErrInvalid, names: "WithTTL"},
-	}
-	for _, c := range cases {
-		for _, order := range []string{"fail-open first", "fail-open last"} {
-			t.Run(c.name+"/"+order, func(t *testing.T) {
-				opts := append([]httplock.Option{httplock.WithFailOpen()}, c.opts...)
-				if order == "fail-open last" {
-					opts = append(append([]httplock.Option(nil), c.opts...), httplock.WithFailOpen())
-				}
-				build := func() (func(http.Handler) http.Handler, error) {
-					if c.tmpl != nil || c.nilT {
-						return httplock.NewTemplate(c.locker, c.tmpl, opts...)
-					}
-					return httplock.New(c.locker, c.key, opts...)
-				}
-				mw, err := build()
-				if !errors.Is(err, c.want) || mw != nil {
-					t.Fatalf("error %v (middleware %v), want one matching %v and no middleware", err, mw != nil, c.want)
-				}
-				if !strings.Contains(err.Error(), c.names) {
-					t.Fatalf("error %q does not name %q", err, c.names)
-				}
-				if v, _ := locktest.Panics(func() { httplock.Must(build()) }).(error); !errors.Is(v, c.want) {
-					t.Fatalf("Must panicked with %v, want %v", v, err)
-				}
-			})
-		}
-	}
+	httpsuite.OptionsSetupErrors(t, l, httpsuite.OptionSetup[func(http.Handler) http.Handler, httplock.Option]{
+		New: httplock.New, NewTemplate: httplock.NewTemplate, Must: httplock.Must,
+		Wait: httplock.WithWait, TTL: httplock.WithTTL, ReleaseTimeout: httplock.WithReleaseTimeout,
+		MaxBodySize: httplock.WithMaxBodySize, LockOptions: httplock.WithLockOptions, FailOpen: httplock.WithFailOpen,
+	})
 
 	t.Run("control: good values serve 200 under the lock", func(t *testing.T) {
 		type seen struct {

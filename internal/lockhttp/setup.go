@@ -1,0 +1,177 @@
+package lockhttp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/keyfunc"
+)
+
+// Setup checks the settings every HTTP adapter has — the wait, the TTL, the
+// release timeout, further core lock options and the body bound — as they
+// are given, keeps the first error, and compiles a route from them. The
+// adapters with options (httplock, ginlock) call it from each option, the
+// ones with a Config (fiberlock, echolock) once per field; their errors
+// read "<adapter>: <name>: ...", name being the option (WithWait) or the
+// field (Config.Wait), and match core.ErrInvalid.
+type Setup struct {
+	adapter  string
+	lockOpts []core.LockOption // in the order given, each already checked
+	maxBody  int64
+	err      error
+}
+
+// NewSetup returns the settings of an adapter named adapter ("httplock"),
+// with the body bound at keyfunc.DefaultMaxBodySize and no lock options.
+func NewSetup(adapter string) Setup {
+	return Setup{adapter: adapter, maxBody: keyfunc.DefaultMaxBodySize}
+}
+
+// Fail records err unless an earlier error was recorded.
+func (s *Setup) Fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+// Err is the first error recorded, or nil.
+func (s *Setup) Err() error { return s.err }
+
+// MaxBody is the body bound set, or keyfunc.DefaultMaxBodySize.
+func (s *Setup) MaxBody() int64 { return s.maxBody }
+
+// Invalid is the error of setting name with an invalid value: it names the
+// adapter and the setting and matches core.ErrInvalid.
+func (s *Setup) Invalid(name, format string, args ...any) error {
+	return fmt.Errorf("%s: %s: "+format+": %w", append([]any{s.adapter, name}, append(args, core.ErrInvalid)...)...)
+}
+
+// Errorf is an error of the adapter's: "<adapter>: " and the text.
+func (s *Setup) Errorf(format string, args ...any) error {
+	return fmt.Errorf("%s: "+format, append([]any{s.adapter}, args...)...)
+}
+
+// add checks opt on its own, so that the error names the setting, and
+// appends it.
+func (s *Setup) add(name string, opt core.LockOption) {
+	if _, err := core.Combine(opt); err != nil {
+		s.Fail(fmt.Errorf("%s: %s: %w", s.adapter, name, err))
+		return
+	}
+	s.lockOpts = append(s.lockOpts, opt)
+}
+
+// Wait sets how long a request waits for a busy lock: core.NoWait is a
+// single attempt, 0 sets nothing, another negative value is an error.
+func (s *Setup) Wait(name string, d time.Duration) {
+	switch {
+	case d == 0:
+	case d < 0 && d != core.NoWait:
+		s.Fail(s.Invalid(name, "wait %v is negative (use core.NoWait for a single attempt)", d))
+	default:
+		s.add(name, core.WithWait(d))
+	}
+}
+
+// TTL sets the lease time; 0 sets nothing, a value below core.MinTTL is an
+// error (core.WithTTL's).
+func (s *Setup) TTL(name string, d time.Duration) {
+	if d != 0 {
+		s.add(name, core.WithTTL(d))
+	}
+}
+
+// ReleaseTimeout sets how long the release waits for Redis; 0 sets
+// nothing, a negative value is an error.
+func (s *Setup) ReleaseTimeout(name string, d time.Duration) {
+	switch {
+	case d == 0:
+	case d < 0:
+		s.Fail(s.Invalid(name, "release timeout %v is negative", d))
+	default:
+		s.add(name, core.WithReleaseTimeout(d))
+	}
+}
+
+// LockOptions appends further core lock options, in order; a nil or
+// invalid one is an error.
+func (s *Setup) LockOptions(name string, opts []core.LockOption) {
+	for i, opt := range opts {
+		if opt == nil {
+			s.Fail(s.Invalid(name, "option %d is nil", i))
+			return
+		}
+		s.add(name, opt)
+	}
+}
+
+// MaxBodySize bounds the body read for the key; 0 sets nothing, a negative
+// value is an error.
+func (s *Setup) MaxBodySize(name string, n int64) {
+	switch {
+	case n < 0:
+		s.Fail(s.Invalid(name, "%d is negative", n))
+	case n > 0:
+		s.maxBody = n
+	}
+}
+
+// Route is what a request needs of a route's setup.
+type Route struct {
+	Template *keyfunc.Template // valid for HTTP
+	LockOpts []core.LockOption // the route's lock options combined: one
+	Body     bool              // the key reads the body ({body.*}, {form.*}, bare names)
+}
+
+// Route returns the first error recorded, or the route of template t
+// (already valid for HTTP) with the lock options combined after
+// core.WithPattern(t's text): observations name the route's lock by its
+// template (the lock options may name it otherwise), never by the key. A
+// failure to combine them is named combined.
+func (s *Setup) Route(t *keyfunc.Template, combined string) (Route, error) {
+	if s.err != nil {
+		return Route{}, s.err
+	}
+	opt, err := core.Combine(append([]core.LockOption{core.WithPattern(t.String())}, s.lockOpts...)...)
+	if err != nil {
+		return Route{}, fmt.Errorf("%s: %s: %w", s.adapter, combined, err)
+	}
+	return Route{
+		Template: t,
+		LockOpts: []core.LockOption{opt},
+		Body:     t.Uses(keyfunc.SourceBody) || t.Uses(keyfunc.SourceForm),
+	}, nil
+}
+
+// ForHTTP checks a template given as such: nil is an ErrBadTemplate error
+// naming it, and so is one naming a source HTTP cannot read.
+func (s *Setup) ForHTTP(name string, t *keyfunc.Template) (*keyfunc.Template, error) {
+	if t == nil {
+		return nil, fmt.Errorf("%s: nil %s: %w", s.adapter, name, keyfunc.ErrBadTemplate)
+	}
+	return t.For(keyfunc.HTTP())
+}
+
+// ConfigTemplate is the template of a Config with a Key and a Template
+// field (fiberlock, echolock): Template when set, else Key compiled for
+// HTTP; neither is an ErrBadTemplate error, and every error names the field
+// at fault (Config.Key or Config.Template).
+func (s *Setup) ConfigTemplate(key string, t *keyfunc.Template) (*keyfunc.Template, error) {
+	field := "Config.Template"
+	if t == nil {
+		if key == "" {
+			return nil, s.Errorf("Config.Key (or Config.Template) is required: %w", keyfunc.ErrBadTemplate)
+		}
+		c, err := keyfunc.Compile(key, keyfunc.HTTP())
+		if err != nil {
+			return nil, s.Errorf("Config.Key: %w", err)
+		}
+		t, field = c, "Config.Key"
+	}
+	t, err := t.For(keyfunc.HTTP())
+	if err != nil {
+		return nil, s.Errorf("%s: %w", field, err)
+	}
+	return t, nil
+}
