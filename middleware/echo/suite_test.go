@@ -14,9 +14,9 @@ import (
 )
 
 // TestSuite runs the shared HTTP behaviour suite against the Echo adapter.
-func TestSuite(t *testing.T) {
-	httpsuite.Run(t, httpsuite.Stack{Name: "echo", Serve: serveSuite})
-}
+func TestSuite(t *testing.T) { httpsuite.Run(t, stack) }
+
+var stack = httpsuite.Stack{Name: "echo", Serve: serveSuite}
 
 var pathParam = regexp.MustCompile(`\{([^}/]+)\}`)
 

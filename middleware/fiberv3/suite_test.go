@@ -14,14 +14,14 @@ import (
 
 // TestSuite runs the shared behaviour suite of the HTTP adapters against
 // this one.
-func TestSuite(t *testing.T) {
-	httpsuite.Run(t, httpsuite.Stack{
-		Name:  "fiberv3",
-		Serve: serveSuite,
-		// fasthttp does not cancel the request's context when the client
-		// goes away.
-		NoClientCancel: true,
-	})
+func TestSuite(t *testing.T) { httpsuite.Run(t, stack) }
+
+var stack = httpsuite.Stack{
+	Name:  "fiberv3",
+	Serve: serveSuite,
+	// fasthttp does not cancel the request's context when the client goes
+	// away.
+	NoClientCancel: true,
 }
 
 // handlerCtx is the ctx the suite's handlers get: c.Context(), the

@@ -14,9 +14,9 @@ import (
 )
 
 // TestSuite runs the shared HTTP behaviour suite against the Gin adapter.
-func TestSuite(t *testing.T) {
-	httpsuite.Run(t, httpsuite.Stack{Name: "gin", Serve: serveSuite})
-}
+func TestSuite(t *testing.T) { httpsuite.Run(t, stack) }
+
+var stack = httpsuite.Stack{Name: "gin", Serve: serveSuite}
 
 // serveSuite serves routes on a gin.New engine with gin.Recovery in front,
 // each behind ginlock configured from the route's options (none for a Bare

@@ -1,88 +1,18 @@
 package httplock_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"testing"
-	"time"
 
-	"github.com/lockgate/lockgate/core"
-	"github.com/lockgate/lockgate/internal/locktest"
-	"github.com/lockgate/lockgate/middleware/nethttp"
-	"github.com/lockgate/lockgate/redistest"
+	"github.com/lockgate/lockgate/internal/httpsuite"
 )
 
-// benchApp serves /plain/{id} bare and /locked/{id} behind the middleware
-// keyed by the id, on one Redis.
-func benchApp(b *testing.B) (*core.Locker, *httptest.Server) {
-	srv := redistest.Start(b)
-	l, _ := locktest.NewLocker(b, srv)
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	mux := http.NewServeMux()
-	mux.Handle("POST /plain/{id}", ok)
-	mux.Handle("POST /locked/{id}", httplock.Must(httplock.New(l, "bench:{path.id}"))(ok))
-	ts, _ := serve(b, mux)
-	return l, ts
-}
+// The shared benchmarks (httpsuite) over this adapter's suite stack: the
+// same route bare and behind the middleware, a distinct key per request,
+// uncontended, against core's own Lock+Unlock.
 
-func post(b *testing.B, c *http.Client, url string) {
-	resp, err := c.Post(url, "", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		b.Fatalf("status %d", resp.StatusCode)
-	}
-}
+func BenchmarkRoute(b *testing.B)     { httpsuite.BenchRoute(b, stack) }
+func BenchmarkCoreCycle(b *testing.B) { httpsuite.BenchCoreCycle(b, stack) }
 
-// BenchmarkRoute: the same route without and with the middleware, a
-// distinct key per request, uncontended.
-func BenchmarkRoute(b *testing.B) {
-	_, ts := benchApp(b)
-	c := ts.Client()
-	for _, route := range []string{"plain", "locked"} {
-		b.Run(route, func(b *testing.B) {
-			for i := 0; b.Loop(); i++ {
-				post(b, c, ts.URL+"/"+route+"/"+strconv.Itoa(i))
-			}
-		})
-	}
-}
-
-// BenchmarkCoreCycle: one core Lock+Unlock of a distinct key, the cost the
-// middleware is measured against.
-func BenchmarkCoreCycle(b *testing.B) {
-	l, _ := benchApp(b)
-	for i := 0; b.Loop(); i++ {
-		locktest.Cycle(b, l, "core:"+strconv.Itoa(i))
-	}
-}
-
-// BenchmarkOverhead interleaves a plain request, a locked request and a
-// core cycle in every iteration (so machine noise hits all three alike) and
-// reports added/cycle: (locked − plain) ÷ core cycle. The target is ≤ 1.2.
-func BenchmarkOverhead(b *testing.B) {
-	l, ts := benchApp(b)
-	c := ts.Client()
-	var plain, locked, core time.Duration
-	for i := 0; b.Loop(); i++ {
-		id := strconv.Itoa(i)
-		t0 := time.Now()
-		post(b, c, ts.URL+"/plain/"+id)
-		t1 := time.Now()
-		post(b, c, ts.URL+"/locked/"+id)
-		t2 := time.Now()
-		locktest.Cycle(b, l, "core:"+id)
-		t3 := time.Now()
-		plain, locked, core = plain+t1.Sub(t0), locked+t2.Sub(t1), core+t3.Sub(t2)
-	}
-	n := float64(b.N)
-	b.ReportMetric(float64(plain.Nanoseconds())/n, "plain-ns/req")
-	b.ReportMetric(float64(locked.Nanoseconds())/n, "locked-ns/req")
-	b.ReportMetric(float64(core.Nanoseconds())/n, "core-ns/cycle")
-	b.ReportMetric(float64(locked-plain)/float64(core), "added/cycle")
-}
+// BenchmarkOverhead reports added/cycle, (locked − plain) ÷ core cycle;
+// the target is ≤ 1.2.
+func BenchmarkOverhead(b *testing.B) { httpsuite.BenchOverhead(b, stack) }
