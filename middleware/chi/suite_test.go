@@ -1,8 +1,6 @@
 package chilock_test
 
 import (
-	"bytes"
-	"context"
 	"io"
 	"log"
 	"net/http"
@@ -14,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/lockgate/lockgate/internal/httpsuite"
+	"github.com/lockgate/lockgate/internal/httpsuite/nethttpstack"
 	"github.com/lockgate/lockgate/middleware/nethttp"
 )
 
@@ -40,16 +39,16 @@ func serveRoutes(t testing.TB, routes []httpsuite.Route) string {
 	for _, rt := range routes {
 		var mws []func(http.Handler) http.Handler
 		if rt.Context != nil {
-			mws = append(mws, withContext(rt.Context))
+			mws = append(mws, nethttpstack.WithContext(rt.Context))
 		}
 		if !rt.Bare {
-			lock, err := httplock.New(rt.Locker, rt.Key, options(rt.Options)...)
+			lock, err := httplock.New(rt.Locker, rt.Key, nethttpstack.Options(rt.Options)...)
 			if err != nil {
 				t.Fatalf("httplock.New(%q): %v", rt.Key, err)
 			}
 			mws = append(mws, lock)
 		}
-		r.With(mws...).Method(rt.Method, rt.Path, handler(rt.Handler))
+		r.With(mws...).Method(rt.Method, rt.Path, nethttpstack.Handler(rt.Handler))
 	}
 	return serve(t, r).URL
 }
@@ -71,57 +70,4 @@ func serve(t testing.TB, h http.Handler) *httptest.Server {
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return ts
-}
-
-// options maps the suite's settings to httplock's; zero values set nothing.
-func options(o httpsuite.Options) []httplock.Option {
-	opts := []httplock.Option{
-		httplock.WithWait(o.Wait),
-		httplock.WithTTL(o.TTL),
-		httplock.WithReleaseTimeout(o.ReleaseTimeout),
-		httplock.WithMaxBodySize(o.MaxBodySize),
-		httplock.WithLogger(o.Logger),
-		httplock.WithLockOptions(o.LockOptions...),
-	}
-	if o.FailOpen {
-		opts = append(opts, httplock.WithFailOpen())
-	}
-	if o.CustomBusy {
-		opts = append(opts, httplock.WithBusyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			w.WriteHeader(http.StatusTooManyRequests)
-			io.WriteString(w, "custom busy")
-		})))
-	}
-	if o.CustomError {
-		opts = append(opts, httplock.WithErrorHandler(func(w http.ResponseWriter, _ *http.Request, status int, _ error) {
-			w.WriteHeader(status)
-			io.WriteString(w, "custom error")
-		}))
-	}
-	return opts
-}
-
-// handler runs h as a net/http handler: r.Context(), the lease, the body
-// read in full (and replayed for the form).
-func handler(h httpsuite.Handler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		status, text := h(r.Context(), httplock.FromContext(r.Context()), httpsuite.Request{Body: body, Form: r.PostFormValue})
-		w.WriteHeader(status)
-		io.WriteString(w, text)
-	}
-}
-
-// withContext is an earlier middleware that sets the request's context.
-func withContext(f func(parent context.Context) context.Context) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(w, r.WithContext(f(r.Context())))
-		})
-	}
 }
