@@ -10,6 +10,8 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	connectlock "github.com/lockgate/lockgate/interceptor/connect"
+	"github.com/lockgate/lockgate/interceptor/connect/internal/testpbconnect"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/internal/rpcsuite"
 	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
 )
@@ -64,24 +66,16 @@ func (byHand) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.St
 // second ratio separates out.
 func BenchmarkLockedProcedure(b *testing.B) {
 	e := newBase(b)
-	lk, err := connectlock.New(e.locker)
+	lk, err := connectlock.New(e.Locker)
 	if err != nil {
 		b.Fatal(err)
 	}
-	locked := serve(b, e.svc, connectHTTP1, connect.WithInterceptors(lk)).client()
+	locked := serve(b, e.Service, connectHTTP1, connect.WithInterceptors(lk)).client()
 	bare := serve(b, rpcsuite.NewService(), connectHTTP1).client()
-	hand := serve(b, rpcsuite.NewService(), connectHTTP1, connect.WithInterceptors(byHand{e.locker})).client()
+	hand := serve(b, rpcsuite.NewService(), connectHTTP1, connect.WithInterceptors(byHand{e.Locker})).client()
 	ctx := context.Background()
 	req := connect.NewRequest(&testpb.OrderRequest{UserId: "u1", VoucherId: 7})
-	cycle := func() {
-		lease, err := e.locker.Lock(ctx, "bench:cycle")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := lease.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
+	cycle := func() { locktest.Cycle(b, e.Locker, "bench:cycle") }
 	// Warm both connections and the Locker.
 	for range 16 {
 		if _, err := bare.Order(ctx, req); err != nil {
@@ -96,45 +90,19 @@ func BenchmarkLockedProcedure(b *testing.B) {
 		cycle()
 	}
 
-	const block = 1
-	var tBare, tLocked, tCycle, tHand time.Duration
-	b.ResetTimer()
-	for done := 0; done < b.N; done += block {
-		n := min(block, b.N-done)
-		t0 := time.Now()
-		for range n {
-			if _, err := bare.Order(ctx, req); err != nil {
+	order := func(c testpbconnect.OrdersClient) func() {
+		return func() {
+			if _, err := c.Order(ctx, req); err != nil {
 				b.Fatal(err)
 			}
 		}
-		t1 := time.Now()
-		for range n {
-			if _, err := locked.Order(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-		}
-		t2 := time.Now()
-		for range n {
-			cycle()
-		}
-		t3 := time.Now()
-		for range n {
-			if _, err := hand.Order(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-		}
-		t4 := time.Now()
-		tBare += t1.Sub(t0)
-		tLocked += t2.Sub(t1)
-		tCycle += t3.Sub(t2)
-		tHand += t4.Sub(t3)
 	}
-	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(float64(tBare.Nanoseconds())/n, "ns/call-bare")
-	b.ReportMetric(float64(tLocked.Nanoseconds())/n, "ns/call-locked")
-	b.ReportMetric(float64(tHand.Nanoseconds())/n, "ns/call-by-hand")
-	b.ReportMetric(float64(tCycle.Nanoseconds())/n, "ns/lock-cycle")
+	t := rpcsuite.Interleave(b, 1, rpcsuite.Repeat(order(bare)), rpcsuite.Repeat(order(locked)), rpcsuite.Repeat(cycle), rpcsuite.Repeat(order(hand)))
+	tBare, tLocked, tCycle, tHand := t[0], t[1], t[2], t[3]
+	rpcsuite.PerCall(b, tBare, "ns/call-bare")
+	rpcsuite.PerCall(b, tLocked, "ns/call-locked")
+	rpcsuite.PerCall(b, tHand, "ns/call-by-hand")
+	rpcsuite.PerCall(b, tCycle, "ns/lock-cycle")
 	if tCycle > 0 {
 		b.ReportMetric(float64(tLocked-tBare)/float64(tCycle), "added/cycle")
 	}
@@ -148,46 +116,29 @@ func BenchmarkLockedProcedure(b *testing.B) {
 // the interceptor against one without, interleaved in blocks.
 func BenchmarkUnannotatedProcedure(b *testing.B) {
 	e := newBase(b)
-	lk, err := connectlock.New(e.locker)
+	lk, err := connectlock.New(e.Locker)
 	if err != nil {
 		b.Fatal(err)
 	}
-	with := serve(b, e.svc, connectH2C, connect.WithInterceptors(lk)).client()
-	without := serve(b, rpcsuite.NewService(), connectH2C).client()
 	ctx := context.Background()
 	req := connect.NewRequest(&testpb.OrderRequest{UserId: "u1", VoucherId: 7})
+	plain := func(c testpbconnect.OrdersClient) func() {
+		return func() {
+			if _, err := c.Plain(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	with := plain(serve(b, e.Service, connectH2C, connect.WithInterceptors(lk)).client())
+	without := plain(serve(b, rpcsuite.NewService(), connectH2C).client())
 	for range 16 {
-		if _, err := with.Plain(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := without.Plain(ctx, req); err != nil {
-			b.Fatal(err)
-		}
+		with()
+		without()
 	}
-	const block = 1
-	var tWith, tWithout time.Duration
-	b.ResetTimer()
-	for done := 0; done < b.N; done += block {
-		n := min(block, b.N-done)
-		t0 := time.Now()
-		for range n {
-			if _, err := without.Plain(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-		}
-		t1 := time.Now()
-		for range n {
-			if _, err := with.Plain(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-		}
-		tWithout += t1.Sub(t0)
-		tWith += time.Since(t1)
-	}
-	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(float64(tWithout.Nanoseconds())/n, "ns/call-without")
-	b.ReportMetric(float64(tWith.Nanoseconds())/n, "ns/call-with")
+	t := rpcsuite.Interleave(b, 1, rpcsuite.Repeat(without), rpcsuite.Repeat(with))
+	tWithout, tWith := t[0], t[1]
+	rpcsuite.PerCall(b, tWithout, "ns/call-without")
+	rpcsuite.PerCall(b, tWith, "ns/call-with")
 	if tWithout > 0 {
 		b.ReportMetric(float64(tWith)/float64(tWithout), "with/without")
 	}

@@ -13,15 +13,14 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/lockgate/lockgate/core"
 	connectlock "github.com/lockgate/lockgate/interceptor/connect"
 	"github.com/lockgate/lockgate/interceptor/connect/internal/testpbconnect"
+	"github.com/lockgate/lockgate/internal/rpclock"
 	"github.com/lockgate/lockgate/internal/rpcsuite"
 	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
-	"github.com/lockgate/lockgate/redistest"
 )
 
 // orders serves the suite's test service with Connect: every handler is
@@ -214,6 +213,17 @@ func (s *server) client() testpbconnect.OrdersClient {
 	return testpbconnect.NewOrdersClient(s.http, s.baseURL, s.p.opts...)
 }
 
+// suiteOptions are connectlock's constructors of the options a suite's
+// Server asks for (rpcsuite.Options.For).
+var suiteOptions = rpcsuite.Options[connectlock.Option]{
+	WithRule: func(procedure string, r rpclock.Rule) connectlock.Option {
+		return connectlock.WithRule(procedure, connectlock.Rule(r))
+	},
+	WithLockOptions:    connectlock.WithLockOptions,
+	WithReleaseTimeout: connectlock.WithReleaseTimeout,
+	WithLogger:         connectlock.WithLogger,
+}
+
 // connectStack is the suite's Connect stack for protocol p: the test
 // service on an httptest server, behind connectlock's interceptor.
 func connectStack(p protocol) rpcsuite.Stack {
@@ -221,22 +231,7 @@ func connectStack(p protocol) rpcsuite.Stack {
 		t.Helper()
 		ics := []connect.Interceptor{outermost{s.Served}}
 		if s.Locker != nil {
-			var lo []connectlock.Option
-			for _, r := range s.Rules {
-				lo = append(lo, connectlock.WithRule(rpcsuite.FullMethod(r.Method), connectlock.Rule{
-					Key: r.Key, Wait: r.Wait, TTL: r.TTL, FailOpen: r.FailOpen, Options: r.Options,
-				}))
-			}
-			if len(s.LockOptions) > 0 {
-				lo = append(lo, connectlock.WithLockOptions(s.LockOptions...))
-			}
-			if s.ReleaseTimeout != 0 {
-				lo = append(lo, connectlock.WithReleaseTimeout(s.ReleaseTimeout))
-			}
-			if s.Logger != nil {
-				lo = append(lo, connectlock.WithLogger(s.Logger))
-			}
-			lk, err := connectlock.New(s.Locker, lo...)
+			lk, err := connectlock.New(s.Locker, suiteOptions.For(s)...)
 			if err != nil {
 				t.Fatalf("connectlock.New: %v", err)
 			}
@@ -297,24 +292,21 @@ func replyOf(err error) rpcsuite.Reply {
 	return r
 }
 
-// env is one connectlock-specific test's world: a real Redis, a Locker
-// with the test's own prefix, the suite's service on a real server behind
-// the interceptor, and a client (HTTP/2 without TLS, Connect protocol).
+// env is one connectlock-specific test's world: its rpcsuite.Env (a real
+// Redis, a Locker with the test's own prefix, the suite's service) served
+// on a real server behind the interceptor, and a client (HTTP/2 without
+// TLS, Connect protocol).
 type env struct {
-	redis  *redistest.Server
-	rdb    *redis.Client
-	locker *core.Locker
-	svc    *rpcsuite.Service
+	*rpcsuite.Env
 	srv    *server
 	client testpbconnect.OrdersClient
-	prefix string
 }
 
 // newEnv serves the test service behind the interceptor built with opts.
 func newEnv(t testing.TB, opts ...connectlock.Option) *env {
 	t.Helper()
 	e := newBase(t)
-	lk, err := connectlock.New(e.locker, opts...)
+	lk, err := connectlock.New(e.Locker, opts...)
 	if err != nil {
 		t.Fatalf("connectlock.New: %v", err)
 	}
@@ -326,41 +318,11 @@ func newEnv(t testing.TB, opts ...connectlock.Option) *env {
 // opts (after the prefix).
 func newBase(t testing.TB, opts ...core.Option) *env {
 	t.Helper()
-	srv := redistest.Start(t)
-	rdb := srv.Client(t)
-	prefix := "connectlock-" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + ":"
-	if len(prefix) > core.MaxPrefixLen {
-		prefix = prefix[:core.MaxPrefixLen]
-	}
-	l, err := core.New(rdb, append([]core.Option{core.WithPrefix(prefix)}, opts...)...)
-	if err != nil {
-		t.Fatalf("core.New: %v", err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return &env{redis: srv, rdb: rdb, locker: l, svc: rpcsuite.NewService(), prefix: prefix}
+	return &env{Env: rpcsuite.NewEnv(t, "connectlock", opts...)}
 }
 
 func (e *env) serve(t testing.TB, opts ...connect.HandlerOption) {
 	t.Helper()
-	e.srv = serve(t, e.svc, connectH2C, opts...)
+	e.srv = serve(t, e.Service, connectH2C, opts...)
 	e.client = e.srv.client()
-}
-
-// lockKey is the Redis key of the lock named name.
-func (e *env) lockKey(name string) string { return e.prefix + "{" + name + "}" }
-
-// exists reports whether the Redis key k exists, read with a direct client.
-func (e *env) exists(t testing.TB, k string) bool {
-	t.Helper()
-	n, err := e.rdb.Exists(context.Background(), k).Result()
-	if err != nil {
-		t.Fatalf("EXISTS %s: %v", k, err)
-	}
-	return n == 1
-}
-
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }

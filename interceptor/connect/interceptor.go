@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -65,43 +64,12 @@ var _ connect.Interceptor = (*Interceptor)(nil)
 // the procedure, whether it is an annotation or a Go rule, and the field
 // (see the package doc for what is checked).
 func New(locker *core.Locker, opts ...Option) (*Interceptor, error) {
-	if locker == nil {
-		return nil, errors.New("connectlock: nil *core.Locker")
-	}
-	o := defaultOptions()
-	for i, opt := range opts {
-		if opt == nil {
-			o.fail("option %d given to New is nil", i)
-			continue
-		}
-		opt(&o)
-	}
-	if len(o.errs) > 0 {
-		// The rules would be checked against bad options: report these
-		// first, alone.
-		return nil, errors.Join(o.errs...)
-	}
-	if o.logger == nil {
-		o.logger = slog.Default()
-	}
-	rules := make(map[string]rpclock.Rule, len(o.rules))
-	for name, r := range o.rules {
-		rules[name] = rpclock.Rule(r)
-	}
-	cfg := rpclock.Config{
-		Name:     "connectlock",
-		Rules:    rules,
-		Order:    o.order,
-		Files:    o.files,
-		Types:    o.types,
-		LockOpts: o.lockOpts,
-	}
-	methods, err := rpclock.Load(&cfg)
+	b, err := rpclock.NewBase("connectlock", locker, opts)
 	if err != nil {
 		return nil, err
 	}
 	procs := map[string]*rpclock.Method{}
-	o.files.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+	b.Config.Files.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
 		for i := 0; i < fd.Services().Len(); i++ {
 			ms := fd.Services().Get(i).Methods()
 			for j := 0; j < ms.Len(); j++ {
@@ -110,14 +78,10 @@ func New(locker *core.Locker, opts ...Option) (*Interceptor, error) {
 		}
 		return true
 	})
-	for name, m := range methods {
+	for name, m := range b.Methods {
 		procs[name] = m
 	}
-	return &Interceptor{
-		gate:  rpclock.Gate{Name: "connectlock", Locker: locker, Logger: o.logger},
-		cfg:   cfg,
-		procs: procs,
-	}, nil
+	return &Interceptor{gate: b.Gate, cfg: b.Config, procs: procs}, nil
 }
 
 // Methods returns the procedures New found locked, for logs and tests.

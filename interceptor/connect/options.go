@@ -1,13 +1,13 @@
 package connectlock
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/rpclock"
 )
 
 // Rule is a Go-side lock rule for one procedure, the equivalent of a
@@ -45,27 +45,9 @@ type Rule struct {
 // New.
 type Option func(*options)
 
-type options struct {
-	rules    map[string]Rule
-	order    []string // procedures of rules, in the order given
-	files    *protoregistry.Files
-	types    *protoregistry.Types
-	lockOpts []core.LockOption
-	logger   *slog.Logger
-	errs     []error // bad option values, reported by New
-}
-
-func defaultOptions() options {
-	return options{
-		rules: map[string]Rule{},
-		files: protoregistry.GlobalFiles,
-		types: protoregistry.GlobalTypes,
-	}
-}
-
-func (o *options) fail(format string, args ...any) {
-	o.errs = append(o.errs, fmt.Errorf("connectlock: "+format, args...))
-}
+// options is the storage the Options set, shared with grpclock
+// (internal/rpclock): each Option below is one call of its methods.
+type options = rpclock.Options
 
 // WithRule sets the lock rule of procedure, written as Connect does
 // ("/package.Service/Method", as in connect.Spec.Procedure and the
@@ -74,12 +56,7 @@ func (o *options) fail(format string, args ...any) {
 // same procedure. New fails when no service of the registry (WithFiles)
 // has the method or the rule is invalid for it. Default: no Go rules.
 func WithRule(procedure string, r Rule) Option {
-	return func(o *options) {
-		if _, ok := o.rules[procedure]; !ok {
-			o.order = append(o.order, procedure)
-		}
-		o.rules[procedure] = r
-	}
+	return func(o *options) { o.SetRule(procedure, rpclock.Rule(r)) }
 }
 
 // WithFiles sets the registry whose service descriptors New reads
@@ -89,13 +66,7 @@ func WithRule(procedure string, r Rule) Option {
 // they are not in protoregistry.GlobalTypes. A nil registry is an error of
 // New. Default protoregistry.GlobalFiles.
 func WithFiles(files *protoregistry.Files) Option {
-	return func(o *options) {
-		if files == nil {
-			o.fail("WithFiles: nil *protoregistry.Files")
-			return
-		}
-		o.files = files
-	}
+	return func(o *options) { o.SetFiles(files) }
 }
 
 // WithLockOptions adds core lock options to every Lock the interceptor
@@ -104,26 +75,14 @@ func WithFiles(files *protoregistry.Files) Option {
 // of New. Locker-wide settings (prefix, observer, ...) belong to core.New
 // and do not compile here. Default none: the Locker's defaults apply.
 func WithLockOptions(opts ...core.LockOption) Option {
-	return func(o *options) {
-		for i, opt := range opts {
-			if opt == nil {
-				o.fail("WithLockOptions: option %d is nil", i)
-				return
-			}
-			if _, err := core.Combine(opt); err != nil {
-				o.fail("WithLockOptions: option %d: %w", i, err)
-				return
-			}
-		}
-		o.lockOpts = append(o.lockOpts, opts...)
-	}
+	return func(o *options) { o.AddLockOptions(opts...) }
 }
 
 // WithLogger sets where the interceptor reports what it does not send to
 // clients: fail-open calls, failed releases, internal errors. nil means
 // slog.Default() at the time of New. Default slog.Default().
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.logger = l }
+	return func(o *options) { o.SetLogger(l) }
 }
 
 // WithReleaseTimeout bounds the Unlock sent after a handler returns: it is
@@ -135,12 +94,5 @@ func WithLogger(l *slog.Logger) Option {
 // a negative value is an error of New). Default: the Locker's release
 // timeout (core.DefaultReleaseTimeout, 1s, unless configured).
 func WithReleaseTimeout(d time.Duration) Option {
-	return func(o *options) {
-		opt := core.WithReleaseTimeout(d)
-		if _, err := core.Combine(opt); err != nil {
-			o.fail("WithReleaseTimeout: %w", err)
-			return
-		}
-		o.lockOpts = append(o.lockOpts, opt)
-	}
+	return func(o *options) { o.AddReleaseTimeout(d) }
 }

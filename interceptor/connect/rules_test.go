@@ -98,14 +98,14 @@ func TestSchemaOutsideRegistry(t *testing.T) {
 	good := dynamicFile(t, &lockgatev1.LockRule{Key: "dyn:{user_id}", Wait: "0s"}).Services().Get(0).Methods().Get(0)
 	var logs locktest.SyncBuffer
 	e := newBase(t)
-	lk, err := connectlock.New(e.locker, connectlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	lk, err := connectlock.New(e.Locker, connectlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if slices.Contains(lk.Methods(), procedure) {
 		t.Fatalf("Methods %v lists %s, which is in no registry", lk.Methods(), procedure)
 	}
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 
 	t.Run("locked by its schema", func(t *testing.T) {
 		svc := rpcsuite.NewService()
@@ -121,8 +121,8 @@ func TestSchemaOutsideRegistry(t *testing.T) {
 			done <- err
 		}()
 		svc.WaitEntered(t, "Dyn", nil)
-		if !e.exists(t, e.lockKey("dyn:u1")) {
-			t.Fatalf("%s not locked while its handler holds", e.lockKey("dyn:u1"))
+		if !e.Exists(t, e.LockKey("dyn:u1")) {
+			t.Fatalf("%s not locked while its handler holds", e.LockKey("dyn:u1"))
 		}
 		_, err := client.CallUnary(ctx, connect.NewRequest(&testpb.OrderRequest{UserId: "u1"}))
 		if connect.CodeOf(err) != connect.CodeResourceExhausted {
@@ -179,17 +179,17 @@ func TestSchemaOutsideRegistry(t *testing.T) {
 // annotation all the same; an unannotated one is not (the control).
 func TestRegistryWithoutSchema(t *testing.T) {
 	e := newBase(t)
-	lk, err := connectlock.New(e.locker)
+	lk, err := connectlock.New(e.Locker)
 	if err != nil {
 		t.Fatal(err)
 	}
 	quick, plain := testpbconnect.OrdersQuickProcedure, testpbconnect.OrdersPlainProcedure
-	hc, base := serveMux(t, e.svc, map[string]http.Handler{
-		quick: unaryHandler(e.svc, quick, connect.WithInterceptors(lk)),
-		plain: unaryHandler(e.svc, plain, connect.WithInterceptors(lk)),
+	hc, base := serveMux(t, e.Service, map[string]http.Handler{
+		quick: unaryHandler(e.Service, quick, connect.WithInterceptors(lk)),
+		plain: unaryHandler(e.Service, plain, connect.WithInterceptors(lk)),
 	})
-	ctx := testCtx(t)
-	held, err := e.locker.Lock(context.Background(), "order:u1:7")
+	ctx := locktest.Context(t)
+	held, err := e.Locker.Lock(context.Background(), "order:u1:7")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,14 +209,14 @@ func TestRegistryWithoutSchema(t *testing.T) {
 // call to a server with the interceptor, is busy.
 func TestClientCallsPassThrough(t *testing.T) {
 	e := newBase(t)
-	lk, err := connectlock.New(e.locker)
+	lk, err := connectlock.New(e.Locker)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bare := serve(t, e.svc, connectH2C)
+	bare := serve(t, e.Service, connectH2C)
 	guarded := serve(t, rpcsuite.NewService(), connectH2C, connect.WithInterceptors(lk))
-	ctx := testCtx(t)
-	held, err := e.locker.Lock(context.Background(), "order:u1:7")
+	ctx := locktest.Context(t)
+	held, err := e.Locker.Lock(context.Background(), "order:u1:7")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestClientCallsPassThrough(t *testing.T) {
 // unannotated are not; a Go rule adds one.
 func TestMethods(t *testing.T) {
 	e := newBase(t)
-	lk, err := connectlock.New(e.locker, connectlock.WithRule(testpbconnect.OrdersPlainProcedure, connectlock.Rule{Key: "plain:{user_id}"}))
+	lk, err := connectlock.New(e.Locker, connectlock.WithRule(testpbconnect.OrdersPlainProcedure, connectlock.Rule{Key: "plain:{user_id}"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestStartupErrors(t *testing.T) {
 			[]string{"option 1", "nil"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lk, err := connectlock.New(e.locker, tc.opts...)
+			lk, err := connectlock.New(e.Locker, tc.opts...)
 			if err == nil {
 				t.Fatalf("New succeeded (procedures %v), want an error", lk.Methods())
 			}

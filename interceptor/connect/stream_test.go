@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
 )
 
@@ -17,7 +18,7 @@ import (
 // lives and released when it ends; a missing field is InvalidArgument.
 func TestServerStreamHoldsLock(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 
 	s1, err := e.client.Watch(ctx, connect.NewRequest(&testpb.OrderRequest{UserId: "u1", PauseMs: -1}))
 	if err != nil {
@@ -53,7 +54,7 @@ func TestServerStreamHoldsLock(t *testing.T) {
 		t.Fatalf("Watch u2 reply: %v, %v", s3.Msg(), s3.Err())
 	}
 
-	e.svc.Release()
+	e.Service.Release()
 	for _, s := range []*connect.ServerStreamForClient[testpb.OrderReply]{s1, s3} {
 		if !s.Receive() {
 			t.Fatalf("second reply: %v", s.Err())
@@ -63,7 +64,7 @@ func TestServerStreamHoldsLock(t *testing.T) {
 		}
 	}
 	// The stream ended: the lock is free again.
-	if e.exists(t, e.lockKey("watch:u1")) {
+	if e.Exists(t, e.LockKey("watch:u1")) {
 		t.Fatal("watch:u1 still locked after its stream ended")
 	}
 	s4, err := e.client.Watch(ctx, connect.NewRequest(&testpb.OrderRequest{UserId: "u1"}))
@@ -76,7 +77,7 @@ func TestServerStreamHoldsLock(t *testing.T) {
 	}
 	// A missing request field is InvalidArgument naming it; the handler
 	// does not run.
-	calls := e.svc.Calls()
+	calls := e.Service.Calls()
 	s5, err := e.client.Watch(ctx, connect.NewRequest(&testpb.OrderRequest{}))
 	if err == nil {
 		if s5.Receive() {
@@ -89,7 +90,7 @@ func TestServerStreamHoldsLock(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code() != connect.CodeInvalidArgument || !strings.Contains(ce.Message(), "user_id") {
 		t.Fatalf("Watch without user_id: %v, want InvalidArgument naming user_id", err)
 	}
-	if e.svc.Calls() != calls {
+	if e.Service.Calls() != calls {
 		t.Fatal("the handler ran for a bad key")
 	}
 }
@@ -99,15 +100,15 @@ func TestServerStreamHoldsLock(t *testing.T) {
 // the stream; without the header it is InvalidArgument naming it.
 func TestClientStreamLocksOnHeaders(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 
-	e.svc.DrainEntered()
+	e.Service.DrainEntered()
 	u1 := e.client.Upload(ctx)
 	u1.RequestHeader().Set("x-user-id", "m1")
 	if err := u1.Send(&testpb.OrderRequest{UserId: "a", PauseMs: -1}); err != nil {
 		t.Fatalf("Upload send: %v", err)
 	}
-	e.svc.WaitEntered(t, "Upload", func() error { _, err := u1.CloseAndReceive(); return err })
+	e.Service.WaitEntered(t, "Upload", func() error { _, err := u1.CloseAndReceive(); return err })
 
 	u2 := e.client.Upload(ctx)
 	u2.RequestHeader().Set("x-user-id", "m1")
@@ -125,7 +126,7 @@ func TestClientStreamLocksOnHeaders(t *testing.T) {
 		t.Fatalf("Upload m2 = %v, %v", r, err)
 	}
 
-	e.svc.Release()
+	e.Service.Release()
 	r, err := u1.CloseAndReceive()
 	if err != nil || r.Msg.GetKey() != "upload:m1" || r.Msg.GetEcho() != "a" {
 		t.Fatalf("first Upload = %v, %v; want key upload:m1 echo a", r, err)
@@ -146,7 +147,7 @@ func TestClientStreamLocksOnHeaders(t *testing.T) {
 // stream. An unannotated bidi stream (Feed) is untouched.
 func TestBidiStreamHoldsLock(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t)
+	ctx := locktest.Context(t)
 
 	c1 := e.client.Chat(ctx)
 	c1.RequestHeader().Set("x-user-id", "m1")

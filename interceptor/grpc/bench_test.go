@@ -9,16 +9,18 @@ import (
 	"google.golang.org/grpc"
 
 	grpclock "github.com/lockgate/lockgate/interceptor/grpc"
+	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/internal/rpcsuite"
 	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
 )
 
 // report adds the per-call figures of both variants, measured in
-// alternating blocks of the same run, and (ratio) their ratio.
+// alternating blocks of the same run (rpcsuite.Interleave), and (ratio)
+// their ratio.
 func report(b *testing.B, with, without time.Duration, ratio bool) {
-	n := float64(b.N)
-	b.ReportMetric(float64(without.Nanoseconds())/n, "ns/call-without")
-	b.ReportMetric(float64(with.Nanoseconds())/n, "ns/call-with")
-	b.ReportMetric(float64((with-without).Nanoseconds())/n, "added-ns/call")
+	rpcsuite.PerCall(b, without, "ns/call-without")
+	rpcsuite.PerCall(b, with, "ns/call-with")
+	rpcsuite.PerCall(b, with-without, "added-ns/call")
 	if ratio && without > 0 {
 		b.ReportMetric(float64(with)/float64(without), "with/without")
 	}
@@ -29,7 +31,7 @@ func report(b *testing.B, with, without time.Duration, ratio bool) {
 // the handler directly.
 func BenchmarkUnannotatedInterceptor(b *testing.B) {
 	e := newBase(b)
-	lk, err := grpclock.New(e.locker)
+	lk, err := grpclock.New(e.Locker)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,27 +42,25 @@ func BenchmarkUnannotatedInterceptor(b *testing.B) {
 	resp := &testpb.OrderReply{}
 	handler := func(context.Context, any) (any, error) { return resp, nil }
 
-	const block = 4096
-	var with, without time.Duration
 	b.ReportAllocs()
-	b.ResetTimer()
-	for done := 0; done < b.N; done += block {
-		n := min(block, b.N-done)
-		t0 := time.Now()
-		for range n {
-			_, _ = handler(ctx, req)
-		}
-		t1 := time.Now()
-		for range n {
-			_, _ = unary(ctx, req, info, handler)
-		}
-		without += t1.Sub(t0)
-		with += time.Since(t1)
-	}
-	b.StopTimer()
+	t := rpcsuite.Interleave(b, 4096,
+		func(n int) {
+			// handler, declared in the op so that its calls are inlined
+			// as the direct calls of a local closure are.
+			direct := func(context.Context, any) (any, error) { return resp, nil }
+			for range n {
+				_, _ = direct(ctx, req)
+			}
+		},
+		func(n int) {
+			for range n {
+				_, _ = unary(ctx, req, info, handler)
+			}
+		},
+	)
 	// No ratio: the bare handler is an inlined no-op, so added-ns/call is
 	// the figure; BenchmarkUnannotatedRPC gives the ratio on a real call.
-	report(b, with, without, false)
+	report(b, t[1], t[0], false)
 }
 
 // BenchmarkUnannotatedRPC measures a whole unary RPC over loopback TCP to
@@ -71,33 +71,18 @@ func BenchmarkUnannotatedRPC(b *testing.B) {
 	withoutEnv := newControl(b)
 	ctx := context.Background()
 	req := &testpb.OrderRequest{UserId: "u1", VoucherId: 7}
-	for _, e := range []*env{withEnv, withoutEnv} { // warm both connections
-		if _, err := e.client.Plain(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-	}
-	const block = 64
-	var with, without time.Duration
-	b.ResetTimer()
-	for done := 0; done < b.N; done += block {
-		n := min(block, b.N-done)
-		t0 := time.Now()
-		for range n {
-			if _, err := withoutEnv.client.Plain(ctx, req); err != nil {
+	plain := func(e *env) func() {
+		return func() {
+			if _, err := e.client.Plain(ctx, req); err != nil {
 				b.Fatal(err)
 			}
 		}
-		t1 := time.Now()
-		for range n {
-			if _, err := withEnv.client.Plain(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-		}
-		without += t1.Sub(t0)
-		with += time.Since(t1)
 	}
-	b.StopTimer()
-	report(b, with, without, true)
+	with, without := plain(withEnv), plain(withoutEnv)
+	with() // warm both connections
+	without()
+	t := rpcsuite.Interleave(b, 64, rpcsuite.Repeat(without), rpcsuite.Repeat(with))
+	report(b, t[1], t[0], true)
 }
 
 // BenchmarkOverhead is the HTTP adapters' BenchmarkOverhead for gRPC: in
@@ -114,31 +99,27 @@ func BenchmarkOverhead(b *testing.B) {
 	if _, err := e.client.Plain(ctx, bare); err != nil { // warm the connection
 		b.Fatal(err)
 	}
-	var tBare, tLocked, tCycle time.Duration
-	for i := 0; b.Loop(); i++ {
-		id := strconv.Itoa(i)
-		t0 := time.Now()
-		if _, err := e.client.Plain(ctx, bare); err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		if _, err := e.client.Order(ctx, &testpb.OrderRequest{UserId: "u" + id, VoucherId: 7}); err != nil {
-			b.Fatal(err)
-		}
-		t2 := time.Now()
-		lease, err := e.locker.Lock(ctx, "cycle:"+id)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := lease.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-		t3 := time.Now()
-		tBare, tLocked, tCycle = tBare+t1.Sub(t0), tLocked+t2.Sub(t1), tCycle+t3.Sub(t2)
-	}
-	n := float64(b.N)
-	b.ReportMetric(float64(tBare.Nanoseconds())/n, "bare-ns/call")
-	b.ReportMetric(float64(tLocked.Nanoseconds())/n, "locked-ns/call")
-	b.ReportMetric(float64(tCycle.Nanoseconds())/n, "core-ns/cycle")
+	i, id := 0, "0" // the iteration, the distinct part of its user and key
+	t := rpcsuite.Interleave(b, 1,
+		rpcsuite.Repeat(func() {
+			if _, err := e.client.Plain(ctx, bare); err != nil {
+				b.Fatal(err)
+			}
+		}),
+		rpcsuite.Repeat(func() {
+			if _, err := e.client.Order(ctx, &testpb.OrderRequest{UserId: "u" + id, VoucherId: 7}); err != nil {
+				b.Fatal(err)
+			}
+		}),
+		rpcsuite.Repeat(func() {
+			locktest.Cycle(b, e.Locker, "cycle:"+id)
+			i++
+			id = strconv.Itoa(i)
+		}),
+	)
+	tBare, tLocked, tCycle := t[0], t[1], t[2]
+	rpcsuite.PerCall(b, tBare, "bare-ns/call")
+	rpcsuite.PerCall(b, tLocked, "locked-ns/call")
+	rpcsuite.PerCall(b, tCycle, "core-ns/cycle")
 	b.ReportMetric(float64(tLocked-tBare)/float64(tCycle), "added/cycle")
 }

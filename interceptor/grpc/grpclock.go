@@ -2,8 +2,6 @@ package grpclock
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -40,44 +38,11 @@ type Interceptor struct {
 // the full method, whether it is an annotation or a Go rule, and the field
 // (see the package doc for what is checked).
 func New(locker *core.Locker, opts ...Option) (*Interceptor, error) {
-	if locker == nil {
-		return nil, errors.New("grpclock: nil *core.Locker")
-	}
-	o := defaultOptions()
-	for i, opt := range opts {
-		if opt == nil {
-			o.fail("option %d given to New is nil", i)
-			continue
-		}
-		opt(&o)
-	}
-	if len(o.errs) > 0 {
-		// The rules would be checked against bad options: report these
-		// first, alone.
-		return nil, errors.Join(o.errs...)
-	}
-	if o.logger == nil {
-		o.logger = slog.Default()
-	}
-	rules := make(map[string]rpclock.Rule, len(o.rules))
-	for name, r := range o.rules {
-		rules[name] = rpclock.Rule(r)
-	}
-	methods, err := rpclock.Load(&rpclock.Config{
-		Name:     "grpclock",
-		Rules:    rules,
-		Order:    o.order,
-		Files:    o.files,
-		Types:    o.types,
-		LockOpts: o.lockOpts,
-	})
+	b, err := rpclock.NewBase("grpclock", locker, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Interceptor{
-		gate:    rpclock.Gate{Name: "grpclock", Locker: locker, Logger: o.logger},
-		methods: methods,
-	}, nil
+	return &Interceptor{gate: b.Gate, methods: b.Methods}, nil
 }
 
 // Methods returns the full names of the locked methods, for logs and tests.

@@ -4,11 +4,9 @@ import (
 	"context"
 	"net"
 	"path"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -18,10 +16,10 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	grpclock "github.com/lockgate/lockgate/interceptor/grpc"
+	"github.com/lockgate/lockgate/internal/rpclock"
 	"github.com/lockgate/lockgate/internal/rpcsuite"
 	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
 	"github.com/lockgate/lockgate/internal/rpcsuite/testpb/testpbgrpc"
-	"github.com/lockgate/lockgate/redistest"
 )
 
 const (
@@ -121,6 +119,17 @@ func outermost(served func(string, rpcsuite.Code)) grpc.UnaryServerInterceptor {
 	}
 }
 
+// suiteOptions are grpclock's constructors of the options a suite's
+// Server asks for (rpcsuite.Options.For).
+var suiteOptions = rpcsuite.Options[grpclock.Option]{
+	WithRule: func(fullMethod string, r rpclock.Rule) grpclock.Option {
+		return grpclock.WithRule(fullMethod, grpclock.Rule(r))
+	},
+	WithLockOptions:    grpclock.WithLockOptions,
+	WithReleaseTimeout: grpclock.WithReleaseTimeout,
+	WithLogger:         grpclock.WithLogger,
+}
+
 // grpcStack is the suite's gRPC stack: the test service on grpc-go over
 // loopback TCP, behind grpclock's interceptors.
 var grpcStack = rpcsuite.Stack{Name: "grpc", Serve: serveSuite}
@@ -129,22 +138,7 @@ func serveSuite(t testing.TB, s rpcsuite.Server) rpcsuite.Client {
 	t.Helper()
 	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(outermost(s.Served))}
 	if s.Locker != nil {
-		var lo []grpclock.Option
-		for _, r := range s.Rules {
-			lo = append(lo, grpclock.WithRule(rpcsuite.FullMethod(r.Method), grpclock.Rule{
-				Key: r.Key, Wait: r.Wait, TTL: r.TTL, FailOpen: r.FailOpen, Options: r.Options,
-			}))
-		}
-		if len(s.LockOptions) > 0 {
-			lo = append(lo, grpclock.WithLockOptions(s.LockOptions...))
-		}
-		if s.ReleaseTimeout != 0 {
-			lo = append(lo, grpclock.WithReleaseTimeout(s.ReleaseTimeout))
-		}
-		if s.Logger != nil {
-			lo = append(lo, grpclock.WithLogger(s.Logger))
-		}
-		lk, err := grpclock.New(s.Locker, lo...)
+		lk, err := grpclock.New(s.Locker, suiteOptions.For(s)...)
 		if err != nil {
 			t.Fatalf("grpclock.New: %v", err)
 		}
@@ -165,6 +159,11 @@ func (c suiteClient) Call(ctx context.Context, method string, req *testpb.OrderR
 	if err == nil {
 		return rpcsuite.Reply{Code: rpcsuite.OK, Msg: out}
 	}
+	return replyOf(err)
+}
+
+// replyOf is what the suite reads of a call's error: its status.
+func replyOf(err error) rpcsuite.Reply {
 	st := status.Convert(err)
 	r := rpcsuite.Reply{Code: rpcsuite.Code(st.Code()), Message: st.Message(), Err: err}
 	for _, d := range st.Details() {
@@ -204,23 +203,19 @@ func serve(t testing.TB, svc *rpcsuite.Service, opts ...grpc.ServerOption) *grpc
 	return conn
 }
 
-// env is one grpclock-specific test's world: a real Redis, a Locker with
-// the test's own prefix, the suite's service on a real gRPC server and a
-// client.
+// env is one grpclock-specific test's world: its rpcsuite.Env (a real
+// Redis, a Locker with the test's own prefix, the suite's service) served
+// on a real gRPC server, and a client.
 type env struct {
-	redis  *redistest.Server
-	rdb    *redis.Client
-	locker *core.Locker
-	svc    *rpcsuite.Service
+	*rpcsuite.Env
 	client testpbgrpc.OrdersClient
-	prefix string
 }
 
 // newEnv serves the test service behind the interceptor built with opts.
 func newEnv(t testing.TB, opts ...grpclock.Option) *env {
 	t.Helper()
 	e := newBase(t)
-	lk, err := grpclock.New(e.locker, opts...)
+	lk, err := grpclock.New(e.Locker, opts...)
 	if err != nil {
 		t.Fatalf("grpclock.New: %v", err)
 	}
@@ -240,55 +235,10 @@ func newControl(t testing.TB) *env {
 // opts (after the prefix).
 func newBase(t testing.TB, opts ...core.Option) *env {
 	t.Helper()
-	srv := redistest.Start(t)
-	rdb := srv.Client(t)
-	prefix := "grpclock-" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + ":"
-	if len(prefix) > core.MaxPrefixLen {
-		prefix = prefix[:core.MaxPrefixLen]
-	}
-	l, err := core.New(rdb, append([]core.Option{core.WithPrefix(prefix)}, opts...)...)
-	if err != nil {
-		t.Fatalf("core.New: %v", err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return &env{redis: srv, rdb: rdb, locker: l, svc: rpcsuite.NewService(), prefix: prefix}
+	return &env{Env: rpcsuite.NewEnv(t, "grpclock", opts...)}
 }
 
 func (e *env) serve(t testing.TB, opts ...grpc.ServerOption) {
 	t.Helper()
-	e.client = testpbgrpc.NewOrdersClient(serve(t, e.svc, opts...))
-}
-
-// waitEntered waits (bounded) for a handler of method to start.
-func (e *env) waitEntered(t testing.TB, method string) {
-	t.Helper()
-	e.svc.WaitEntered(t, method, nil)
-}
-
-// waitEnteredOr is waitEntered; on timeout it reports what diagnose (if not
-// nil) returns, such as the status the call ended with.
-func (e *env) waitEnteredOr(t testing.TB, method string, diagnose func() error) {
-	t.Helper()
-	e.svc.WaitEntered(t, method, diagnose)
-}
-
-// lockKey is the Redis key of the lock named name.
-func (e *env) lockKey(name string) string { return e.prefix + "{" + name + "}" }
-
-// lockKeys lists the lock hashes under the test's prefix.
-func (e *env) lockKeys(t testing.TB) []string {
-	t.Helper()
-	keys, err := e.rdb.Keys(context.Background(), e.prefix+"*").Result()
-	if err != nil {
-		t.Fatalf("KEYS: %v", err)
-	}
-	var locks []string
-	for _, k := range keys {
-		// Lock hashes end with the hash tag; fence keys (":fence") and the
-		// done markers of releases (":done:<owner>") are not locks.
-		if strings.HasSuffix(k, "}") {
-			locks = append(locks, k)
-		}
-	}
-	return locks
+	e.client = testpbgrpc.NewOrdersClient(serve(t, e.Service, opts...))
 }

@@ -44,7 +44,7 @@ func TestNoOwnerFromMetadataStreams(t *testing.T) {
 		t.Fatalf("Watch A's first reply: %v %v", firstWatch, err)
 	}
 	// A, client streaming, locked on its x-user-id.
-	e.svc.DrainEntered()
+	e.Service.DrainEntered()
 	uploadA, err := e.client.Upload(withMD("x-user-id", "3", "x-request-id", requestID))
 	if err != nil {
 		t.Fatal(err)
@@ -52,16 +52,16 @@ func TestNoOwnerFromMetadataStreams(t *testing.T) {
 	if err := uploadA.Send(&testpb.OrderRequest{PauseMs: -1}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitEntered(t, "Upload")
+	e.Service.WaitEntered(t, "Upload", nil)
 
 	// The values B tries, per lock: everything observable about A.
 	owner := func(name string) (string, string) {
-		k := e.lockKey(name)
-		o, err := e.rdb.HGet(ctx, k, "owner").Result()
+		k := e.LockKey(name)
+		o, err := e.RDB.HGet(ctx, k, "owner").Result()
 		if err != nil || o == "" {
 			t.Fatalf("HGET %s owner: %q %v", k, o, err)
 		}
-		f, err := e.rdb.HGet(ctx, k, "fence").Result()
+		f, err := e.RDB.HGet(ctx, k, "fence").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +101,7 @@ func TestNoOwnerFromMetadataStreams(t *testing.T) {
 			return err
 		}},
 	}
-	callsBefore := e.svc.Calls()
+	callsBefore := e.Service.Calls()
 	// attempts lists the metadata of every B of a lock: one name at a
 	// time, then all at once (and as binary metadata).
 	attempts := func(values []string) [][]string {
@@ -124,7 +124,7 @@ func TestNoOwnerFromMetadataStreams(t *testing.T) {
 			}
 		}
 	}
-	if n := e.svc.Calls() - callsBefore; n != 0 {
+	if n := e.Service.Calls() - callsBefore; n != 0 {
 		t.Fatalf("%d handlers of B ran while A held the locks", n)
 	}
 	for _, l := range locks {
@@ -133,7 +133,7 @@ func TestNoOwnerFromMetadataStreams(t *testing.T) {
 		}
 	}
 
-	e.svc.Release()
+	e.Service.Release()
 	for {
 		if _, err := watchA.Recv(); err == io.EOF {
 			break
@@ -152,7 +152,7 @@ func TestNoOwnerFromMetadataStreams(t *testing.T) {
 			t.Fatalf("B on %s after A's release: %v, want OK", l.name, err)
 		}
 	}
-	if left := e.lockKeys(t); len(left) != 0 {
+	if left := e.LockKeys(t); len(left) != 0 {
 		t.Fatalf("locks left held: %v", left)
 	}
 }

@@ -209,7 +209,7 @@ func TestStartupErrors(t *testing.T) {
 			[]string{"option 1", "nil"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lk, err := grpclock.New(e.locker, tc.opts...)
+			lk, err := grpclock.New(e.Locker, tc.opts...)
 			if err == nil {
 				t.Fatalf("New succeeded (methods %v), want an error", lk.Methods())
 			}
@@ -234,7 +234,7 @@ func TestStartupErrors(t *testing.T) {
 // WithFiles.
 func TestRulesLoaded(t *testing.T) {
 	e := newBase(t)
-	lk, err := grpclock.New(e.locker)
+	lk, err := grpclock.New(e.Locker)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -250,10 +250,10 @@ func TestRulesLoaded(t *testing.T) {
 	}
 
 	files := dynamicFiles(t, &lockgatev1.LockRule{Key: "k:{field.sub.x}"}, &lockgatev1.LockRule{Key: "k:{user_id}"}, &lockgatev1.LockRule{Key: "k:{md.x}"})
-	if _, err := grpclock.New(e.locker, grpclock.WithFiles(files)); err == nil {
+	if _, err := grpclock.New(e.Locker, grpclock.WithFiles(files)); err == nil {
 		t.Fatal("New with a client stream naming a field: no error")
 	}
-	lk, err = grpclock.New(e.locker, grpclock.WithFiles(files),
+	lk, err = grpclock.New(e.Locker, grpclock.WithFiles(files),
 		grpclock.WithRule("/dyn.S/ClientStream", grpclock.Rule{Key: "k:{md.x-user-id}", Options: []core.LockOption{core.WithWait(core.NoWait)}}))
 	if err != nil {
 		t.Fatalf("New with a Go rule over the bad annotation: %v", err)

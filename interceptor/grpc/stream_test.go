@@ -49,7 +49,7 @@ func TestServerStreamHoldsLock(t *testing.T) {
 		t.Fatalf("Watch u2 reply: %v, %v", r, err)
 	}
 
-	e.svc.Release()
+	e.Service.Release()
 	for _, s := range []interface {
 		Recv() (*testpb.OrderReply, error)
 	}{s1, s3} {
@@ -92,7 +92,7 @@ func TestClientStreamLocksOnMetadata(t *testing.T) {
 	if err := u1.Send(&testpb.OrderRequest{UserId: "a", PauseMs: -1}); err != nil {
 		t.Fatalf("Upload send: %v", err)
 	}
-	e.waitEnteredOr(t, "Upload", func() error { _, err := u1.CloseAndRecv(); return err })
+	e.Service.WaitEntered(t, "Upload", func() error { _, err := u1.CloseAndRecv(); return err })
 
 	u2, err := e.client.Upload(m1)
 	if err != nil {
@@ -103,7 +103,7 @@ func TestClientStreamLocksOnMetadata(t *testing.T) {
 		t.Fatalf("second Upload with the same metadata: %v, want ResourceExhausted", err)
 	}
 
-	e.svc.Release()
+	e.Service.Release()
 	r, err := u1.CloseAndRecv()
 	if err != nil || r.GetKey() != "upload:m1" || r.GetEcho() != "a" {
 		t.Fatalf("first Upload = %v, %v; want key upload:m1 echo a", r, err)

@@ -3,6 +3,10 @@
 // connectlock (interceptor/connect) so that one (lockgate.v1.lock)
 // annotation or Go rule means the same under both:
 //
+//   - storing and checking the values of their Options (Options, whose
+//     methods each exported Option wraps) and the start of their New
+//     (NewBase: the Locker and the options checked, the rules loaded, the
+//     Gate set up), every error prefixed with the interceptor's name;
 //   - reading the annotations of a registry's services and compiling them,
 //     with the Go rules over them, into one *Method per locked method, every
 //     rule checked at start-up (Load, Compile);

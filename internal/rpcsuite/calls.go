@@ -41,13 +41,13 @@ func testOneAtATime(t *testing.T, s Stack) {
 				t.Errorf("call %d: %v", i, r)
 			}
 		}
-		if got := w.svc.MaxInside(); got != 1 {
+		if got := w.Service.MaxInside(); got != 1 {
 			t.Fatalf("max calls inside the handler at once = %d, want 1", got)
 		}
-		if got := w.svc.Calls(); got != n {
+		if got := w.Service.Calls(); got != n {
 			t.Fatalf("handler ran %d times, want %d", got, n)
 		}
-		if keys := w.lockKeys(t); len(keys) != 0 {
+		if keys := w.LockKeys(t); len(keys) != 0 {
 			t.Fatalf("locks left behind: %v", keys)
 		}
 	})
@@ -59,7 +59,7 @@ func testOneAtATime(t *testing.T, s Stack) {
 				t.Errorf("call %d: %v", i, r)
 			}
 		}
-		if got := w.svc.MaxInside(); got < 2 {
+		if got := w.Service.MaxInside(); got < 2 {
 			t.Fatalf("control: max inside = %d; without the lock calls should overlap", got)
 		}
 	})
@@ -101,16 +101,16 @@ func testNestedReenters(t *testing.T, s Stack) {
 		innerReleaseOK bool
 	}
 	probes := make(chan probe, 1)
-	w.svc.OnHold = func(ctx context.Context, _ *testpb.OrderRequest) {
+	w.Service.OnHold = func(ctx context.Context, _ *testpb.OrderRequest) {
 		lease := core.FromContext(ctx)
 		p := probe{key: lease.Key(), fence: lease.Fence()}
-		inner, err := w.locker.Lock(ctx, lease.Key(), core.WithWait(core.NoWait))
+		inner, err := w.Locker.Lock(ctx, lease.Key(), core.WithWait(core.NoWait))
 		p.innerErr = err
 		if err == nil {
 			p.reentered, p.innerFence = inner.Reentrant(), inner.Fence()
 			p.innerReleaseOK = inner.Unlock(ctx) == nil
 		}
-		outsider, err := w.locker.Lock(context.Background(), lease.Key(), core.WithWait(core.NoWait))
+		outsider, err := w.Locker.Lock(context.Background(), lease.Key(), core.WithWait(core.NoWait))
 		if err == nil {
 			_ = outsider.Unlock(context.Background())
 		}
@@ -127,10 +127,10 @@ func testNestedReenters(t *testing.T, s Stack) {
 	if !p.outsiderBusy {
 		t.Fatalf("control: the same Lock with a fresh context: %v, want core.ErrNotObtained", p.outsiderErr)
 	}
-	if !w.exists(t, w.lockKey("order:u1:7")) {
+	if !w.Exists(t, w.LockKey("order:u1:7")) {
 		t.Fatal("the nested Unlock released the outer lock")
 	}
-	w.svc.Release()
+	w.Service.Release()
 	if r := wait(t, done); r.Code != OK {
 		t.Fatalf("holder: %v", r)
 	}
@@ -160,11 +160,11 @@ func testBusy(t *testing.T, s Stack) {
 	if r.RetryDelay <= 0 || r.RetryDelay > 30*time.Second {
 		t.Fatalf("RetryInfo delay %v, want in (0, 30s]", r.RetryDelay)
 	}
-	if got := w.svc.Calls(); got != 1 {
+	if got := w.Service.Calls(); got != 1 {
 		t.Fatalf("handler ran %d times, want 1 (the busy call must not run)", got)
 	}
 
-	w.svc.Release()
+	w.Service.Release()
 	if r := wait(t, held); r.Code != OK {
 		t.Fatalf("holder: %v", r)
 	}
@@ -188,7 +188,7 @@ func testDifferentKeys(t *testing.T, s Stack) {
 	if r := w.call(ctx, "Quick", req("u1", 7, 0)); r.Code != ResourceExhausted {
 		t.Fatalf("control: the held key: %v, want ResourceExhausted", r)
 	}
-	w.svc.Release()
+	w.Service.Release()
 	if r := wait(t, held); r.Code != OK {
 		t.Fatalf("holder: %v", r)
 	}
@@ -201,20 +201,20 @@ func testUnannotated(t *testing.T, s Stack) {
 	w := newWorld(t, s).serve(t, nil)
 	ctx := testCtx(t)
 	held := w.startHolder(t, ctx, "Order", req("u1", 7, -1))
-	before := w.lockKeys(t)
+	before := w.LockKeys(t)
 
 	r := w.call(ctx, "Plain", req("u1", 7, 0))
 	if r.Code != OK || r.Key() != "" || r.Fence() != 0 || r.Echo() != "u1" {
 		t.Fatalf("Plain = %v: want no lease and the request intact", r)
 	}
-	if after := w.lockKeys(t); len(after) != len(before) {
+	if after := w.LockKeys(t); len(after) != len(before) {
 		t.Fatalf("Plain locked something: before %v after %v", before, after)
 	}
 	// An empty request is fine too: no key is built.
 	if r := w.call(ctx, "Plain", &testpb.OrderRequest{}); r.Code != OK {
 		t.Fatalf("Plain with an empty request: %v", r)
 	}
-	w.svc.Release()
+	w.Service.Release()
 	if r := wait(t, held); r.Code != OK {
 		t.Fatalf("holder: %v", r)
 	}

@@ -26,7 +26,7 @@ func testRedisDown(t *testing.T, s Stack) {
 	if r := w.call(ctx, "Order", req("u0", 7, 0)); r.Code != OK || r.Key() != "order:u0:7" {
 		t.Fatalf("control: Order with Redis up: %v", r)
 	}
-	w.redis.Stop()
+	w.Redis.Stop()
 
 	r := w.call(ctx, "Order", req("u1", 7, 0))
 	if r.Code != Unavailable {
@@ -35,7 +35,7 @@ func testRedisDown(t *testing.T, s Stack) {
 	if strings.Contains(r.Message, "127.0.0.1") || strings.Contains(r.Message, "refused") {
 		t.Errorf("internal error text leaked to the client: %q", r.Message)
 	}
-	if got := w.svc.Calls(); got != 1 {
+	if got := w.Service.Calls(); got != 1 {
 		t.Fatalf("handler ran %d times with Redis down, want 0 (1 with the control)", got-1)
 	}
 	if r := w.call(ctx, "Relaxed", req("u1", 0, 0)); r.Code != OK || r.Key() != "" || r.Fence() != 0 {
@@ -44,7 +44,7 @@ func testRedisDown(t *testing.T, s Stack) {
 	if r := w.call(ctx, "Plain", req("u1", 0, 0)); r.Code != OK {
 		t.Fatalf("Plain with Redis down: %v", r)
 	}
-	if got := w.svc.Calls(); got != 3 {
+	if got := w.Service.Calls(); got != 3 {
 		t.Fatalf("handler ran %d times, want 3 (the control, Relaxed, Plain)", got)
 	}
 }
@@ -58,7 +58,7 @@ func testClosedLocker(t *testing.T, s Stack) {
 		sv.Rules = []Rule{{Method: "Plain", Key: "plain:{user_id}", FailOpen: true}}
 	})
 	ctx := testCtx(t)
-	if err := w.locker.Close(); err != nil {
+	if err := w.Locker.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	for _, method := range []string{"Relaxed", "Plain"} {
@@ -66,7 +66,7 @@ func testClosedLocker(t *testing.T, s Stack) {
 			t.Fatalf("fail-open %s on a closed Locker: %v, want Unavailable \"shutting down\"", method, r)
 		}
 	}
-	if got := w.svc.Calls(); got != 0 {
+	if got := w.Service.Calls(); got != 0 {
 		t.Fatalf("handler ran %d times on a closed Locker, want 0", got)
 	}
 }
@@ -81,7 +81,7 @@ func testRedisHung(t *testing.T, s Stack) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr}) // go-redis defaults: ReadTimeout 3s, MaxRetries 3
 	t.Cleanup(func() { rdb.Close() })
 	var logBuf locktest.SyncBuffer
-	w := newWorldOn(t, s, srv, rdb).serve(t, func(sv *Server) {
+	w := worldOn(s, NewEnvOn(t, "rpcsuite", srv, rdb)).serve(t, func(sv *Server) {
 		sv.Rules = []Rule{
 			{Method: "Order", Key: "order:{user_id}", Wait: 200 * time.Millisecond},
 			{Method: "Relaxed", Key: "relaxed:{user_id}", Wait: 200 * time.Millisecond, FailOpen: true},
@@ -98,7 +98,7 @@ func testRedisHung(t *testing.T, s Stack) {
 		t.Fatalf("Pause: %v", err)
 	}
 	t.Cleanup(func() { srv.Resume() }) // before the Locker closes (cleanups run last first)
-	before := w.svc.Calls()
+	before := w.Service.Calls()
 
 	start := time.Now()
 	r := w.call(ctx, "Order", req("u1", 0, 0))
@@ -110,7 +110,7 @@ func testRedisHung(t *testing.T, s Stack) {
 	if took >= 2*time.Second {
 		t.Fatalf("Unavailable after %v, want within the 200ms wait plus a bound (< 2s)", took)
 	}
-	if got := w.svc.Calls(); got != before {
+	if got := w.Service.Calls(); got != before {
 		t.Fatal("handler ran on a hung Redis without fail-open")
 	}
 
@@ -177,7 +177,7 @@ func testDeadlineWhileBusy(t *testing.T, s Stack) {
 	if c := w.servedCode(t, "Quick"); c != ResourceExhausted {
 		t.Fatalf("control: the server answered Quick with %v, want ResourceExhausted", c)
 	}
-	w.svc.Release()
+	w.Service.Release()
 	if r := wait(t, held); r.Code != OK {
 		t.Fatalf("holder: %v", r)
 	}
@@ -196,14 +196,14 @@ func testLockLost(t *testing.T, s Stack) {
 	select {
 	case r := <-done:
 		t.Fatalf("control: the holder ended before its lock was deleted: %v", r)
-	case c := <-w.svc.causes:
+	case c := <-w.Service.causes:
 		t.Fatalf("control: the holder's context ended before its lock was deleted: %v", c)
 	default:
 	}
-	if n, err := w.rdb.Del(ctx, w.lockKey("order:u1:7")).Result(); err != nil || n != 1 {
+	if n, err := w.RDB.Del(ctx, w.LockKey("order:u1:7")).Result(); err != nil || n != 1 {
 		t.Fatalf("DEL lock: %d, %v", n, err)
 	}
-	if cause := w.svc.Cause(t); !errors.Is(cause, core.ErrLockLost) {
+	if cause := w.Service.Cause(t); !errors.Is(cause, core.ErrLockLost) {
 		t.Fatalf("handler ctx cause = %v, want core.ErrLockLost", cause)
 	}
 	if r := wait(t, done); r.Code != Canceled {
@@ -229,15 +229,15 @@ func testReleaseAfterCancel(t *testing.T, s Stack) {
 	callCtx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
 	done := w.startHolder(t, callCtx, "Order", req("u1", 7, -1))
-	k := w.lockKey("order:u1:7")
-	if !w.exists(t, k) {
+	k := w.LockKey("order:u1:7")
+	if !w.Exists(t, k) {
 		t.Fatalf("lock %s not in Redis while the handler holds it", k)
 	}
 	cancel()
 	if r := wait(t, done); r.Code != Canceled {
 		t.Fatalf("cancelled call: %v, want Canceled", r)
 	}
-	if cause := w.svc.Cause(t); !errors.Is(cause, context.Canceled) {
+	if cause := w.Service.Cause(t); !errors.Is(cause, context.Canceled) {
 		t.Fatalf("handler ctx cause = %v, want context.Canceled", cause)
 	}
 	select {
@@ -248,8 +248,8 @@ func testReleaseAfterCancel(t *testing.T, s Stack) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no release within 10s of the handler's end")
 	}
-	if w.exists(t, k) {
-		ttl, _ := w.rdb.PTTL(context.Background(), k).Result()
+	if w.Exists(t, k) {
+		ttl, _ := w.RDB.PTTL(context.Background(), k).Result()
 		t.Fatalf("lock %s still in Redis (PTTL %v) after the release of a cancelled call", k, ttl)
 	}
 }
@@ -261,11 +261,11 @@ func testReleaseAfterCancel(t *testing.T, s Stack) {
 // was in Redis.
 func testPanicReleases(t *testing.T, s Stack) {
 	w := newWorld(t, s)
-	k := w.lockKey("order:u1:7")
+	k := w.LockKey("order:u1:7")
 	heldDuring := make(chan bool, 1)
 	// pause_ms -2 panics, after OnPanic looked the lock up in Redis.
-	w.svc.OnPanic = func(context.Context) {
-		n, err := w.rdb.Exists(context.Background(), k).Result()
+	w.Service.OnPanic = func(context.Context) {
+		n, err := w.RDB.Exists(context.Background(), k).Result()
 		heldDuring <- err == nil && n == 1
 	}
 	w.serve(t, nil)
@@ -282,7 +282,7 @@ func testPanicReleases(t *testing.T, s Stack) {
 	default:
 		t.Fatal("the panicking handler did not run")
 	}
-	if w.exists(t, k) {
+	if w.Exists(t, k) {
 		t.Fatalf("lock %s still in Redis after the handler panicked", k)
 	}
 	if r := w.call(ctx, "Quick", req("u1", 7, 0)); r.Code != OK {

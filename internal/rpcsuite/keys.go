@@ -45,10 +45,10 @@ func testInvalidKey(t *testing.T, s Stack) {
 			}
 		})
 	}
-	if got := w.svc.Calls(); got != 0 {
+	if got := w.Service.Calls(); got != 0 {
 		t.Fatalf("handler ran %d times on bad keys, want 0", got)
 	}
-	if keys := w.lockKeys(t); len(keys) != 0 {
+	if keys := w.LockKeys(t); len(keys) != 0 {
 		t.Fatalf("bad keys locked something: %v", keys)
 	}
 	// The same method with good values works (nested field + metadata).
@@ -67,8 +67,8 @@ func testTypedCanonical(t *testing.T, s Stack) {
 	})
 	ctx := testCtx(t)
 	held := w.startHolder(t, ctx, "Order", &testpb.OrderRequest{UserId: "01", PauseMs: -1})
-	if !w.exists(t, w.lockKey("order:1")) {
-		t.Fatalf("holder of \"01\" did not lock the canonical key %s (keys %v)", w.lockKey("order:1"), w.lockKeys(t))
+	if !w.Exists(t, w.LockKey("order:1")) {
+		t.Fatalf("holder of \"01\" did not lock the canonical key %s (keys %v)", w.LockKey("order:1"), w.LockKeys(t))
 	}
 	for _, spelling := range []string{"1", "+1", "001"} {
 		if r := w.call(ctx, "Order", &testpb.OrderRequest{UserId: spelling}); r.Code != ResourceExhausted {
@@ -83,10 +83,10 @@ func testTypedCanonical(t *testing.T, s Stack) {
 	if r := w.call(ctx, "Order", &testpb.OrderRequest{UserId: "x"}); r.Code != InvalidArgument || !strings.Contains(r.Message, "user_id") {
 		t.Fatalf("user_id \"x\": %v, want InvalidArgument naming user_id", r)
 	}
-	if got := w.svc.Calls(); got != 2 {
+	if got := w.Service.Calls(); got != 2 {
 		t.Fatalf("handler ran %d times, want 2 (the holder and user 2)", got)
 	}
-	w.svc.Release()
+	w.Service.Release()
 	if r := wait(t, held); r.Code != OK {
 		t.Fatalf("holder: %v", r)
 	}
@@ -126,7 +126,7 @@ func testGoRuleOverAnnotation(t *testing.T, s Stack) {
 	if d := time.Since(start); d >= 2*time.Second {
 		t.Fatalf("busy answer took %v: the annotation's 2s wait was used, not the Go rule's 0", d)
 	}
-	w.svc.Release()
+	w.Service.Release()
 	if r := wait(t, held); r.Code != OK {
 		t.Fatalf("holder: %v", r)
 	}
@@ -154,8 +154,8 @@ func testGoRuleSettings(t *testing.T, s Stack) {
 	})
 	ctx := testCtx(t)
 	held := w.startHolder(t, ctx, "Order", req("7", 3, -1))
-	k := w.lockKey("order:7:3")
-	ttl, err := w.rdb.PTTL(ctx, k).Result()
+	k := w.LockKey("order:7:3")
+	ttl, err := w.RDB.PTTL(ctx, k).Result()
 	if err != nil || ttl <= 0 || ttl > time.Second {
 		t.Fatalf("PTTL %s = %v, %v; want the rule's TTL, in (0, 1s]", k, ttl, err)
 	}
@@ -166,11 +166,11 @@ func testGoRuleSettings(t *testing.T, s Stack) {
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("busy answer took %v: Wait core.NoWait should make one attempt", d)
 	}
-	w.svc.Release()
+	w.Service.Release()
 	if r := wait(t, held); r.Code != OK {
 		t.Fatalf("holder: %v", r)
 	}
-	if w.exists(t, k) {
+	if w.Exists(t, k) {
 		t.Fatalf("lock %s still held after the handler returned", k)
 	}
 }
@@ -218,10 +218,10 @@ func testNoOwnerFromRequest(t *testing.T, s Stack) {
 		err       error
 	}
 	heldc := make(chan held, 1)
-	w.svc.OnHold = func(ctx context.Context, _ *testpb.OrderRequest) {
+	w.Service.OnHold = func(ctx context.Context, _ *testpb.OrderRequest) {
 		lease := core.FromContext(ctx)
 		h := held{key: lease.Key(), fence: lease.Fence()}
-		inner, err := w.locker.Lock(ctx, lease.Key(), core.WithWait(core.NoWait))
+		inner, err := w.Locker.Lock(ctx, lease.Key(), core.WithWait(core.NoWait))
 		if err == nil {
 			h.reentered = inner.Reentrant()
 			err = inner.Unlock(ctx)
@@ -237,8 +237,8 @@ func testNoOwnerFromRequest(t *testing.T, s Stack) {
 	if h.err != nil || !h.reentered || h.key != "order:1:1" {
 		t.Fatalf("control: a nested Lock with A's context: %+v; want a re-entry of order:1:1", h)
 	}
-	k := w.lockKey("order:1:1")
-	owner, err := w.rdb.HGet(ctx, k, "owner").Result()
+	k := w.LockKey("order:1:1")
+	owner, err := w.RDB.HGet(ctx, k, "owner").Result()
 	if err != nil || owner == "" {
 		t.Fatalf("HGET %s owner: %q %v", k, owner, err)
 	}
@@ -254,19 +254,19 @@ func testNoOwnerFromRequest(t *testing.T, s Stack) {
 		}
 		attempts = append(attempts, append(all, "lockgate-owner-bin", v))
 	}
-	callsBefore := w.svc.Calls()
+	callsBefore := w.Service.Calls()
 	for _, md := range attempts {
 		if r := w.call(ctx, "Quick", req("1", 1, 0), md...); r.Code != ResourceExhausted {
 			t.Errorf("B with metadata %q: %v, want ResourceExhausted (busy): never A's lock", md, r)
 		}
 	}
-	if n := w.svc.Calls() - callsBefore; n != 0 {
+	if n := w.Service.Calls() - callsBefore; n != 0 {
 		t.Fatalf("%d handlers of B ran while A held the lock", n)
 	}
-	if got, _ := w.rdb.HGet(ctx, k, "owner").Result(); got != owner {
+	if got, _ := w.RDB.HGet(ctx, k, "owner").Result(); got != owner {
 		t.Fatalf("%s now has owner %q, was %q: A's hold was touched", k, got, owner)
 	}
-	w.svc.Release()
+	w.Service.Release()
 	if r := wait(t, doneA); r.Code != OK {
 		t.Fatalf("A: %v", r)
 	}
@@ -275,7 +275,7 @@ func testNoOwnerFromRequest(t *testing.T, s Stack) {
 	if r := w.call(ctx, "Quick", req("1", 1, 0), attempts[len(attempts)-1]...); r.Code != OK {
 		t.Fatalf("B after A's release: %v, want OK", r)
 	}
-	if left := w.lockKeys(t); len(left) != 0 {
+	if left := w.LockKeys(t); len(left) != 0 {
 		t.Fatalf("locks left held: %v", left)
 	}
 }

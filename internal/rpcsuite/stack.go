@@ -15,7 +15,11 @@
 // Each stack maps its framework's codes to Code (both number them as
 // gRPC does) and its handlers to Service. What only one framework has
 // (stream specifics, setup errors of its own options, fuzzing, examples,
-// benchmarks) stays in that interceptor's tests.
+// benchmarks) stays in that interceptor's tests, which share with the
+// suite the helpers they have in common: Env (a test's Redis, Locker and
+// service), Options (a Server's settings as the package's options),
+// RunFailures (the mapping of lock failures to what the client is told)
+// and Interleave (the benchmarks' timing of variants in turn).
 package rpcsuite
 
 import (
@@ -26,6 +30,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/rpclock"
 	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
 )
 
@@ -95,6 +100,40 @@ type Rule struct {
 	TTL      time.Duration
 	FailOpen bool
 	Options  []core.LockOption
+}
+
+// Options are an interceptor's constructors of its Options (grpclock's,
+// connectlock's), with which its Stack.Serve turns a Server's settings
+// into the interceptor's options (For).
+type Options[O any] struct {
+	// WithRule sets the Go rule r of the method fullMethod
+	// ("/lockgate.testpb.Orders/Order"); r converts to the package's Rule.
+	WithRule           func(fullMethod string, r rpclock.Rule) O
+	WithLockOptions    func(opts ...core.LockOption) O
+	WithReleaseTimeout func(d time.Duration) O
+	WithLogger         func(l *slog.Logger) O
+}
+
+// For returns the options s asks for: a WithRule per rule of s.Rules, in
+// their order, then WithLockOptions, WithReleaseTimeout and WithLogger
+// when s sets them.
+func (c Options[O]) For(s Server) []O {
+	var opts []O
+	for _, r := range s.Rules {
+		opts = append(opts, c.WithRule(FullMethod(r.Method), rpclock.Rule{
+			Key: r.Key, Wait: r.Wait, TTL: r.TTL, FailOpen: r.FailOpen, Options: r.Options,
+		}))
+	}
+	if len(s.LockOptions) > 0 {
+		opts = append(opts, c.WithLockOptions(s.LockOptions...))
+	}
+	if s.ReleaseTimeout != 0 {
+		opts = append(opts, c.WithReleaseTimeout(s.ReleaseTimeout))
+	}
+	if s.Logger != nil {
+		opts = append(opts, c.WithLogger(s.Logger))
+	}
+	return opts
 }
 
 // Client calls the served test service.

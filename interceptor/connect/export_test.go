@@ -1,0 +1,4 @@
+package connectlock
+
+// FailureError is failureError, for the tests of package connectlock_test.
+var FailureError = failureError
