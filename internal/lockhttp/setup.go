@@ -175,3 +175,29 @@ func (s *Setup) ConfigTemplate(key string, t *keyfunc.Template) (*keyfunc.Templa
 	}
 	return t, nil
 }
+
+// Fields are the settings of an adapter with a Config (fiberlock,
+// echolock), its fields of the same names.
+type Fields struct {
+	Key                       string
+	Template                  *keyfunc.Template
+	Wait, TTL, ReleaseTimeout time.Duration
+	LockOptions               []core.LockOption
+	MaxBodySize               int64
+}
+
+// ConfigRoute checks f, each error naming its field (Config.Wait), and
+// returns the route: ConfigTemplate, then Wait, TTL, ReleaseTimeout,
+// LockOptions and MaxBodySize, then Route.
+func (s *Setup) ConfigRoute(f Fields) (Route, error) {
+	t, err := s.ConfigTemplate(f.Key, f.Template)
+	if err != nil {
+		return Route{}, err
+	}
+	s.Wait("Config.Wait", f.Wait)
+	s.TTL("Config.TTL", f.TTL)
+	s.ReleaseTimeout("Config.ReleaseTimeout", f.ReleaseTimeout)
+	s.LockOptions("Config.LockOptions", f.LockOptions)
+	s.MaxBodySize("Config.MaxBodySize", f.MaxBodySize)
+	return s.Route(t, "Config.LockOptions")
+}

@@ -80,16 +80,8 @@ func build(cfg Config) (*lockMiddleware, error) {
 	if cfg.Locker == nil {
 		return nil, ErrNoLocker
 	}
-	tmpl, err := s.ConfigTemplate(cfg.Key, cfg.Template)
-	if err != nil {
-		return nil, err
-	}
-	s.Wait("Config.Wait", cfg.Wait)
-	s.TTL("Config.TTL", cfg.TTL)
-	s.ReleaseTimeout("Config.ReleaseTimeout", cfg.ReleaseTimeout)
-	s.LockOptions("Config.LockOptions", cfg.LockOptions)
-	s.MaxBodySize("Config.MaxBodySize", int64(cfg.MaxBodySize))
-	route, err := s.Route(tmpl, "Config.LockOptions")
+	route, err := s.ConfigRoute(lockhttp.Fields{Key: cfg.Key, Template: cfg.Template, Wait: cfg.Wait, TTL: cfg.TTL,
+		ReleaseTimeout: cfg.ReleaseTimeout, LockOptions: cfg.LockOptions, MaxBodySize: cfg.MaxBodySize})
 	if err != nil {
 		return nil, err
 	}

@@ -83,16 +83,8 @@ func build(cfg Config) (*middleware, error) {
 	if cfg.Locker == nil {
 		return nil, s.Invalid("Config.Locker", "required")
 	}
-	tmpl, err := s.ConfigTemplate(cfg.Key, cfg.Template)
-	if err != nil {
-		return nil, err
-	}
-	s.Wait("Config.Wait", cfg.Wait)
-	s.TTL("Config.TTL", cfg.TTL)
-	s.ReleaseTimeout("Config.ReleaseTimeout", cfg.ReleaseTimeout)
-	s.LockOptions("Config.LockOptions", cfg.LockOptions)
-	s.MaxBodySize("Config.MaxBodySize", int64(cfg.MaxBodySize))
-	route, err := s.Route(tmpl, "lock options")
+	route, err := s.ConfigRoute(lockhttp.Fields{Key: cfg.Key, Template: cfg.Template, Wait: cfg.Wait, TTL: cfg.TTL,
+		ReleaseTimeout: cfg.ReleaseTimeout, LockOptions: cfg.LockOptions, MaxBodySize: int64(cfg.MaxBodySize)})
 	if err != nil {
 		return nil, err
 	}
