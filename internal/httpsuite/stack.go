@@ -6,8 +6,12 @@
 // cancelling the handler, a panic releasing, one request at a time with a
 // control that overlaps, different keys in parallel, typed placeholders,
 // the lease in the handler's context, replaceable answers and the
-// pattern naming the lock. Adapter-specific behaviour (setup errors,
-// options of one framework, Skipper/Next) stays in each adapter's tests.
+// pattern naming the lock. SetupErrors (and OptionSetup's
+// OptionsSetupErrors for adapters with options) is the table of bad setups
+// every adapter refuses; BenchRoute, BenchCoreCycle and BenchOverhead are
+// the benchmarks every adapter runs over its Stack. Adapter-specific
+// behaviour (the controls of setup, options of one framework,
+// Skipper/Next) stays in each adapter's tests.
 //
 // Besides what Stack, Route and Handler say, the cases take for granted of
 // every adapter what net/http's does: error answers are {"error": "..."}
