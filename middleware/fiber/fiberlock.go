@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/fiberkey"
 	"github.com/lockgate/lockgate/internal/lockhttp"
 	"github.com/lockgate/lockgate/keyfunc"
 )
@@ -91,8 +92,8 @@ func (m *middleware) handle(c *fiber.Ctx) error {
 		err := &keyfunc.Error{Part: "body", Err: keyfunc.ErrBodyTooLarge}
 		return cfg.ErrorHandler(c, fiber.StatusRequestEntityTooLarge, err)
 	}
-	q := request{cfg: cfg, c: c}
-	key, err := m.route.Template.Key(q.lookup)
+	q := fiberkey.Request[*fiber.Ctx]{C: c, Unescaped: unescaped, Ctx: cfg.ContextValue}
+	key, err := m.route.Template.Key(q.Lookup)
 	if err != nil {
 		return cfg.ErrorHandler(c, fiber.StatusBadRequest, err)
 	}
@@ -127,3 +128,6 @@ func (m *middleware) failed(c *fiber.Ctx, ctx context.Context, key string, err e
 	}
 	return cfg.ErrorHandler(c, d.Status, err)
 }
+
+// unescaped reports whether c's app decodes path parameters itself.
+func unescaped(c *fiber.Ctx) bool { return c.App().Config().UnescapePath }
