@@ -8,6 +8,7 @@ var cases = []struct {
 	name string
 	run  func(t *testing.T, s Stack)
 }{
+	{"GoodSettings", goodSettings},
 	{"BadInput", badInput},
 	{"LeaseInHandler", leaseInHandler},
 	{"CtxPlaceholder", ctxPlaceholder},

@@ -1,8 +1,10 @@
 package httpsuite
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -98,8 +100,9 @@ func SetupCases(l *core.Locker) []SetupCase {
 // SetupErrors checks every case of SetupCases against the adapter: the
 // setup fails with an error matching the case's, naming its setting, and
 // no middleware; the panicking form panics with an error of the same text.
-// The adapter's control (good values of every setting serve under the
-// lock) and its own cases stay in its tests.
+// Its control is Run's GoodSettings case (good values of every setting
+// serve under the lock); the adapter's own settings (nil handlers, zero
+// values) stay in its tests.
 func SetupErrors(t *testing.T, l *core.Locker, a Setup) {
 	t.Helper()
 	for _, c := range SetupCases(l) {
@@ -216,3 +219,31 @@ func isNil(m any) bool {
 // ConfigName is how an adapter with a Config (fiberlock, echolock) names a
 // setting of Settings: the field, "Config.TTL".
 func ConfigName(setting string) string { return "Config." + setting }
+
+// goodSettings is the control of SetupErrors, run by Run for every stack:
+// a route with a good value of every setting the suite varies — fail-open,
+// a single attempt, the minimum TTL, a release timeout, a body bound, core
+// lock options — sets up and serves 200 under the lock, its key
+// canonicalised by a typed placeholder (042 is 42).
+func goodSettings(t *testing.T, s Stack) {
+	e := newEnv(t, s)
+	l := e.locker()
+	h := func(_ context.Context, lease *core.Lease, _ Request) (int, string) {
+		if lease == nil || !e.inRedis(lease.Key()) {
+			return http.StatusInternalServerError, "no lease held in Redis"
+		}
+		return http.StatusOK, lease.Key()
+	}
+	base := e.serve(Route{Method: "POST", Path: seckillPath, Locker: l, Key: "order:{query.user_id:int}:{path.voucher}", Handler: h,
+		Options: Options{
+			FailOpen:       true,
+			Wait:           core.NoWait,
+			TTL:            core.MinTTL,
+			ReleaseTimeout: time.Second,
+			MaxBodySize:    1,
+			LockOptions:    []core.LockOption{core.WithReleaseTimeout(time.Second), core.WithWatchdog()},
+		}})
+	if r := e.post(base + "/seckill/7?user_id=042"); r.Err != nil || r.Status != http.StatusOK || r.Body != "order:42:7" {
+		t.Fatalf("status %d %v %q, want 200 with the lease order:42:7 held in Redis", r.Status, r.Err, r.Body)
+	}
+}
