@@ -95,6 +95,8 @@ func runContended(ctx context.Context, e *env, p peer, hold, d time.Duration, ta
 		last               atomic.Int64
 		wg                 sync.WaitGroup
 		begin              = make(chan struct{})
+		firstAcq           = make(chan struct{})
+		firstOnce          sync.Once
 	)
 	last.Store(-1)
 	type gstat struct {
@@ -123,6 +125,7 @@ func runContended(ctx context.Context, e *env, p peer, hold, d time.Duration, ta
 					st.handoffs++
 				}
 				st.acq++
+				firstOnce.Do(func() { close(firstAcq) })
 				if hold > 0 {
 					time.Sleep(hold)
 				}
@@ -152,6 +155,22 @@ func runContended(ctx context.Context, e *env, p peer, hold, d time.Duration, ta
 		}()
 	}
 	start := startFor(ctx, begin, d)
+	// A run that has acquired nothing by d (a loaded machine's slow start,
+	// in the smoke test's 150ms) goes on until its first acquisition, at
+	// most 20×d more, so that a slow start is not read as no progress;
+	// Elapsed counts the whole run. A locker that never acquires still
+	// shows 0.
+	select {
+	case <-firstAcq:
+	default:
+		timer := time.NewTimer(20 * d)
+		select {
+		case <-firstAcq:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+	}
 	cancel()
 	wg.Wait()
 	r.Elapsed = time.Since(start)
