@@ -49,6 +49,9 @@ type lockState struct {
 // waiters are then the lowest and highest of those nodes as fits
 // (remaining TTL: the quorum's; fence: the highest).
 //
+// It returns within ctx's deadline (plus at most 50ms) whatever the
+// client's timeouts, as ForceRelease and List do.
+//
 // Errors: ErrInvalid for a bad key; an ErrUnavailable error when Redis does
 // not answer within ctx or fails; ErrClosed after Close.
 func (l *Locker) Inspect(ctx context.Context, key string) (LockInfo, error) {
@@ -64,15 +67,48 @@ func (l *Locker) inspect(ctx context.Context, key string) (lockState, error) {
 		return lockState{}, ErrClosed
 	}
 	k := l.keysFor(key)
-	st, err := l.be.inspect(ctx, &k)
+	r, err := boundedCall(l, ctx, func(cctx context.Context) (lockState, error) { return l.be.inspect(cctx, &k) })
 	if err != nil {
-		if errors.Is(err, ErrUnavailable) {
-			return lockState{}, err
-		}
-		return lockState{}, unavailable("inspect", err)
+		return lockState{}, opError("inspect", err)
 	}
-	st.Key = key
-	return st, nil
+	r.Key = key
+	return r, nil
+}
+
+// result is a backend call's answer and error, as bounded carries them.
+type result[T any] struct {
+	v   T
+	err error
+}
+
+// boundedCall runs an operator's call (Inspect, ForceRelease, List) within
+// ctx's deadline, plus replyGrace, whatever the client's timeouts, as
+// Lease.TTL does: errLate when Redis has not answered by then (a late
+// answer is dropped: these calls change nothing, or — ForceRelease — say
+// that they may have).
+func boundedCall[T any](l *Locker, ctx context.Context, call func(context.Context) (T, error)) (T, error) {
+	deadline, _ := ctx.Deadline()
+	r, err := bounded(l, ctx, deadline, func(cctx context.Context) result[T] {
+		v, err := call(cctx)
+		return result[T]{v, err}
+	}, nil)
+	if err != nil {
+		return r.v, err
+	}
+	return r.v, r.err
+}
+
+// opError is the error of an operator's call op: ErrClosed as it is,
+// anything else (no answer in time, a failing server) an ErrUnavailable
+// error.
+func opError(op string, err error) error {
+	switch {
+	case err == ErrClosed, errors.Is(err, ErrUnavailable):
+		return err
+	case err == errLate:
+		return unavailable(op, errNoAnswer)
+	}
+	return unavailable(op, err)
 }
 
 // ForceRelease removes the lock named key whoever holds it, and returns
@@ -96,10 +132,10 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (LockInfo, error)
 		return st.LockInfo, err
 	}
 	k := l.keysFor(key)
-	held, err := l.be.forceRelease(ctx, &k, st.owner)
+	held, err := boundedCall(l, ctx, func(cctx context.Context) (bool, error) { return l.be.forceRelease(cctx, &k, st.owner) })
 	switch {
 	case err != nil:
-		return st.LockInfo, unavailable("release", err)
+		return st.LockInfo, opError("release", err)
 	case !held:
 		return st.LockInfo, fmt.Errorf("%w: the lock changed hands since it was inspected; nothing was removed", ErrNotHeld)
 	}
@@ -130,18 +166,24 @@ func (l *Locker) List(ctx context.Context, match string, limit int) ([]string, e
 		match = "*"
 	}
 	glob := l.globFor(match)
-	seen := map[string]bool{}
-	var names []string
-	err := l.be.scan(ctx, glob, func(key string) bool {
-		name, ok := l.nameOf(key)
-		if ok && !seen[name] {
-			seen[name] = true
-			names = append(names, name)
-		}
-		return len(names) < limit
+	// The names are collected by the call (on the Locker's goroutine when
+	// the client does not bound it): the caller gets them only from its
+	// answer.
+	names, err := boundedCall(l, ctx, func(cctx context.Context) ([]string, error) {
+		seen := map[string]bool{}
+		var names []string
+		err := l.be.scan(cctx, glob, func(key string) bool {
+			name, ok := l.nameOf(key)
+			if ok && !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
+			return len(names) < limit
+		})
+		return names, err
 	})
 	if err != nil {
-		return names, unavailable("list", err)
+		return names, opError("list", err)
 	}
 	return names, nil
 }

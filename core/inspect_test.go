@@ -251,3 +251,38 @@ func TestForceReleaseRemovesOnlyWhatItSaw(t *testing.T) {
 		})
 	}
 }
+
+// The operator's calls are bounded by their context's deadline, not by the
+// client's timeouts (go-redis defaults: a 3s read timeout, retries): on a
+// SIGSTOPped Redis, Inspect, ForceRelease and List answer ErrUnavailable
+// within 200ms (+ slack). The probe: each answers before the pause.
+func TestInspectHungWithinBudget(t *testing.T) {
+	srv := redistest.Start(t)
+	l := locktest.Locker(t, defaultsClient(t, srv))
+	ctx := locktest.Context(t)
+	calls := map[string]func(context.Context) error{
+		"Inspect":      func(ctx context.Context) error { _, err := l.Inspect(ctx, "k"); return err },
+		"ForceRelease": func(ctx context.Context) error { _, err := l.ForceRelease(ctx, "k"); return err },
+		"List":         func(ctx context.Context) error { _, err := l.List(ctx, "*", 0); return err },
+	}
+	for name, call := range calls {
+		if err := call(ctx); err != nil {
+			t.Fatalf("probe: %s before the pause: %v", name, err)
+		}
+	}
+	resume := pause(t, srv)
+	defer resume()
+	for name, call := range calls {
+		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		start := time.Now()
+		err := call(cctx)
+		took := time.Since(start)
+		cancel()
+		if !errors.Is(err, core.ErrUnavailable) {
+			t.Errorf("%s on a hung Redis: %v, want ErrUnavailable", name, err)
+		}
+		if took > 200*time.Millisecond+budgetSlack {
+			t.Errorf("%s took %v with a 200ms deadline", name, took)
+		}
+	}
+}
