@@ -16,44 +16,26 @@ import (
 // answers a copy of a call the same. The pool is small: a command makes one
 // call at a time.
 func newClient(c *config) redis.UniversalClient {
+	addrs := []string{c.addr}
 	switch {
 	case len(c.cluster) > 0:
-		return redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:                 c.cluster,
-			Password:              c.password,
-			DialTimeout:           c.timeout,
-			ReadTimeout:           c.timeout,
-			WriteTimeout:          c.timeout,
-			ContextTimeoutEnabled: true,
-			MaxRetries:            -1,
-			PoolSize:              4,
-		})
+		addrs = c.cluster
 	case len(c.sentinel) > 0:
-		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:            c.master,
-			SentinelAddrs:         c.sentinel,
-			Password:              c.password,
-			DB:                    c.db,
-			DialTimeout:           c.timeout,
-			ReadTimeout:           c.timeout,
-			WriteTimeout:          c.timeout,
-			ContextTimeoutEnabled: true,
-			MaxRetries:            -1,
-			PoolSize:              4,
-		})
-	default:
-		return redis.NewClient(&redis.Options{
-			Addr:                  c.addr,
-			Password:              c.password,
-			DB:                    c.db,
-			DialTimeout:           c.timeout,
-			ReadTimeout:           c.timeout,
-			WriteTimeout:          c.timeout,
-			ContextTimeoutEnabled: true,
-			MaxRetries:            -1,
-			PoolSize:              4,
-		})
+		addrs = c.sentinel // with MasterName: a failover client
 	}
+	return redis.NewUniversalClient(&redis.UniversalOptions{
+		Addrs:                 addrs,
+		IsClusterMode:         len(c.cluster) > 0, // even for one address
+		MasterName:            c.master,
+		Password:              c.password,
+		DB:                    c.db,
+		DialTimeout:           c.timeout,
+		ReadTimeout:           c.timeout,
+		WriteTimeout:          c.timeout,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+		PoolSize:              4,
+	})
 }
 
 // session is the connection of one command: the client and a Locker on
@@ -64,11 +46,8 @@ type session struct {
 	locker *core.Locker
 }
 
-// lockerFor returns the session's Locker, making it on the first call.
+// lockerFor makes the session's Locker (each command calls it once).
 func (s *session) lockerFor() (*core.Locker, error) {
-	if s.locker != nil {
-		return s.locker, nil
-	}
 	client := newClient(s.cfg)
 	l, err := core.New(client, core.WithPrefix(s.cfg.prefix))
 	if err != nil {

@@ -73,13 +73,7 @@ func rows(t *testing.T, out string) (map[string][]string, []string, string) {
 // newLocker returns a Locker on client, closed at the end of the test.
 func newLocker(t *testing.T, client redis.UniversalClient, opts ...core.Option) *core.Locker {
 	t.Helper()
-	opts = append([]core.Option{core.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
-	l, err := core.New(client, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return locktest.Locker(t, client, append([]core.Option{core.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 }
 
 // take locks key with l and unlocks it at the end of the test (an error

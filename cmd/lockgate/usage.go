@@ -51,6 +51,13 @@ func commandUsage(w io.Writer, c *command) {
 
 // shortUsage is what follows a usage error.
 func shortUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: lockgate [global flags] inspect KEY | ls [-limit N] [PATTERN] | release KEY --force | help [COMMAND]")
+	line := "usage: lockgate [global flags]"
+	for i, c := range commands {
+		if i > 0 {
+			line += " |"
+		}
+		line += " " + c.synopsis
+	}
+	fmt.Fprintln(w, line+" | help [COMMAND]")
 	fmt.Fprintln(w, "run 'lockgate help' for the commands and flags")
 }
