@@ -3,7 +3,6 @@ package otellock_test
 import (
 	"context"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,12 +13,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-)
-
-var (
-	benchOnce sync.Once
-	benchSrv  *redistest.Server
-	benchErr  error
 )
 
 // benchMode is one way of running the uncontended Lock+Unlock cycle.
@@ -39,10 +32,7 @@ type benchMode struct {
 // so a lock span is recorded and exported). It reports ns per cycle of
 // each and the ratios to none: the target is metrics within 5%.
 func BenchmarkObserverCost(b *testing.B) {
-	benchOnce.Do(func() { benchSrv, benchErr = redistest.NewServer() })
-	if benchErr != nil {
-		b.Fatal(benchErr)
-	}
+	srv := redistest.Start(b) // b.Loop: the function runs once per -count
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	defer mp.Shutdown(context.Background())
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
@@ -57,7 +47,7 @@ func BenchmarkObserverCost(b *testing.B) {
 		if m.name != "none" {
 			opts = obs.Options()
 		}
-		m.l, err = core.New(benchSrv.Client(b), opts...)
+		m.l, err = core.New(srv.Client(b), opts...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -101,10 +91,7 @@ func BenchmarkObserverCost(b *testing.B) {
 // BenchmarkLockUnlock is the cycle alone, for allocation counts: without
 // an observer, and with this module (untraced call).
 func BenchmarkLockUnlock(b *testing.B) {
-	benchOnce.Do(func() { benchSrv, benchErr = redistest.NewServer() })
-	if benchErr != nil {
-		b.Fatal(benchErr)
-	}
+	srv := redistest.Start(b) // b.Loop: the function runs once per -count
 	for _, mode := range []string{"none", "metrics"} {
 		b.Run(mode, func(b *testing.B) {
 			var opts []core.Option
@@ -117,7 +104,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 				}
 				opts = obs.Options()
 			}
-			l, err := core.New(benchSrv.Client(b), opts...)
+			l, err := core.New(srv.Client(b), opts...)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -46,12 +46,7 @@ func newRig(t testing.TB) *rig {
 // locker is a Locker on c with the rig's observer, closed at cleanup.
 func (r *rig) locker(t testing.TB, c redis.UniversalClient, opts ...core.Option) *core.Locker {
 	base := []core.Option{core.WithObserver(locktest.Observers(r.obs, &r.events)), core.WithHolderTag(r.obs.HolderTag)}
-	l, err := core.New(c, append(base, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return locktest.Locker(t, c, append(base, opts...)...)
 }
 
 // metrics collects every metric by name.
@@ -145,12 +140,6 @@ func (r *rig) attributes(t testing.TB) []string {
 		add(attribute.NewSet(s.Attributes...))
 	}
 	return out
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // within fails the test if ch does not close within d.

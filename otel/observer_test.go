@@ -38,7 +38,7 @@ func TestEachOutcomeOnItsInstrument(t *testing.T) {
 	l := r.locker(t, direct)
 	other := r.locker(t, srv.Client(t))
 	flaky := r.locker(t, noRetries(t, proxy.Addr))
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	p := core.WithPattern(pattern)
 	key := "order:user-831204:7"
 
@@ -176,7 +176,7 @@ func TestClockOffsetNearZero(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newRig(t)
 	l := r.locker(t, srv.Client(t))
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 	if _, ok := r.value(t, "lockgate.redis.clock.offset"); ok {
 		t.Fatal("probe: an offset before any acquisition")
 	}

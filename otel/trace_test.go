@@ -23,7 +23,7 @@ func TestWaiterSpanLinksToTheHolder(t *testing.T) {
 	holder := r.locker(t, srv.Client(t))
 	waiter := r.locker(t, srv.Client(t))
 	tracer := r.tp.Tracer("test")
-	ctx := ctxT(t)
+	ctx := locktest.Context(t)
 
 	for _, traced := range []bool{true, false} {
 		key := "order:1:7" // a key per round: the round's waiter is the one waited for
