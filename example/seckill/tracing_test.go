@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	seckillv1 "github.com/lockgate/lockgate/example/proto/seckill/v1"
+	"github.com/lockgate/lockgate/internal/locktest"
 	otellock "github.com/lockgate/lockgate/otel"
 	"github.com/lockgate/lockgate/redistest"
 )
@@ -59,7 +60,9 @@ func TestTracing(t *testing.T) {
 				}
 				client := redis.NewClient(&redis.Options{Addr: srv.Addr})
 				defer client.Close()
-				locker := core.Must(core.New(client, obs.Options()...))
+				// events tells the holder when the order waits for the lock.
+				var events locktest.Events
+				locker := core.Must(core.New(client, append(obs.Options(), core.WithObserver(locktest.Observers(obs, &events)))...))
 				defer locker.Close()
 				st := openStore(t, filepath.Join(t.TempDir(), "seckill.db"))
 				seed(t, st, 10)
@@ -75,7 +78,11 @@ func TestTracing(t *testing.T) {
 					t.Fatal(err)
 				}
 				go func() {
-					time.Sleep(300 * time.Millisecond)
+					// Released once the order waits in the queue (or the
+					// test's bound passed: the link check then fails).
+					wctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+					defer cancel()
+					events.Wait(wctx, locktest.Is(core.EventWaiting, OrderKey(user, testVoucher)))
 					lease.Unlock(context.Background())
 				}()
 				holder.End()

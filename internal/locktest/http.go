@@ -48,14 +48,44 @@ func Context(t testing.TB) context.Context {
 
 // SyncBuffer is a log destination safe for concurrent writes.
 type SyncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu      sync.Mutex
+	b       strings.Builder
+	changed chan struct{} // closed by the next Write, for Wait
 }
 
 func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	return s.b.Write(p)
+}
+
+// Wait returns the text written so far as soon as match accepts it
+// (checked now and after every Write), or the text and ctx's error when
+// ctx ends first.
+func (s *SyncBuffer) Wait(ctx context.Context, match func(text string) bool) (string, error) {
+	for {
+		// The text and the channel of the next Write are read together;
+		// match runs outside the lock.
+		s.mu.Lock()
+		text := s.b.String()
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		if match(text) {
+			return text, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return text, ctx.Err()
+		}
+	}
 }
 
 func (s *SyncBuffer) String() string {

@@ -30,16 +30,14 @@ var servingLine = regexp.MustCompile(`msg="seckill: serving".* grpc=(\S+) connec
 // addresses.
 func (p *serveProc) rpcAddrs(t *testing.T) (string, string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if m := servingLine.FindStringSubmatch(p.stderr.String()); m != nil {
-			return m[1], m[2]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no serving line with grpc= and connect= within 5s:\n%s", tailOf(p.stderr.String()))
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := p.stderr.Wait(ctx, servingLine.MatchString)
+	if err != nil {
+		t.Fatalf("no serving line with grpc= and connect= within 5s:\n%s", tailOf(out))
 	}
+	m := servingLine.FindStringSubmatch(out)
+	return m[1], m[2]
 }
 
 // TestServeConnect: `seckill serve -connect-addr 127.0.0.1:0 -grpc-addr

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/example/seckill"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -26,30 +27,11 @@ import (
 // that finding it in /metrics or a span means request data leaked there.
 const rawUser = "90817263"
 
-// syncBuffer is a bytes.Buffer safe for the writer of a child's output and
-// the test reading it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serveProc is one `seckill serve` child process of a test.
 type serveProc struct {
 	url            string
 	db             string // its SQLite file
-	stdout, stderr *syncBuffer
+	stdout, stderr *locktest.SyncBuffer
 }
 
 // startServeProc runs `seckill serve` as a separate process (this test
@@ -74,7 +56,7 @@ func startServeProc(t *testing.T, redisURL string, args ...string) *serveProc {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := &serveProc{url: "http://127.0.0.1:" + strconv.Itoa(port), db: db, stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+		p := &serveProc{url: "http://127.0.0.1:" + strconv.Itoa(port), db: db, stdout: &locktest.SyncBuffer{}, stderr: &locktest.SyncBuffer{}}
 		cmd := seckillCmd(context.Background(), t, append([]string{"serve", "-addr", "127.0.0.1:" + strconv.Itoa(port),
 			"-grpc-addr", "", "-db", db, "-lock", "redis", "-redis", redisURL}, args...)...)
 		cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
@@ -268,14 +250,10 @@ func TestServeTraceStdout(t *testing.T) {
 			}
 			lockName := "lock " + seckill.OrderKeyTemplate
 			var lock, server *stdoutSpan
-			deadline := time.Now().Add(5 * time.Second)
-			for lock == nil || server == nil {
-				if time.Now().After(deadline) {
-					t.Fatalf("no spans %q and %q on stdout within 5s; stdout:\n%s\nstderr:\n%s",
-						lockName, routes[stack], tailOf(p.stdout.String()), tailOf(p.stderr.String()))
-				}
-				time.Sleep(50 * time.Millisecond)
-				for _, s := range readSpans(p.stdout.String()) {
+			wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err = p.stdout.Wait(wctx, func(out string) bool { // both spans are written
+				for _, s := range readSpans(out) {
 					switch s.Name {
 					case lockName:
 						lock = &s
@@ -283,6 +261,11 @@ func TestServeTraceStdout(t *testing.T) {
 						server = &s
 					}
 				}
+				return lock != nil && server != nil
+			})
+			if err != nil {
+				t.Fatalf("no spans %q and %q on stdout within 5s; stdout:\n%s\nstderr:\n%s",
+					lockName, routes[stack], tailOf(p.stdout.String()), tailOf(p.stderr.String()))
 			}
 			if got := lock.attr("lockgate.outcome"); got != "acquired" {
 				t.Errorf("lock span: lockgate.outcome %q, want acquired", got)
