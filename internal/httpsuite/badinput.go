@@ -67,7 +67,7 @@ func badInput(t *testing.T, s Stack) {
 			if !strings.Contains(msg, c.part) || !strings.Contains(msg, c.reason) {
 				t.Fatalf("error %q, want it to name %q and %q", msg, c.part, c.reason)
 			}
-			for _, pkg := range []string{"keyfunc", "lockgate", "httplock", "fiberlock"} {
+			for _, pkg := range []string{"keyfunc", "lockgate", "httplock", "fiberlock", "ginlock", "echolock"} {
 				if strings.Contains(msg, pkg) {
 					t.Fatalf("error %q carries a package name (%s)", msg, pkg)
 				}

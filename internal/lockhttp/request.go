@@ -18,11 +18,16 @@ import (
 // it: the query, headers, JSON fields and form fields of the buffered body
 // are read here; the path and context sources are the adapter's (its
 // router's parameters, its context values).
-type Request struct {
+//
+// C is the adapter's handle on the request (*http.Request, *gin.Context,
+// echo.Context), which Path and Ctx take rather than capture, so that they
+// are set once at setup and building a Request allocates nothing.
+type Request[C any] struct {
 	R       *http.Request
-	MaxBody int64                            // the multipart form's memory bound: the body bound
-	Path    func(name string) string         // the route parameter name, decoded
-	Ctx     func(name string) (string, bool) // a value earlier middleware stored
+	C       C
+	MaxBody int64                                 // the multipart form's memory bound: the body bound
+	Path    func(c C, name string) string         // the route parameter name, decoded
+	Ctx     func(c C, name string) (string, bool) // a value earlier middleware stored
 
 	data  []byte // the body, when ReadBody buffered it
 	query url.Values
@@ -38,7 +43,7 @@ type Request struct {
 // bound (also one a bound set in front cut off: *http.MaxBytesError), 400
 // for a body that could not be read. A request without a body reads as
 // empty.
-func (q *Request) ReadBody() (int, error) {
+func (q *Request[C]) ReadBody() (int, error) {
 	r := q.R
 	if r.Body == nil || r.Body == http.NoBody {
 		return 0, nil
@@ -57,10 +62,10 @@ func (q *Request) ReadBody() (int, error) {
 }
 
 // Lookup is the template's lookup (keyfunc.Template.Key).
-func (q *Request) Lookup(src keyfunc.Source, name string) (string, bool, error) {
+func (q *Request[C]) Lookup(src keyfunc.Source, name string) (string, bool, error) {
 	switch src {
 	case keyfunc.SourcePath:
-		v := q.Path(name)
+		v := q.Path(q.C, name)
 		return v, v != "", nil
 	case keyfunc.SourceQuery:
 		if q.query == nil {
@@ -72,7 +77,7 @@ func (q *Request) Lookup(src keyfunc.Source, name string) (string, bool, error) 
 		v := q.R.Header.Get(name)
 		return v, v != "", nil
 	case keyfunc.SourceCtx:
-		v, ok := q.Ctx(name)
+		v, ok := q.Ctx(q.C, name)
 		return v, ok, nil
 	case keyfunc.SourceBody:
 		if q.json == nil {
@@ -98,7 +103,7 @@ var errBadForm = fmt.Errorf("%w: body is not a valid form", keyfunc.ErrInvalidVa
 // parseForm parses the buffered body as an urlencoded or multipart form,
 // leaving the request untouched for the handler (the replay parses as
 // usual). Other content types have no form fields.
-func (q *Request) parseForm() (url.Values, error) {
+func (q *Request[C]) parseForm() (url.Values, error) {
 	mt, params, err := mime.ParseMediaType(q.R.Header.Get("Content-Type"))
 	if err != nil {
 		return nil, nil

@@ -39,7 +39,7 @@ func TestReadBody(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.req()
-			q := lockhttp.Request{R: r, MaxBody: tc.max}
+			q := lockhttp.Request[struct{}]{R: r, MaxBody: tc.max}
 			status, err := q.ReadBody()
 			if status != tc.status || (status == 0) != (err == nil) {
 				t.Fatalf("ReadBody = %d, %v; want %d", status, err, tc.status)
@@ -63,9 +63,9 @@ func TestLookupSources(t *testing.T) {
 	r := httptest.NewRequest("POST", "/x?q=1", strings.NewReader("sku=a%3Ab&n=2"))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	r.Header.Set("X-User", "u7")
-	q := lockhttp.Request{R: r, MaxBody: 1024,
-		Path: func(name string) string { return "p-" + name },
-		Ctx:  func(name string) (string, bool) { return "c-" + name, true }}
+	q := lockhttp.Request[struct{}]{R: r, MaxBody: 1024,
+		Path: func(_ struct{}, name string) string { return "p-" + name },
+		Ctx:  func(_ struct{}, name string) (string, bool) { return "c-" + name, true }}
 	if _, err := q.ReadBody(); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestLookupSources(t *testing.T) {
 			t.Errorf("%v %s = %q %v %v, want %q", c.src, c.name, v, ok, err, c.want)
 		}
 	}
-	bad := lockhttp.Request{R: httptest.NewRequest("POST", "/", strings.NewReader("%zz")), MaxBody: 1024}
+	bad := lockhttp.Request[struct{}]{R: httptest.NewRequest("POST", "/", strings.NewReader("%zz")), MaxBody: 1024}
 	bad.R.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	bad.ReadBody()
 	if _, _, err := bad.Lookup(keyfunc.SourceForm, "sku"); !errors.Is(err, keyfunc.ErrInvalidValue) {

@@ -35,9 +35,6 @@ func (s *Setup) Fail(err error) {
 	}
 }
 
-// Err is the first error recorded, or nil.
-func (s *Setup) Err() error { return s.err }
-
 // MaxBody is the body bound set, or keyfunc.DefaultMaxBodySize.
 func (s *Setup) MaxBody() int64 { return s.maxBody }
 

@@ -98,8 +98,7 @@ func (m *lockMiddleware) handle(next echo.HandlerFunc, c echo.Context) error {
 		return next(c)
 	}
 	r := c.Request()
-	q := lockhttp.Request{R: r, MaxBody: cfg.MaxBodySize, Path: func(name string) string { return param(c, name) },
-		Ctx: func(name string) (string, bool) { return cfg.ContextValue(c, name) }}
+	q := lockhttp.Request[echo.Context]{R: r, C: c, MaxBody: cfg.MaxBodySize, Path: param, Ctx: cfg.ContextValue}
 	if m.route.Body {
 		if status, err := q.ReadBody(); err != nil {
 			if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {

@@ -100,7 +100,7 @@ func (m *middleware) handle(c *fiber.Ctx) error {
 	parent := c.UserContext()
 	lease, err := cfg.Locker.Lock(parent, key, m.route.LockOpts...)
 	if err != nil {
-		return m.failed(c, parent, key, err)
+		return m.failed(c, parent, err)
 	}
 	c.Locals(leaseKey{}, lease)
 	c.SetUserContext(lease.Context())
@@ -115,7 +115,7 @@ func (m *middleware) handle(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-func (m *middleware) failed(c *fiber.Ctx, ctx context.Context, key string, err error) error {
+func (m *middleware) failed(c *fiber.Ctx, ctx context.Context, err error) error {
 	cfg := &m.cfg
 	d := lockhttp.Decide(err, cfg.FailOpen, ctx)
 	d.Report(ctx, cfg.Logger, m.route.Template.String(), err)

@@ -55,33 +55,41 @@ func TestLocalsAndUserContext(t *testing.T) {
 	}
 }
 
-// TestNextSkips: Config.Next skips the middleware.
+// TestNextSkips: Config.Next skips the middleware: a skipped request runs
+// without a lease even with no id (which would be 400). The control: the
+// same route not skipped locks (the handler sees the lease) and refuses a
+// request without the id.
 func TestNextSkips(t *testing.T) {
 	srv := redistest.Start(t)
 	l, _ := locktest.NewLocker(t, srv)
 	f := newApp()
 	f.Post("/x", fiberlock.New(fiberlock.Config{Locker: l, Key: "x:{query.id}", Next: func(c *fiber.Ctx) bool { return c.Get("X-Skip") != "" }}),
 		func(c *fiber.Ctx) error {
-			return c.SendString(strings.Repeat("L", boolInt(fiberlock.FromContext(c) != nil)))
+			if lease := fiberlock.FromContext(c); lease != nil {
+				return c.SendString("locked " + lease.Key())
+			}
+			return c.SendString("no lease")
 		})
 	a := start(t, f)
-	req, _ := http.NewRequestWithContext(locktest.Context(t), "POST", a.URL+"/x", nil) // no id: would be 400
-	req.Header.Set("X-Skip", "1")
-	resp, err := a.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	ctx := locktest.Context(t)
+	skip := http.Header{"X-Skip": {"1"}}
+	for _, c := range []struct {
+		name   string
+		header http.Header
+		path   string
+		status int
+		body   string
+	}{
+		{"skipped, no id", skip, "/x", 200, "no lease"},
+		{"skipped, with id", skip, "/x?id=1", 200, "no lease"},
+		{"control: not skipped", nil, "/x?id=1", 200, "locked x:1"},
+		{"control: not skipped, no id", nil, "/x", 400, ""},
+	} {
+		r := locktest.Send(ctx, a.client, "POST", a.URL+c.path, c.header, "", "")
+		if r.Err != nil || r.Status != c.status || c.body != "" && r.Body != c.body {
+			t.Errorf("%s: %d %q %v, want %d %q", c.name, r.Status, r.Body, r.Err, c.status, c.body)
+		}
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("skipped request: %d", resp.StatusCode)
-	}
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // TestErrorReleases: a handler that returns an error (answered by Fiber's

@@ -109,7 +109,7 @@ func (m *middleware) handle(c fiber.Ctx) error {
 	parent := c.Context()
 	lease, err := cfg.Locker.Lock(parent, key, m.route.LockOpts...)
 	if err != nil {
-		return m.failed(c, parent, key, err)
+		return m.failed(c, parent, err)
 	}
 	prev := c.Locals(leaseKey{}) // an enclosing fiberlock's, or nil
 	c.Locals(leaseKey{}, lease)
@@ -141,7 +141,7 @@ func abandoned(c fiber.Ctx) bool {
 	return ok && a.IsAbandoned()
 }
 
-func (m *middleware) failed(c fiber.Ctx, ctx context.Context, key string, err error) error {
+func (m *middleware) failed(c fiber.Ctx, ctx context.Context, err error) error {
 	cfg := &m.cfg
 	d := lockhttp.Decide(err, cfg.FailOpen, ctx)
 	d.Report(ctx, cfg.Logger, m.route.Template.String(), err)

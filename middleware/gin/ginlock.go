@@ -124,8 +124,7 @@ func (m *middleware) handle(c *gin.Context) {
 		return
 	}
 	r := c.Request
-	q := lockhttp.Request{R: r, MaxBody: m.o.setup.MaxBody(), Path: c.Param,
-		Ctx: func(name string) (string, bool) { return m.o.contextValue(c, name) }}
+	q := lockhttp.Request[*gin.Context]{R: r, C: c, MaxBody: m.o.setup.MaxBody(), Path: (*gin.Context).Param, Ctx: m.o.contextValue}
 	if m.route.Body {
 		if status, err := q.ReadBody(); err != nil {
 			m.answerError(c, status, err)

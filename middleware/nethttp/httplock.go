@@ -16,9 +16,10 @@ import (
 var ErrNoLocker = fmt.Errorf("httplock: nil Locker: %w", core.ErrInvalid)
 
 type middleware struct {
-	l     *core.Locker
-	o     options
-	route lockhttp.Route // the template, the combined lock options
+	l        *core.Locker
+	o        options
+	route    lockhttp.Route                                    // the template, the combined lock options
+	ctxValue func(r *http.Request, name string) (string, bool) // {ctx.name} from r.Context()
 }
 
 // New returns middleware that runs the next handler while holding the lock
@@ -83,6 +84,8 @@ func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (func(ht
 	if m.o.logger == nil {
 		m.o.logger = slog.Default()
 	}
+	value := m.o.contextValue
+	m.ctxValue = func(r *http.Request, name string) (string, bool) { return value(r.Context(), name) }
 	return m.wrap, nil
 }
 
@@ -108,9 +111,7 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 }
 
 func (m *middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
-	q := lockhttp.Request{R: r, MaxBody: m.o.setup.MaxBody(),
-		Path: func(name string) string { return m.o.pathValue(r, name) },
-		Ctx:  func(name string) (string, bool) { return m.o.contextValue(r.Context(), name) }}
+	q := lockhttp.Request[*http.Request]{R: r, C: r, MaxBody: m.o.setup.MaxBody(), Path: m.o.pathValue, Ctx: m.ctxValue}
 	if m.route.Body {
 		if status, err := q.ReadBody(); err != nil {
 			m.o.onError(w, r, status, err)
@@ -124,14 +125,14 @@ func (m *middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 	}
 	lease, err := m.l.Lock(r.Context(), key, m.route.LockOpts...)
 	if err != nil {
-		m.failed(next, w, r, key, err)
+		m.failed(next, w, r, err)
 		return
 	}
 	defer m.release(lease, r)
 	next.ServeHTTP(w, r.WithContext(lease.Context()))
 }
 
-func (m *middleware) failed(next http.Handler, w http.ResponseWriter, r *http.Request, key string, err error) {
+func (m *middleware) failed(next http.Handler, w http.ResponseWriter, r *http.Request, err error) {
 	ctx := r.Context()
 	d := lockhttp.Decide(err, m.o.failOpen, ctx)
 	d.Report(ctx, m.o.logger, m.route.Template.String(), err)
