@@ -255,8 +255,11 @@ type Config struct {
 	// Connect) in a server span, the parent of its lock's span (see
 	// tracing.go). Without it no span is made.
 	Tracer trace.Tracer
-	// local holds the mutexes of LockLocal.
-	local *LocalLocks
+	// Local holds the mutexes of LockLocal. Give the same one to every
+	// server of a node (HTTP, gRPC, Connect; `seckill serve` does) so that
+	// they lock one another out as a node's in-process lock should. nil:
+	// a set of its own for each server built from this Config.
+	Local *LocalLocks
 	// orderKey replaces OrderKeyTemplate in tests.
 	orderKey string
 }
@@ -291,7 +294,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, err
 	}
 	c.Timeouts = t
-	c.local = &LocalLocks{}
+	if c.Local == nil {
+		c.Local = &LocalLocks{}
+	}
 	return c, nil
 }
 
@@ -342,7 +347,7 @@ type ids struct{ user, voucher int64 }
 func (c Config) lockLocal(ctx context.Context, id ids) (func(), bool) {
 	ctx, cancel := context.WithTimeout(ctx, c.Wait)
 	defer cancel()
-	unlock, err := c.local.Lock(ctx, OrderKey(id.user, id.voucher))
+	unlock, err := c.Local.Lock(ctx, OrderKey(id.user, id.voucher))
 	return unlock, err == nil
 }
 

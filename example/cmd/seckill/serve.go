@@ -144,7 +144,7 @@ func serve(ctx context.Context, args []string) error {
 		}
 	}()
 	cfg := seckill.Config{Service: &seckill.Service{Store: st}, Mode: mode, Wait: f.wait, TTL: f.ttl, Logger: log, Timeouts: f.timeouts,
-		Metrics: tel.metrics, Tracer: tel.tracer}
+		Metrics: tel.metrics, Tracer: tel.tracer, Local: &seckill.LocalLocks{}} // one set for the node's HTTP, gRPC and Connect servers
 	if mode == seckill.LockRedis {
 		opt, err := redis.ParseURL(f.redisURL)
 		if err != nil {
