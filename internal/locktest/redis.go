@@ -47,8 +47,11 @@ func Cycle(b *testing.B, l *core.Locker, key string) {
 // RedisKey is the Redis key of the lock named name under the default
 // prefix: "lockgate:{name}", with '%' and '}' in name escaped as core
 // escapes them ("%25", "%7D") to keep the hash tag whole.
-func RedisKey(name string) string {
-	return core.DefaultPrefix + "{" + strings.NewReplacer("%", "%25", "}", "%7D").Replace(name) + "}"
+func RedisKey(name string) string { return PrefixedKey(core.DefaultPrefix, name) }
+
+// PrefixedKey is RedisKey under the Locker prefix prefix.
+func PrefixedKey(prefix, name string) string {
+	return prefix + "{" + strings.NewReplacer("%", "%25", "}", "%7D").Replace(name) + "}"
 }
 
 // Held reports whether the lock named name exists in Redis (EXISTS on

@@ -48,7 +48,7 @@ func NewEnvOn(t testing.TB, name string, srv *redistest.Server, rdb *redis.Clien
 }
 
 // LockKey is the Redis key of the lock named name.
-func (e *Env) LockKey(name string) string { return e.Prefix + "{" + name + "}" }
+func (e *Env) LockKey(name string) string { return locktest.PrefixedKey(e.Prefix, name) }
 
 // Exists reports whether the Redis key k exists, read with the direct
 // client.

@@ -216,16 +216,8 @@ func testLockLost(t *testing.T, s Stack) {
 // with the call's already-cancelled context, still deletes the lock in
 // Redis (read with a direct client), at once rather than after the TTL.
 func testReleaseAfterCancel(t *testing.T, s Stack) {
-	released := make(chan core.Event, 16)
-	obs := core.ObserverFunc(func(_ context.Context, ev core.Event) {
-		if ev.Kind == core.EventReleased {
-			select {
-			case released <- ev:
-			default:
-			}
-		}
-	})
-	w := newWorld(t, s, core.WithObserver(obs)).serve(t, nil)
+	var events locktest.Events
+	w := newWorld(t, s, core.WithObserver(&events)).serve(t, nil)
 	callCtx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
 	done := w.startHolder(t, callCtx, "Order", req("u1", 7, -1))
@@ -240,13 +232,14 @@ func testReleaseAfterCancel(t *testing.T, s Stack) {
 	if cause := w.Service.Cause(t); !errors.Is(cause, context.Canceled) {
 		t.Fatalf("handler ctx cause = %v, want context.Canceled", cause)
 	}
-	select {
-	case ev := <-released:
-		if ev.Key != "order:u1:7" || ev.Err != nil {
-			t.Fatalf("release event %+v, want order:u1:7 without error", ev)
-		}
-	case <-time.After(10 * time.Second):
+	wctx, wcancel := context.WithTimeout(testCtx(t), 10*time.Second)
+	defer wcancel()
+	ev, ok := events.Wait(wctx, locktest.Is(core.EventReleased, "order:u1:7"))
+	if !ok {
 		t.Fatal("no release within 10s of the handler's end")
+	}
+	if ev.Err != nil {
+		t.Fatalf("release event %+v, want one without error", ev)
 	}
 	if w.Exists(t, k) {
 		ttl, _ := w.RDB.PTTL(context.Background(), k).Result()
