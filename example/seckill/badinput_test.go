@@ -3,12 +3,10 @@ package seckill
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,38 +36,6 @@ func do(t *testing.T, method, url string, body io.Reader) (int, map[string]any, 
 	return resp.StatusCode, out, resp.Header
 }
 
-// doRefusedBody sends a body the server refuses (413) and returns the
-// answer. A server that answers before reading the body and then closes
-// (fasthttp over its BodyLimit) can reset the connection while the client
-// is still writing, and the kernel then drops the answer it had received:
-// such a try is sent again on a new connection, up to five times. Only an
-// answer is returned; five resets fail the test.
-func doRefusedBody(t *testing.T, method, url, body string) (int, map[string]any) {
-	t.Helper()
-	for try := 1; ; try++ {
-		req, err := http.NewRequest(method, url, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Close = true // a fresh connection per try
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			if (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) && try < 5 {
-				t.Logf("%s %s (try %d): %v; sending again", method, url, try, err)
-				continue
-			}
-			t.Fatalf("%s %s (try %d): %v", method, url, try, err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		b, _ := io.ReadAll(resp.Body)
-		if err := json.Unmarshal(b, &out); err != nil {
-			t.Fatalf("%s %s: %d, body %q is not JSON", method, url, resp.StatusCode, b)
-		}
-		return resp.StatusCode, out
-	}
-}
-
 // TestBadInput: missing or non-numeric ids are 400 naming the field, an
 // unknown voucher is 404, an oversized body is 413; nothing is written
 // (orders, stock) and nothing is locked (the lock service's Redis stays
@@ -77,7 +43,11 @@ func doRefusedBody(t *testing.T, method, url, body string) (int, map[string]any)
 func TestBadInput(t *testing.T) {
 	srv := redistest.Start(t)
 	rc := srv.Client(t)
-	big := strings.Repeat("x", 64<<10)
+	// Over the 1 KiB limit but within the server's 4 KiB read buffer:
+	// fasthttp answers 413 from the header and closes, and a body it never
+	// read (64 KiB did) would make the close a reset that can drop the
+	// answer before the client reads it.
+	big := strings.Repeat("x", 2<<10)
 	cases := []struct {
 		name, path string
 		body       string
@@ -107,13 +77,11 @@ func TestBadInput(t *testing.T) {
 				if strings.HasPrefix(c.path, "/vouchers/") {
 					method = http.MethodGet
 				}
-				var code int
-				var out map[string]any
+				var body io.Reader
 				if c.body != "" {
-					code, out = doRefusedBody(t, method, base+c.path, c.body)
-				} else {
-					code, out, _ = do(t, method, base+c.path, nil)
+					body = strings.NewReader(c.body)
 				}
+				code, out, _ := do(t, method, base+c.path, body)
 				msg, _ := out["error"].(string)
 				if code != c.want || !strings.Contains(msg, c.field) {
 					t.Errorf("%s: %d %q, want %d naming %q", c.name, code, msg, c.want, c.field)
