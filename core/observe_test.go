@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,37 +16,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// recorder is an Observer that keeps every event and signals each kind.
-type recorder struct {
-	mu   sync.Mutex
-	evs  []core.Event
-	seen map[core.EventKind]chan struct{}
-}
-
-func newRecorder() *recorder {
-	r := &recorder{seen: map[core.EventKind]chan struct{}{}}
-	for k := core.EventAcquired; k <= core.EventWaiting; k++ {
-		r.seen[k] = make(chan struct{})
-	}
-	return r
-}
-
-func (r *recorder) Observe(_ context.Context, e core.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, e)
-	select {
-	case <-r.seen[e.Kind]:
-	default:
-		close(r.seen[e.Kind])
-	}
-}
-
-func (r *recorder) of(kind core.EventKind) []core.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// ofKind is the events of kind rec has recorded, in order.
+func ofKind(rec *locktest.Events, kind core.EventKind) []core.Event {
 	var out []core.Event
-	for _, e := range r.evs {
+	for _, e := range rec.All() {
 		if e.Kind == kind {
 			out = append(out, e)
 		}
@@ -70,7 +42,7 @@ func withTag(ctx context.Context, tag string) context.Context {
 // hears nothing.
 func TestHolderTagReachesTheWaiter(t *testing.T) {
 	srv := redistest.Start(t)
-	rec := newRecorder()
+	rec := &locktest.Events{}
 	holder, _ := locktest.NewLocker(t, srv, core.WithHolderTag(tagOf))
 	waiter, _ := locktest.NewLocker(t, srv, core.WithHolderTag(tagOf), core.WithObserver(rec))
 	ctx := locktest.Context(t)
@@ -94,9 +66,14 @@ func TestHolderTagReachesTheWaiter(t *testing.T) {
 		}
 		got <- err
 	}()
-	within(t, rec.seen[core.EventWaiting], 5*time.Second, "the waiter's EventWaiting")
-	if w := rec.of(core.EventWaiting); w[0].HolderTag != "holder-span" {
-		t.Errorf("EventWaiting.HolderTag = %q, want the holder's", w[0].HolderTag)
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	w, ok := rec.Wait(wctx, func(e core.Event) bool { return e.Kind == core.EventWaiting })
+	if !ok {
+		t.Fatal("the waiter's EventWaiting did not come within 5s")
+	}
+	if w.HolderTag != "holder-span" {
+		t.Errorf("EventWaiting.HolderTag = %q, want the holder's", w.HolderTag)
 	}
 	if err := s.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -104,13 +81,13 @@ func TestHolderTagReachesTheWaiter(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	acq := rec.of(core.EventAcquired)
+	acq := ofKind(rec, core.EventAcquired)
 	if len(acq) != 1 || !acq[0].Waited || acq[0].HolderTag != "holder-span" {
 		t.Errorf("the waiter's EventAcquired = %+v, want Waited and the holder's tag", acq)
 	}
 
 	// Control: no tag function, nothing stored, nothing heard.
-	plain := newRecorder()
+	plain := &locktest.Events{}
 	p1, _ := locktest.NewLocker(t, srv)
 	p2, _ := locktest.NewLocker(t, srv, core.WithObserver(plain))
 	s, err = p1.Lock(withTag(ctx, "holder-span"), "order:3:4")
@@ -123,7 +100,7 @@ func TestHolderTagReachesTheWaiter(t *testing.T) {
 	if info, _ := p1.Inspect(ctx, "order:3:4"); info.HolderTag != "" || !info.Held {
 		t.Errorf("without a tag function Inspect = %+v, want held and no tag", info)
 	}
-	if e := plain.of(core.EventNotObtained); len(e) != 1 || e[0].HolderTag != "" || e[0].Waited {
+	if e := ofKind(plain, core.EventNotObtained); len(e) != 1 || e[0].HolderTag != "" || e[0].Waited {
 		t.Errorf("without a tag function the busy event is %+v", e)
 	}
 	s.Unlock(ctx)
@@ -149,7 +126,7 @@ func TestHolderTagReachesTheWaiter(t *testing.T) {
 func TestClockOffsetEstimate(t *testing.T) {
 	srv := redistest.Start(t)
 	proxy := redistest.StartProxy(t, srv.Addr)
-	rec := newRecorder()
+	rec := &locktest.Events{}
 	l := locktest.Locker(t, noRetries(t, proxy.Addr), core.WithObserver(rec))
 	ctx := locktest.Context(t)
 	s, err := l.Lock(ctx, "clock:1")
@@ -162,7 +139,7 @@ func TestClockOffsetEstimate(t *testing.T) {
 	}
 	inner.Unlock(ctx)
 	s.Unlock(ctx)
-	acq := rec.of(core.EventAcquired)
+	acq := ofKind(rec, core.EventAcquired)
 	if len(acq) != 2 || !acq[0].ClockSampled || acq[1].ClockSampled {
 		t.Fatalf("events %+v: want a sample from the fresh acquisition only", acq)
 	}
@@ -176,7 +153,7 @@ func TestClockOffsetEstimate(t *testing.T) {
 	}
 	proxy.SetLatency(0)
 	s.Unlock(ctx)
-	e := rec.of(core.EventAcquired)[2]
+	e := ofKind(rec, core.EventAcquired)[2]
 	if !e.ClockSampled || e.Wait < 200*time.Millisecond {
 		t.Fatalf("probe: the delayed acquisition %+v", e)
 	}
@@ -191,7 +168,7 @@ func TestClockOffsetEstimate(t *testing.T) {
 func TestEveryHoldEndsOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	proxy := redistest.StartProxy(t, srv.Addr)
-	rec := newRecorder()
+	rec := &locktest.Events{}
 	l, err := core.New(noRetries(t, proxy.Addr), core.WithObserver(rec), core.WithReleaseTimeout(300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -216,11 +193,11 @@ func TestEveryHoldEndsOnce(t *testing.T) {
 	}
 	l.Close()
 	within(t, b.Done(), time.Second, "Close ending the lease")
-	rel := rec.of(core.EventReleased)
+	rel := ofKind(rec, core.EventReleased)
 	if len(rel) != 2 || rel[0].Retry || rel[0].Err == nil || !rel[1].Retry || rel[1].Err != nil {
 		t.Errorf("releases %+v: want a failed one, then its retry", rel)
 	}
-	lost := rec.of(core.EventLost)
+	lost := ofKind(rec, core.EventLost)
 	if len(lost) != 1 || !errors.Is(lost[0].Err, core.ErrClosed) || lost[0].Fence != b.Fence() {
 		t.Errorf("lost %+v: want the lease Close ended, ErrClosed", lost)
 	}
@@ -233,7 +210,7 @@ func TestLogsNameThePatternNotTheKey(t *testing.T) {
 	proxy := redistest.StartProxy(t, srv.Addr)
 	var buf syncBuffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	rec := newRecorder()
+	rec := &locktest.Events{}
 	l := locktest.Locker(t, noRetries(t, proxy.Addr), core.WithLogger(log), core.WithObserver(rec))
 	ctx := locktest.Context(t)
 	s, err := l.Lock(ctx, "order:secret-user-42:7", core.WithPattern("order:{user}:{voucher}"), core.WithTTL(time.Second))
@@ -267,7 +244,7 @@ func TestLogsNameThePatternNotTheKey(t *testing.T) {
 	if strings.Contains(out, "secret-user") {
 		t.Errorf("the log holds the key:\n%s", out)
 	}
-	if lost := rec.of(core.EventLost); len(lost) != 1 || !errors.Is(lost[0].Err, core.ErrNotHeld) {
+	if lost := ofKind(rec, core.EventLost); len(lost) != 1 || !errors.Is(lost[0].Err, core.ErrNotHeld) {
 		t.Errorf("probe: lost events %+v", lost)
 	}
 }
