@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/traceparent"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -61,21 +62,23 @@ func (o *Observer) HolderTag(ctx context.Context) string {
 	return string(b[:])
 }
 
-// parseTraceParent reads a traceparent as HolderTag writes it.
+// parseTraceParent reads a traceparent (traceparent.Parse: the reading
+// cmd/lockgate shows) as a remote span context.
 func parseTraceParent(s string) (trace.SpanContext, bool) {
-	if len(s) != 55 || s[:3] != "00-" || s[35] != '-' || s[52] != '-' {
+	id, span, fl, ok := traceparent.Parse(s)
+	if !ok {
 		return trace.SpanContext{}, false
 	}
-	var tid trace.TraceID
-	var sid trace.SpanID
+	tid, err := trace.TraceIDFromHex(id)
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	sid, err := trace.SpanIDFromHex(span)
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
 	var flags [1]byte
-	if _, err := hex.Decode(tid[:], []byte(s[3:35])); err != nil {
-		return trace.SpanContext{}, false
-	}
-	if _, err := hex.Decode(sid[:], []byte(s[36:52])); err != nil {
-		return trace.SpanContext{}, false
-	}
-	if _, err := hex.Decode(flags[:], []byte(s[53:55])); err != nil {
+	if _, err := hex.Decode(flags[:], []byte(fl)); err != nil {
 		return trace.SpanContext{}, false
 	}
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(flags[0]), Remote: true})

@@ -13,14 +13,14 @@ import (
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// traceparent is the holder tag of the tests' holders, as the otel
+// holderTraceparent is the holder tag of the tests' holders, as the otel
 // module's tag function writes it.
 const (
-	traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	holderTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	traceIDHex  = "4bf92f3577b34da6a3ce929d0e0e4736"
 )
 
-func holderTag(context.Context) string { return traceparent }
+func holderTag(context.Context) string { return holderTraceparent }
 
 // TestInspectShowsHolderAndWaiter: a lock held by another process's Locker
 // with a traceparent tag and one caller queued for it shows as held, with

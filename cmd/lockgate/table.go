@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/traceparent"
 )
 
 // columns are the table's header, one column per LockInfo field shown.
@@ -74,45 +75,11 @@ func trace(tag string) string {
 	if tag == "" {
 		return "-"
 	}
-	if id, ok := traceID(tag); ok {
+	if id, _, _, ok := traceparent.Parse(tag); ok {
 		return id
 	}
 	return printable(tag)
 }
-
-// traceID returns the trace id of a W3C traceparent
-// "00-<32 hex trace id>-<16 hex span id>-<2 hex flags>". A later version
-// (not ff) may append fields after another '-'. An all-zero trace or span
-// id is invalid.
-func traceID(s string) (string, bool) {
-	const n = 55 // 2+1+32+1+16+1+2
-	if len(s) < n || s[2] != '-' || s[35] != '-' || s[52] != '-' {
-		return "", false
-	}
-	version, id, span, flags := s[:2], s[3:35], s[36:52], s[53:55]
-	switch {
-	case !isHex(version) || version == "ff" || !isHex(id) || !isHex(span) || !isHex(flags):
-		return "", false
-	case allZero(id) || allZero(span):
-		return "", false
-	case version == "00" && len(s) != n:
-		return "", false
-	case len(s) > n && s[n] != '-':
-		return "", false
-	}
-	return id, true
-}
-
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-func allZero(s string) bool { return strings.Trim(s, "0") == "" }
 
 // printable is s, or s quoted when it has characters that would break the
 // table or the terminal (tabs, newlines, control or invalid bytes).
