@@ -26,6 +26,7 @@ package httpsuite
 import (
 	"context"
 	"log/slog"
+	"regexp"
 	"testing"
 	"time"
 
@@ -142,3 +143,9 @@ func Run(t *testing.T, s Stack) {
 	t.Helper()
 	run(t, s)
 }
+
+// ColonPath writes a Route.Path's {name} parameters in the :name syntax of
+// Fiber, Gin and Echo ("/seckill/{voucher}" is "/seckill/:voucher").
+func ColonPath(path string) string { return colonParam.ReplaceAllString(path, ":$1") }
+
+var colonParam = regexp.MustCompile(`\{([^{}/]+)\}`)

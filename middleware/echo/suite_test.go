@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"regexp"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -17,8 +16,6 @@ import (
 func TestSuite(t *testing.T) { httpsuite.Run(t, stack) }
 
 var stack = httpsuite.Stack{Name: "echo", Serve: serveSuite}
-
-var pathParam = regexp.MustCompile(`\{([^}/]+)\}`)
 
 // serveSuite mounts every route on one Echo (with Recover in front), each
 // behind the middleware configured from its Options, after the route's
@@ -46,7 +43,7 @@ func serveSuite(t testing.TB, routes []httpsuite.Route) string {
 			mws = append(mws, mw)
 		}
 		h := rt.Handler
-		e.Add(rt.Method, pathParam.ReplaceAllString(rt.Path, ":$1"), func(c echo.Context) error {
+		e.Add(rt.Method, httpsuite.ColonPath(rt.Path), func(c echo.Context) error {
 			r := c.Request()
 			body, err := io.ReadAll(r.Body)
 			if err != nil {

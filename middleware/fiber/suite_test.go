@@ -2,7 +2,6 @@ package fiberlock_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -41,14 +40,9 @@ func serveRoutes(t testing.TB, routes []httpsuite.Route) string {
 			}
 			chain = append(chain, fiberlock.New(cfg))
 		}
-		f.Add(rt.Method, fiberPath(rt.Path), append(chain, handler(rt.Handler))...)
+		f.Add(rt.Method, httpsuite.ColonPath(rt.Path), append(chain, handler(rt.Handler))...)
 	}
 	return start(t, f).URL
-}
-
-// fiberPath writes a {name} path parameter as Fiber's :name.
-func fiberPath(p string) string {
-	return strings.NewReplacer("{", ":", "}", "").Replace(p)
 }
 
 // config maps the suite's route to a fiberlock.Config; zero values keep

@@ -2,7 +2,6 @@ package fiberlock_test
 
 import (
 	"context"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -35,8 +34,6 @@ var stack = httpsuite.Stack{
 // fiber.Ctx itself; TestLeaseInHandler checks FromContext(c.Context()).
 func handlerCtx(c fiber.Ctx) context.Context { return c.Context() }
 
-var pathParam = regexp.MustCompile(`\{([^{}]+)\}`)
-
 // serveSuite serves routes on one Fiber app, each behind the middleware
 // configured from its Options (Bare: without it), with Route.Context as an
 // earlier middleware and the recover middleware in front.
@@ -68,7 +65,7 @@ func serveSuite(t testing.TB, routes []httpsuite.Route) string {
 			status, body := h(handlerCtx(c), fiberlock.FromContext(c), req)
 			return c.Status(status).SendString(body)
 		})
-		f.Add([]string{r.Method}, pathParam.ReplaceAllString(r.Path, ":$1"), chain[0], chain[1:]...)
+		f.Add([]string{r.Method}, httpsuite.ColonPath(r.Path), chain[0], chain[1:]...)
 	}
 	return start(t, f).URL
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -40,7 +39,7 @@ func serveSuite(t testing.TB, routes []httpsuite.Route) string {
 			chain = append(chain, mw)
 		}
 		chain = append(chain, suiteHandler(rt.Handler))
-		e.Handle(rt.Method, ginPath(rt.Path), chain...)
+		e.Handle(rt.Method, httpsuite.ColonPath(rt.Path), chain...)
 	}
 	return serve(t, e).URL
 }
@@ -85,38 +84,4 @@ func suiteOptions(o httpsuite.Options) []ginlock.Option {
 		}))
 	}
 	return opts
-}
-
-// ginPath writes "/seckill/{voucher}" as Gin's "/seckill/:voucher".
-func ginPath(p string) string {
-	var b strings.Builder
-	for {
-		i := strings.IndexByte(p, '{')
-		if i < 0 {
-			b.WriteString(p)
-			return b.String()
-		}
-		j := strings.IndexByte(p[i:], '}')
-		if j < 0 {
-			b.WriteString(p)
-			return b.String()
-		}
-		b.WriteString(p[:i])
-		b.WriteByte(':')
-		b.WriteString(p[i+1 : i+j])
-		p = p[i+j+1:]
-	}
-}
-
-func TestGinPath(t *testing.T) {
-	for in, want := range map[string]string{
-		"/x":                 "/x",
-		"/seckill/{voucher}": "/seckill/:voucher",
-		"/a/{b}/c/{d}":       "/a/:b/c/:d",
-		"/v/{voucher}/items": "/v/:voucher/items",
-	} {
-		if got := ginPath(in); got != want {
-			t.Errorf("ginPath(%q) = %q, want %q", in, got, want)
-		}
-	}
 }
