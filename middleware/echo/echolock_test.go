@@ -56,7 +56,7 @@ func dbsize(ctx context.Context, rc *redis.Client) int64 {
 // it runs. The control, the same requests not skipped, is locked.
 func TestSkipper(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	rc := srv.Client(t)
 	ctx := locktest.Context(t)
 	e := newEcho()
@@ -122,8 +122,8 @@ func TestSkipper(t *testing.T) {
 // takes the key at once. Each handler first checks the lock is held.
 func TestReturnedError(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
-	other := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
+	other, _ := locktest.NewLocker(t, srv)
 	rc := srv.Client(t)
 	ctx := locktest.Context(t)
 	var seen notes[string]
@@ -193,7 +193,7 @@ func TestReturnedError(t *testing.T) {
 // writes them itself, so neither is involved.
 func TestAnswersMatchHTTPLock(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	closed, err := core.New(srv.Client(t))
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +287,7 @@ func TestAnswersMatchHTTPLock(t *testing.T) {
 // already set for 429 and the internal error kept for logging.
 func TestHandlersReturnHTTPError(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
 	type seen struct {
 		code     int
@@ -340,7 +340,7 @@ func TestHandlersReturnHTTPError(t *testing.T) {
 // decoded once, not twice.
 func TestPathParamDecoded(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
 	key := func(ctx context.Context) string {
 		if lease := echolock.FromContext(ctx); lease != nil {
@@ -387,7 +387,7 @@ func TestPathParamDecoded(t *testing.T) {
 // front sees the request as it passed it on: its context live, no lease.
 func TestLeaseInHandler(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	type seen struct {
 		key             string
 		fence           int64
@@ -438,7 +438,7 @@ func TestLeaseInHandler(t *testing.T) {
 // multipart forms.
 func TestBodyReplayed(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
 	e := newEcho()
 	e.POST("/json", func(c echo.Context) error {
@@ -483,7 +483,7 @@ func TestBodyReplayed(t *testing.T) {
 // over MaxBodySize is, not a 400; the control under both bounds is served.
 func TestBodyLimitInFront(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
 	e := newEcho()
 	e.Use(middleware.BodyLimit("64B"))

@@ -12,16 +12,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
-	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/locktest"
-	"github.com/lockgate/lockgate/redistest"
 )
-
-// newLocker returns a Locker with its own client to srv, closed at cleanup.
-func newLocker(t testing.TB, srv *redistest.Server, opts ...core.Option) *core.Locker {
-	t.Helper()
-	return locktest.Locker(t, srv.Client(t), opts...)
-}
 
 // newEcho returns an Echo with Recover in front, as a real service has it,
 // and no banner nor log output.

@@ -25,7 +25,7 @@ import (
 // values of every field serve 200 under the lock.
 func TestSetupErrors(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	const key = "order:{query.user_id}:{path.voucher}"
 	config := func(s httpsuite.Settings) echolock.Config {
 		return echolock.Config{Locker: s.Locker, Key: s.Key, Template: s.Template, FailOpen: true,

@@ -28,7 +28,7 @@ import (
 // Value reads c.Locals only) and is busy.
 func TestLeaseInHandler(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	type seen struct {
 		key                 string
 		fence               int64
@@ -116,7 +116,7 @@ func TestFromContextOutside(t *testing.T) {
 // afterwards.
 func TestNestedMiddleware(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	rc := srv.Client(t)
 	type seen struct {
 		outerKey, innerKey, handlerKey string
@@ -175,7 +175,7 @@ func TestNestedMiddleware(t *testing.T) {
 // run.
 func TestNextSkips(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	var ran atomic.Int32
 	f := newApp()
 	f.Post("/x", fiberlock.New(fiberlock.Config{Locker: l, Key: "x:{query.id}", Next: func(c fiber.Ctx) bool { return c.Get("X-Skip") != "" }}),
@@ -216,7 +216,7 @@ func TestNextSkips(t *testing.T) {
 // wait at all. (A panic is the shared suite's PanicReleases.)
 func TestErrorReleases(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	var calls atomic.Int32
 	f := newApp()
 	f.Post("/seckill/:voucher", fiberlock.New(fiberlock.Config{Locker: l, Key: "order:{query.user_id}:{path.voucher}", Wait: core.NoWait}),

@@ -10,15 +10,8 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/middleware/recover"
 
-	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/locktest"
-	"github.com/lockgate/lockgate/redistest"
 )
-
-func newLocker(t testing.TB, srv *redistest.Server, opts ...core.Option) *core.Locker {
-	t.Helper()
-	return locktest.Locker(t, srv.Client(t), opts...)
-}
 
 // newApp returns a Fiber app with the recover middleware in front, as a
 // real service has it.

@@ -21,7 +21,7 @@ import (
 // the key, escaped, "%2537"), not 7, as on the default app.
 func TestPathDecoding(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	route := func(f *fiber.App) *app {
 		f.Post("/p/:voucher", fiberlock.New(fiberlock.Config{Locker: l, Key: "order:{path.voucher}", Wait: core.NoWait}),
 			func(c fiber.Ctx) error { return c.SendString(fiberlock.FromContext(c).Key()) })

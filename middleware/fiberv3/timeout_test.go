@@ -23,7 +23,7 @@ import (
 // key is free for a third request afterwards.
 func TestTimeoutInFront(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	rc := srv.Client(t)
 	inside := make(chan struct{}, 1)
 	leave := make(chan struct{})
@@ -90,7 +90,7 @@ func TestTimeoutInFront(t *testing.T) {
 // timeout is served under the lock.
 func TestTimeoutBehind(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	rc := srv.Client(t)
 	type seen struct {
 		ctx   context.Context

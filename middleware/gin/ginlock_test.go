@@ -35,7 +35,7 @@ func TestContextWithFallback(t *testing.T) {
 	for _, fallback := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ContextWithFallback=%v", fallback), func(t *testing.T) {
 			srv := redistest.Start(t)
-			l := newLocker(t, srv)
+			l, _ := locktest.NewLocker(t, srv)
 			rc := srv.Client(t)
 			type seen struct {
 				lease                bool // FromGin(c) is a lease
@@ -116,7 +116,7 @@ func TestContextWithFallback(t *testing.T) {
 // the same requests without the skip header are answered 400 and 429.
 func TestSkip(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
 	held, err := l.Lock(ctx, "x:1")
 	if err != nil {
@@ -170,7 +170,7 @@ func TestSkip(t *testing.T) {
 // already aborted.
 func TestAnswersAbortChain(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
 	held, err := l.Lock(ctx, "x:1")
 	if err != nil {
@@ -231,7 +231,7 @@ func TestAnswersAbortChain(t *testing.T) {
 // lock longer nor find a cancelled context.
 func TestReleasedBeforeOuterMiddleware(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	rc := srv.Client(t)
 	type seen struct {
 		sameRequest, live, noLease, released bool
@@ -284,7 +284,7 @@ func TestReleasedBeforeOuterMiddleware(t *testing.T) {
 // of them runs.
 func TestBodyForGin(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	var ran atomic.Int32
 	e := newEngine()
 	e.POST("/json", ginlock.Must(ginlock.New(l, "o:{body.user.id:int}", ginlock.WithMaxBodySize(256))), func(c *gin.Context) {
@@ -381,7 +381,7 @@ func TestBodyForGin(t *testing.T) {
 // on a route group with Use, reading the group's path parameters.
 func TestContextValues(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	key := func(c *gin.Context) { c.String(http.StatusOK, "%s", ginlock.FromGin(c).Key()) }
 	e := newEngine()
 	g := e.Group("/g/:voucher", func(c *gin.Context) { // an auth middleware

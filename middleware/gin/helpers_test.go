@@ -9,16 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/locktest"
-	"github.com/lockgate/lockgate/redistest"
 )
-
-// newLocker returns a Locker with its own client to srv, closed at cleanup.
-func newLocker(t testing.TB, srv *redistest.Server, opts ...core.Option) *core.Locker {
-	t.Helper()
-	return locktest.Locker(t, srv.Client(t), opts...)
-}
 
 // newEngine returns a Gin engine with gin.Recovery in front, as a real
 // service has it.

@@ -23,7 +23,7 @@ import (
 // values of every option serves 200 under the lock.
 func TestSetupErrors(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLocker(t, srv)
+	l, _ := locktest.NewLocker(t, srv)
 	httpsuite.OptionsSetupErrors(t, l, httpsuite.OptionSetup[gin.HandlerFunc, ginlock.Option]{
 		New: ginlock.New, NewTemplate: ginlock.NewTemplate, Must: ginlock.Must,
 		Wait: ginlock.WithWait, TTL: ginlock.WithTTL, ReleaseTimeout: ginlock.WithReleaseTimeout,
