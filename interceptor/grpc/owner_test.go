@@ -11,12 +11,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/internal/rpcsuite"
 	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
 )
-
-// ownerMD are the obvious metadata names a client could try to pass
-// itself off as a lock's owner with.
-var ownerMD = []string{"x-lock-owner", "lockgate-owner", "x-lockgate-owner", "x-owner", "owner", "lock-owner", "x-request-id"}
 
 // TestNoOwnerFromMetadataStreams is the suite's "no owner from the
 // request" (internal/rpcsuite, unary) for streams: while call A holds its
@@ -102,22 +99,8 @@ func TestNoOwnerFromMetadataStreams(t *testing.T) {
 		}},
 	}
 	callsBefore := e.Service.Calls()
-	// attempts lists the metadata of every B of a lock: one name at a
-	// time, then all at once (and as binary metadata).
-	attempts := func(values []string) [][]string {
-		var out [][]string
-		for _, v := range values {
-			var all []string
-			for _, name := range ownerMD {
-				out = append(out, []string{name, v})
-				all = append(all, name, v)
-			}
-			out = append(out, append(all, "lockgate-owner-bin", v))
-		}
-		return out
-	}
 	for _, l := range locks {
-		for _, kv := range attempts(l.values) {
+		for _, kv := range rpcsuite.OwnerAttempts(l.values) {
 			err := l.call(withMD(kv...))
 			if status.Code(err) != codes.ResourceExhausted {
 				t.Errorf("B on %s with metadata %q: %v, want ResourceExhausted (busy): never A's lock", l.name, kv, err)
@@ -147,7 +130,7 @@ func TestNoOwnerFromMetadataStreams(t *testing.T) {
 	// The control: the last B of each lock (every name at once) is served
 	// now, and nothing is left held.
 	for _, l := range locks {
-		all := attempts(l.values)
+		all := rpcsuite.OwnerAttempts(l.values)
 		if err := l.call(withMD(all[len(all)-1]...)); err != nil {
 			t.Fatalf("B on %s after A's release: %v, want OK", l.name, err)
 		}

@@ -201,6 +201,24 @@ func testEventsPattern(t *testing.T, s Stack) {
 // itself off as a lock's owner with.
 var ownerMD = []string{"x-lock-owner", "lockgate-owner", "x-lockgate-owner", "x-owner", "owner", "lock-owner", "x-request-id"}
 
+// OwnerAttempts lists the metadata (name, value pairs) of every call that
+// tries to pass itself off as a lock's owner with one of values: each
+// owner-ish name at a time, then all at once (and as binary metadata).
+// The suite's no-owner-from-the-request case uses it, and the adapters'
+// stream variants.
+func OwnerAttempts(values []string) [][]string {
+	var out [][]string
+	for _, v := range values {
+		var all []string
+		for _, name := range ownerMD {
+			out = append(out, []string{name, v})
+			all = append(all, name, v)
+		}
+		out = append(out, append(all, "lockgate-owner-bin", v))
+	}
+	return out
+}
+
 // testNoOwnerFromRequest: while call A holds order:1:1 (handler blocked),
 // call B for the same key never re-enters A's lock, whatever metadata it
 // carries: each owner-ish name, one at a time and all at once (also as a
@@ -243,17 +261,7 @@ func testNoOwnerFromRequest(t *testing.T, s Stack) {
 		t.Fatalf("HGET %s owner: %q %v", k, owner, err)
 	}
 	values := []string{strconv.FormatInt(h.fence, 10), h.key, owner, requestID}
-	// attempts lists the metadata of every B: one name at a time, then
-	// all at once (and as binary metadata).
-	var attempts [][]string
-	for _, v := range values {
-		var all []string
-		for _, name := range ownerMD {
-			attempts = append(attempts, []string{name, v})
-			all = append(all, name, v)
-		}
-		attempts = append(attempts, append(all, "lockgate-owner-bin", v))
-	}
+	attempts := OwnerAttempts(values)
 	callsBefore := w.Service.Calls()
 	for _, md := range attempts {
 		if r := w.call(ctx, "Quick", req("1", 1, 0), md...); r.Code != ResourceExhausted {
