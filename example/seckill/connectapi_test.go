@@ -3,7 +3,6 @@ package seckill
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -35,21 +34,7 @@ func serveConnectTest(t *testing.T, cfg Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-			t.Error(err)
-		}
-	})
-	return "http://" + ln.Addr().String()
+	return serveServer(t, srv)
 }
 
 // connectClients are clients of the Connect server at base, generated

@@ -75,6 +75,13 @@ func serveHTTP(t *testing.T, cfg Config, stack string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveServer(t, srv)
+}
+
+// serveServer serves srv on a free loopback port until the test ends
+// (then shuts it down; it must stop cleanly) and returns its base URL.
+func serveServer(t *testing.T, srv StackServer) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
