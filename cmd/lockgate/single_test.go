@@ -17,7 +17,7 @@ import (
 // module's tag function writes it.
 const (
 	holderTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	traceIDHex  = "4bf92f3577b34da6a3ce929d0e0e4736"
+	traceIDHex        = "4bf92f3577b34da6a3ce929d0e0e4736"
 )
 
 func holderTag(context.Context) string { return holderTraceparent }
