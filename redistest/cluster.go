@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,8 +43,11 @@ type Cluster struct {
 	// AddReplicas has started them.
 	Replicas []*Server
 
-	ranges [][2]int // slot range served by Servers[i]
+	ranges [][2]int // slot range first served by Servers[i]
 	buses  []int    // cluster bus port of Servers[i]
+
+	mu    sync.Mutex
+	moved map[int]int // slot → the index of the server MigrateSlot moved it to
 }
 
 // NewCluster starts a cluster of masters nodes (at least 3, as Redis
@@ -238,22 +242,31 @@ func (c *Cluster) nodeReady(ctx context.Context, nc *redis.Client) error {
 	if err != nil {
 		return err
 	}
-	if len(slots) != len(c.Servers) {
-		return fmt.Errorf("reports %d slot ranges, want %d", len(slots), len(c.Servers))
-	}
+	covered := 0
 	for _, sl := range slots {
-		i := c.rangeIndex(sl.Start)
-		if i < 0 || c.ranges[i] != [2]int{sl.Start, sl.End} {
-			return fmt.Errorf("unexpected slot range %d-%d", sl.Start, sl.End)
+		for slot := sl.Start; slot <= sl.End; slot++ {
+			i := c.owner(slot)
+			if i < 0 || len(sl.Nodes) == 0 || sl.Nodes[0].Addr != c.Addrs[i] {
+				return fmt.Errorf("slot %d on %v, want %s", slot, sl.Nodes, c.Addrs[max(i, 0)])
+			}
 		}
-		if len(sl.Nodes) == 0 || sl.Nodes[0].Addr != c.Addrs[i] {
-			return fmt.Errorf("slots %d-%d on %v, want %s", sl.Start, sl.End, sl.Nodes, c.Addrs[i])
-		}
+		covered += sl.End - sl.Start + 1
+	}
+	if covered != clusterSlots {
+		return fmt.Errorf("reports %d of %d slots", covered, clusterSlots)
 	}
 	return nil
 }
 
-func (c *Cluster) rangeIndex(slot int) int {
+// owner is the index of the server that serves slot, or -1 for a slot out
+// of range.
+func (c *Cluster) owner(slot int) int {
+	c.mu.Lock()
+	i, ok := c.moved[slot]
+	c.mu.Unlock()
+	if ok {
+		return i
+	}
 	for i, r := range c.ranges {
 		if slot >= r[0] && slot <= r[1] {
 			return i
@@ -266,10 +279,88 @@ func (c *Cluster) rangeIndex(slot int) int {
 // out of range. Find a key's slot with the CLUSTER KEYSLOT command
 // (ClusterClient.ClusterKeySlot).
 func (c *Cluster) ServerForSlot(slot int) *Server {
-	if i := c.rangeIndex(slot); i >= 0 {
+	if i := c.owner(slot); i >= 0 {
 		return c.Servers[i]
 	}
 	return nil
+}
+
+// MigrateSlot moves slot (0..16383) and its keys from the master that
+// serves it to Servers[to], as resharding does while clients work: the
+// slot IMPORTING on the target and MIGRATING on the source, its keys moved
+// in batches with MIGRATE (clients follow ASK and TRYAGAIN meanwhile), then
+// the slot given to the target on every master (clients follow MOVED; the
+// source unsubscribes its clients from the slot's shard channels). It
+// returns once every node agrees (WaitReady), within timeout. Moving a slot
+// to the master that serves it does nothing.
+func (c *Cluster) MigrateSlot(slot, to int, timeout time.Duration) error {
+	from := c.owner(slot)
+	if from < 0 || to < 0 || to >= len(c.Servers) {
+		return fmt.Errorf("redistest: migrate slot %d to node %d: out of range", slot, to)
+	}
+	if from == to {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	src, dst := nodeClient(c.Servers[from]), nodeClient(c.Servers[to])
+	defer src.Close()
+	defer dst.Close()
+	srcID, err := src.Do(ctx, "cluster", "myid").Text()
+	if err != nil {
+		return fmt.Errorf("redistest: migrate slot %d: %w", slot, err)
+	}
+	dstID, err := dst.Do(ctx, "cluster", "myid").Text()
+	if err == nil {
+		err = dst.Do(ctx, "cluster", "setslot", slot, "importing", srcID).Err()
+	}
+	if err == nil {
+		err = src.Do(ctx, "cluster", "setslot", slot, "migrating", dstID).Err()
+	}
+	for err == nil {
+		var keys []string
+		keys, err = src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		if err != nil || len(keys) == 0 {
+			break
+		}
+		args := []any{"migrate", "127.0.0.1", c.Servers[to].Port, "", 0, 5000, "replace", "keys"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		err = src.Do(ctx, args...).Err()
+	}
+	// The target first, then the source (which then stops answering for
+	// the slot), then the others; gossip would spread it too.
+	for _, i := range append([]int{to, from}, c.others(from, to)...) {
+		if err != nil {
+			break
+		}
+		nc := nodeClient(c.Servers[i])
+		err = nc.Do(ctx, "cluster", "setslot", slot, "node", dstID).Err()
+		nc.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("redistest: migrate slot %d from %s to %s: %w", slot, c.Addrs[from], c.Addrs[to], err)
+	}
+	c.mu.Lock()
+	if c.moved == nil {
+		c.moved = map[int]int{}
+	}
+	c.moved[slot] = to
+	c.mu.Unlock()
+	deadline, _ := ctx.Deadline()
+	return c.WaitReady(max(time.Until(deadline), time.Millisecond))
+}
+
+// others lists the indexes of the servers but a and b.
+func (c *Cluster) others(a, b int) []int {
+	var out []int
+	for i := range c.Servers {
+		if i != a && i != b {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Options returns go-redis cluster options for all nodes with short

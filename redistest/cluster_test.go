@@ -83,3 +83,55 @@ func TestNewClusterRejectsFewerThanThreeMasters(t *testing.T) {
 		t.Fatal("NewCluster(2) succeeded")
 	}
 }
+
+// MigrateSlot moves a slot with its keys to another master while a client
+// works: the key is read back through the cluster client afterwards, the
+// new master serves it, and a subscriber of the slot's shard channel on the
+// old master is unsubscribed by the server (what a waiter's connection must
+// follow). Control: before the move the old master served it.
+func TestClusterMigrateSlot(t *testing.T) {
+	c := redistest.StartCluster(t, 3)
+	cc := c.Client(t)
+	ctx := context.Background()
+	const key = "{mig}:k"
+	slot := int(cc.ClusterKeySlot(ctx, key).Val())
+	from := c.ServerForSlot(slot)
+	if err := cc.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sub := redis.NewClient(from.Options())
+	defer sub.Close()
+	ps := sub.SSubscribe(ctx, "{mig}:ch")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	to := 0
+	for i, s := range c.Servers {
+		if s != from {
+			to = i
+			break
+		}
+	}
+	if err := c.MigrateSlot(slot, to, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ServerForSlot(slot); got != c.Servers[to] || got == from {
+		t.Fatalf("slot %d on %v after the move, want %s", slot, got, c.Servers[to].Addr)
+	}
+	if v, err := cc.Get(ctx, key).Result(); err != nil || v != "v" {
+		t.Fatalf("GET after the move = %q, %v", v, err)
+	}
+	nc := redis.NewClient(c.Servers[to].Options())
+	defer nc.Close()
+	if n, err := nc.Exists(ctx, key).Result(); err != nil || n != 1 {
+		t.Fatalf("the new master has the key: %d, %v", n, err)
+	}
+	m, err := ps.ReceiveTimeout(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatalf("no message on the old master's subscription after the move: %v", err)
+	}
+	if s, ok := m.(*redis.Subscription); !ok || s.Kind != "sunsubscribe" || s.Channel != "{mig}:ch" {
+		t.Fatalf("after the move the old master sent %#v, want sunsubscribe of {mig}:ch", m)
+	}
+}
