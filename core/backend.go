@@ -69,7 +69,8 @@ type renewal struct {
 // single is the backend on one Redis deployment (a master, a Sentinel
 // failover client or a Cluster).
 type single struct {
-	c redis.UniversalClient
+	c       redis.UniversalClient
+	scripts *scripts // the acquire and release scripts
 	// the scripts' Locker-wide arguments, boxed once
 	windowArg any // fence window, ms
 	markerArg any // how long a done marker lives, ms
@@ -135,12 +136,12 @@ func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, en
 	var acks int64
 	var ackErr error
 	if s.ackN > 0 {
-		cmd, acks, ackErr = s.acked(ctx, acquireScript, keys[:], args...)
+		cmd, acks, ackErr = s.acked(ctx, s.scripts.acquire, keys[:], args...)
 		if cmd == nil {
 			return 0, 0, "", ackErr
 		}
 	} else {
-		cmd = s.run(ctx, acquireScript, keys[:], args...)
+		cmd = s.run(ctx, s.scripts.acquire, keys[:], args...)
 	}
 	v, holder, err := acquireReply(cmd)
 	switch {
@@ -182,13 +183,13 @@ func acquireReply(cmd *redis.Cmd) (int64, string, error) {
 
 func (s *single) release(ctx context.Context, k *lockKeys, owner string) (bool, error) {
 	keys := k.script(owner)
-	n, err := s.run(ctx, releaseScript, keys[:], owner, s.windowArg, s.markerArg).Int64()
+	n, err := s.run(ctx, s.scripts.release, keys[:], owner, s.windowArg, s.markerArg).Int64()
 	return n == 0, err
 }
 
 func (s *single) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {
 	keys := k.script(owner)
-	n, err := releaseScript.Run(ctx, s.c, keys[:], owner, s.windowArg, s.markerArg, "force").Int64()
+	n, err := s.scripts.release.Run(ctx, s.c, keys[:], owner, s.windowArg, s.markerArg, "force").Int64()
 	return n == 0, err
 }
 

@@ -1,6 +1,9 @@
 package core
 
-import "context"
+import (
+	"context"
+	"os"
+)
 
 // ForceReleaseOwner is ForceRelease's second step alone, for the hold of
 // s as an earlier Inspect saw it: the tests put the hold's end and a new
@@ -12,4 +15,24 @@ func ForceReleaseOwner(ctx context.Context, l *Locker, key string, s *Lease) err
 		return ErrNotHeld
 	}
 	return err
+}
+
+// WithMutants puts back the fixed defects named (comma-separated; see
+// mutants.go) in the Locker: the controls of the tests that guard against
+// them.
+func WithMutants(names string) Option {
+	return lockerOption(func(o *lockerOptions) { o.mutants = names })
+}
+
+// ScriptSource is the source the Locker sends for scripts/<name>.lua (the
+// acquire and release scripts with the queue's functions spliced in).
+func ScriptSource(name string) (string, error) {
+	switch name {
+	case "acquire":
+		return withQueue(acquireSrc, queueSrc), nil
+	case "release":
+		return withQueue(releaseSrc, queueSrc), nil
+	}
+	b, err := os.ReadFile("scripts/" + name + ".lua")
+	return string(b), err
 }

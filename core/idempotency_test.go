@@ -5,7 +5,6 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -48,11 +47,11 @@ func evalsha(key string) redistest.Matcher {
 // names it) on key's lock hash.
 func script(t *testing.T, name, key string) redistest.Matcher {
 	t.Helper()
-	src, err := os.ReadFile("scripts/" + name + ".lua")
+	src, err := core.ScriptSource(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return redistest.MatchCommand("evalsha", fmt.Sprintf("%x", sha1.Sum(src)), "lockgate:{"+key+"}")
+	return redistest.MatchCommand("evalsha", fmt.Sprintf("%x", sha1.Sum([]byte(src))), "lockgate:{"+key+"}")
 }
 
 // A fresh Lock whose reply is late runs twice in Redis and has the effect of

@@ -210,12 +210,12 @@ func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 // time of later watchdog renewals), within ctx's deadline (plus at most
 // 50ms) whatever the client's timeouts. The lock's expiry in Redis only
 // grows.
-// Errors: ErrInvalid for a ttl below MinTTL, ErrNotHeld when the lock is no
-// longer held (the lease is then lost), ErrUnavailable when Redis cannot
-// answer.
+// Errors: ErrInvalid for a ttl below MinTTL or above MaxTTL, ErrNotHeld
+// when the lock is no longer held (the lease is then lost), ErrUnavailable
+// when Redis cannot answer.
 func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
-	if ttl < MinTTL {
-		return invalidf("ttl %v is below the minimum %v", ttl, MinTTL)
+	if err := checkTTL(ttl); err != nil {
+		return err
 	}
 	if s == nil || s.h.end.Load() != endLive {
 		return ErrNotHeld

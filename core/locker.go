@@ -43,6 +43,7 @@ type Locker struct {
 	bg       sync.WaitGroup
 
 	undos undoWaits
+	mut   mutants // defects put back for the controls of tests (mutants.go)
 }
 
 // New returns a Locker on client: a *redis.Client, a Sentinel failover
@@ -74,9 +75,13 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	if o.err != nil {
 		return nil, o.err
 	}
+	mut, err := parseMutants(envMutants + "," + o.mutants)
+	if err != nil {
+		return nil, err
+	}
 	o.call.box()
 	marker := markerTTL(client)
-	be := &single{c: client, windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
+	be := &single{c: client, scripts: mut.scriptSet(), windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
 	ctxDeadlines := honoursDeadlines(client)
 	if c, ok := client.(*redis.Client); ok && !o.noCoalesce && o.ackN == 0 {
 		be.pipe = &coalescer{c: c}
@@ -88,10 +93,11 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		ctxDeadlines: ctxDeadlines,
 		opts:         o,
 		epoch:        time.Now(),
-		rooms:        []*waitRoom{newWaitRoom(client)},
 		done:         make(chan struct{}),
 		undos:        undoWaits{wake: make(chan struct{})},
+		mut:          mut,
 	}
+	l.rooms = []*waitRoom{newWaitRoom(client, l.mono, &l.mut)}
 	l.wd = newWatchdog(l)
 	if be.pipe != nil {
 		be.pipe.spawn = l.goBackground
@@ -286,36 +292,59 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 			a.deadline, a.ctxEnds = d, false
 		}
 	}
+	a.keys = l.keysFor(key)
 	if s := reentry(ctx, key); s != nil {
-		if s.h.l == l {
-			if r := s.h.reenter(ctx); r != nil {
+		h := s.h
+		same := h.l == l
+		if !same {
+			// Held through another Locker: the same lock only if the other's
+			// owner holds this key here, as one read-only look tells (a
+			// Locker on another deployment or prefix names another lock,
+			// which is acquired afresh; nothing is ever taken under the
+			// other's owner).
+			held, err := l.holds(ctx, a, h.owner)
+			if err != nil {
+				l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Pattern: o.pattern, Wait: time.Since(start), Err: err})
+				return nil, err
+			}
+			same = held
+		}
+		if same {
+			if r := h.reenter(ctx); r != nil {
 				l.observe(ctx, Event{Kind: EventAcquired, Key: key, Pattern: o.pattern, Wait: time.Since(start), Reentrant: true, Fence: r.h.fence})
 				return r, nil
 			}
 			// The hold ended meanwhile: a fresh acquisition.
-		} else {
-			// Held through another Locker: one attempt with its owner tells
-			// whether it is the same lock (then its hold is re-entered).
-			// Busy, it is another owner's: wait for it as a fresh owner.
-			a.keys = l.keysFor(key)
-			c := *a
-			c.owner, c.cross = s.h.owner, s.h
-			r, err := c.run(ctx)
-			if r != nil || !errors.Is(err, ErrNotObtained) || !wait || o.wait == 0 {
-				l.observe(ctx, c.event(start, r, err))
-				return r, err
-			}
-			a.attempts, a.holderTag, a.tag = c.attempts, c.holderTag, c.tag
 		}
-	}
-	if a.keys.hash() == "" {
-		a.keys = l.keysFor(key)
 	}
 	a.owner = newOwnerID()
 	a.waits = wait && o.wait > 0
 	s, err := a.run(ctx)
 	l.observe(ctx, a.event(start, s, err))
 	return s, err
+}
+
+// holds reports whether owner (another Locker's) holds a's lock in this
+// Locker's Redis, within a's deadline.
+func (l *Locker) holds(ctx context.Context, a *acquisition, owner string) (bool, error) {
+	type result struct {
+		err error
+	}
+	r, err := bounded(l, ctx, a.deadline, func(cctx context.Context) result {
+		_, err := l.be.pttl(cctx, &a.keys, owner)
+		return result{err}
+	}, nil)
+	switch {
+	case err == errLate:
+		return false, unavailable("acquire", errNoAnswer)
+	case err != nil:
+		return false, err
+	case r.err == ErrNotHeld:
+		return false, nil
+	case r.err != nil:
+		return false, unavailable("acquire", r.err)
+	}
+	return true, nil
 }
 
 // event is the Observer's event of a Lock or TryLock that went to Redis.

@@ -12,8 +12,11 @@ import (
 const (
 	// MaxKeyLen is the longest lock name accepted, in bytes.
 	MaxKeyLen = 1024
-	// MinTTL is the shortest lease accepted by WithTTL.
+	// MinTTL is the shortest lease accepted by WithTTL and Extend.
 	MinTTL = 50 * time.Millisecond
+	// MaxTTL is the longest: a week (a longer hold is renewed by the
+	// watchdog, and validity arithmetic stays far from overflowing).
+	MaxTTL = 7 * 24 * time.Hour
 	// MaxPrefixLen is the longest key prefix accepted by WithPrefix.
 	MaxPrefixLen = 128
 )
@@ -79,6 +82,7 @@ type lockerOptions struct {
 	noCoalesce  bool
 	ackN        int           // WithReplicaAck: replicas to wait for (0: none)
 	ackTimeout  time.Duration // WithReplicaAck: how long
+	mutants     string        // defects put back, for tests' controls (export_test.go)
 	err         error
 }
 
@@ -122,15 +126,26 @@ func (f lockerOption) applyLocker(o *lockerOptions) { f(o) }
 
 // WithTTL sets the lease time: how long the lock lives in Redis without a
 // renewal. While a lease is held the watchdog renews it every TTL/3.
-// Default 30s. A TTL below MinTTL is an ErrInvalid error.
+// Default 30s. A TTL below MinTTL or above MaxTTL is an ErrInvalid error.
 func WithTTL(d time.Duration) LockOption {
 	return callOption(func(o *callOptions) {
-		if d < MinTTL {
-			o.fail(invalidf("ttl %v is below the minimum %v", d, MinTTL))
+		if err := checkTTL(d); err != nil {
+			o.fail(err)
 			return
 		}
 		o.ttl = d
 	})
+}
+
+// checkTTL is the ErrInvalid error of a lease time out of [MinTTL, MaxTTL].
+func checkTTL(d time.Duration) error {
+	switch {
+	case d < MinTTL:
+		return invalidf("ttl %v is below the minimum %v", d, MinTTL)
+	case d > MaxTTL:
+		return invalidf("ttl %v is above the maximum %v", d, MaxTTL)
+	}
+	return nil
 }
 
 // WithWait sets the wait budget of Lock: how long it waits for a busy lock

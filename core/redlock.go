@@ -40,9 +40,11 @@ var errSplit = errors.New("granted by fewer nodes than a quorum")
 
 // perNode is the per-node timeout of a call for a lock of ttl: a small
 // fraction of the TTL (redis.io's advice: a few tens of ms for a 10s TTL),
-// at least 50ms, at most 1s.
+// at least 50ms, at most 1s — and never more than a quarter of the TTL, so
+// that a majority's grants still leave validity when one node hangs (a
+// 50ms lock waited 50ms for a hung node, and its grant was always late).
 func perNode(ttl time.Duration) time.Duration {
-	return min(max(ttl/100, 50*time.Millisecond), time.Second)
+	return min(max(ttl/100, 50*time.Millisecond), ttl/4, time.Second)
 }
 
 // fanOut runs call on every node in parallel, each bounded by d (and by
@@ -377,8 +379,8 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	r := &redlock{names: names, quorum: len(clients)/2 + 1, timeout: perNode(l.opts.call.ttl)}
 	l.rooms = nil
 	for _, c := range clients {
-		r.nodes = append(r.nodes, &single{c: c, windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout})
-		l.rooms = append(l.rooms, newWaitRoom(c))
+		r.nodes = append(r.nodes, &single{c: c, scripts: l.mut.scriptSet(), windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout})
+		l.rooms = append(l.rooms, newWaitRoom(c, l.mono, &l.mut))
 		l.markerTTL = max(l.markerTTL, markerTTL(c))
 		l.ctxDeadlines = l.ctxDeadlines && honoursDeadlines(c)
 	}

@@ -374,3 +374,41 @@ func TestRedlockLosesWithoutMajority(t *testing.T) {
 		})
 	}
 }
+
+// A short lease is obtained on a majority while one master hangs: the
+// per-node timeout is at most a quarter of the TTL, so the two healthy
+// masters' grants arrive with validity left (before, a 50ms lock waited
+// 50ms for the hung master and its grant always came after its validity:
+// ErrUnavailable, though a majority answered; the fault rig found it).
+// Control: with two masters hung there is no majority: unavailable.
+func TestRedlockShortLeaseWithOneHungMaster(t *testing.T) {
+	srvs, _ := masters(t, 3)
+	l := redlockOn(t, srvs)
+	ctx := locktest.Context(t)
+	warmRedlock := func() {
+		s, err := l.Lock(ctx, "warm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Unlock(ctx)
+	}
+	warmRedlock()
+	if err := srvs[2].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer srvs[2].Resume()
+	for i := range 5 {
+		s, err := l.Lock(ctx, "short:"+strconv.Itoa(i), core.WithTTL(50*time.Millisecond), core.WithoutWatchdog())
+		if err != nil {
+			t.Fatalf("a 50ms lock with one of three masters hung = %v, want it from the other two", err)
+		}
+		s.Unlock(ctx)
+	}
+	if err := srvs[1].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer srvs[1].Resume()
+	if _, err := l.Lock(ctx, "short:control", core.WithTTL(50*time.Millisecond), core.WithWait(200*time.Millisecond)); !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("control: with two of three masters hung = %v, want ErrUnavailable", err)
+	}
+}

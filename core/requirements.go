@@ -128,26 +128,27 @@ func versionLess(a, b string) bool {
 
 // markerTTL is how long a released hold's done marker is kept: longer than
 // the client can take to send the last copy of one call (its retries, each
-// bounded by its timeouts), so that a late copy never acts twice. 1s to 10m;
-// 1m for a client whose options are unknown or unbounded.
+// bounded by its timeouts: waiting for a pooled connection, dialing,
+// writing, reading, backing off), so that a late copy never acts twice. 1s
+// to 10m; 1m for a client whose options are unknown or unbounded.
 func markerTTL(c redis.UniversalClient) time.Duration {
 	var retries int
-	var dial, write, read, backoff time.Duration
+	var pool, dial, write, read, backoff time.Duration
 	switch c := c.(type) {
 	case *redis.Client:
 		o := c.Options()
-		retries, dial, write, read, backoff = o.MaxRetries, o.DialTimeout, o.WriteTimeout, o.ReadTimeout, o.MaxRetryBackoff
+		retries, pool, dial, write, read, backoff = o.MaxRetries, o.PoolTimeout, o.DialTimeout, o.WriteTimeout, o.ReadTimeout, o.MaxRetryBackoff
 	case *redis.ClusterClient:
 		o := c.Options() // MaxRedirects tries, each with the node client's retries
 		retries = (o.MaxRedirects+1)*(max(o.MaxRetries, 0)+1) - 1
-		dial, write, read, backoff = o.DialTimeout, o.WriteTimeout, o.ReadTimeout, o.MaxRetryBackoff
+		pool, dial, write, read, backoff = o.PoolTimeout, o.DialTimeout, o.WriteTimeout, o.ReadTimeout, o.MaxRetryBackoff
 	default:
 		return time.Minute
 	}
-	if read <= 0 || write <= 0 {
+	if read <= 0 || write <= 0 || pool <= 0 {
 		return time.Minute // no timeout: nothing bounds a call
 	}
-	t := time.Duration(retries+1) * (dial + write + read + backoff)
+	t := time.Duration(retries+1) * (pool + dial + write + read + backoff)
 	return min(max(t, time.Second), 10*time.Minute)
 }
 

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The version check refuses a server older than 7.0 naming its version;
@@ -38,5 +41,34 @@ func TestJudgeServer(t *testing.T) {
 		if got := versionLess(tc.a, tc.b); got != tc.less {
 			t.Errorf("versionLess(%s, %s) = %v", tc.a, tc.b, got)
 		}
+	}
+}
+
+// A done marker outlives the last copy go-redis can send of a call: each of
+// its retries may first wait up to PoolTimeout for a pooled connection, then
+// dial, write, read and back off. With a 30s PoolTimeout the last copy can
+// go out 3 × 33.5s after the first (before, the marker lived 4 × 3.5s and a
+// re-sent acquire could run after its marker was gone). Control: a client
+// without a read timeout is unbounded (the 1m default).
+func TestMarkerOutlivesRetries(t *testing.T) {
+	for _, tc := range []struct {
+		o    *redis.Options
+		want time.Duration
+	}{
+		{&redis.Options{MaxRetries: 3, PoolTimeout: 30 * time.Second, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetryBackoff: 500 * time.Millisecond}, 3 * 33500 * time.Millisecond},
+		{&redis.Options{}, 3 * (4*time.Second + 5*time.Second + 3*time.Second + 3*time.Second + 512*time.Millisecond)}, // go-redis defaults
+		{&redis.Options{ReadTimeout: -1}, time.Minute},
+	} {
+		c := redis.NewClient(tc.o)
+		got := markerTTL(c)
+		c.Close()
+		if got < tc.want {
+			t.Errorf("markerTTL(%+v) = %v, want at least %v", tc.o, got, tc.want)
+		}
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{PoolTimeout: 30 * time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	defer cc.Close()
+	if got, want := markerTTL(cc), 30*time.Second*3; got < want {
+		t.Errorf("cluster markerTTL = %v, want at least %v", got, want)
 	}
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	_ "embed"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -20,14 +21,30 @@ var (
 	fenceSrc string
 	//go:embed scripts/inspect.lua
 	inspectSrc string
+	//go:embed scripts/queue.lua
+	queueSrc string
 
-	acquireScript = redis.NewScript(acquireSrc)
-	releaseScript = redis.NewScript(releaseSrc)
+	acquireScript = redis.NewScript(withQueue(acquireSrc, queueSrc))
+	releaseScript = redis.NewScript(withQueue(releaseSrc, queueSrc))
 	renewScript   = redis.NewScript(renewSrc)
 	pttlScript    = redis.NewScript(pttlSrc)
 	fenceScript   = redis.NewScript(fenceSrc)
 	inspectScript = redis.NewScript(inspectSrc)
 )
+
+// withQueue splices the queue's shared functions (queue, the source of
+// queue.lua) into a script's source, after its first line (the #!lua flags
+// line, which must stay first).
+func withQueue(src, queue string) string {
+	flags, body, _ := strings.Cut(src, "\n")
+	return flags + "\n" + queue + body
+}
+
+// scripts are the acquire and release scripts a backend sends: the
+// package's own, or a mutant's (see mutants.go).
+type scripts struct{ acquire, release *redis.Script }
+
+var queueScripts = scripts{acquireScript, releaseScript}
 
 // scriptCall is one script call sent in a pipeline; cmd is its answer.
 type scriptCall struct {

@@ -5,25 +5,27 @@
 -- copy of a call whose hold (or wait) has already been given up finds the
 -- owner's done marker and does nothing.
 -- KEYS[1] lock hash {owner = <owner>, fence = F, w = 1 when the queue may
---         hold waiters (set by them), so a release without it skips the queue}
+--         hold waiters (set by them), so a release without it skips the
+--         queue, t = the holder's tag}
 -- KEYS[2] fence key: F, the last fence issued for this name
 -- KEYS[3] this owner's done marker (see release.lua)
--- KEYS[4] waiters in arrival order (zset: owner → server µs at joining)
--- KEYS[5] waiters' entries (hash: owner → "<expiry ms>|<seq>")
+-- KEYS[4], KEYS[5] the queue (see queue.lua)
 -- ARGV[1] owner, ARGV[2] TTL ms, ARGV[3] fence window ms,
 -- ARGV[4] how long a waiter's entry lives, ms ("" for a single attempt: never
 --         queue; "n" for a waiter that does not queue but is to be told when
 --         the lock is free, as Redlock's are), ARGV[5] the waiter's refresh number
 -- ARGV[6] (only when the Locker has a tag function) the caller's holder tag
---         ("" for none): stored with the hold (field t) and the queue entry
---         ("<expiry ms>|<seq>|<tag>"), and a busy answer carries the holder's.
+--         ("" for none): stored with the hold (field t) and the queue entry,
+--         and a busy answer carries the holder's.
 -- Returns F (> 0) when ARGV[1] holds the lock (taken now, taken by an earlier
--- copy, or granted to it as a waiter by the last release: then claimed for the
--- whole TTL), -(ms to wait) (<= 0) when busy or when live waiters are ahead
--- (busy with ARGV[6] given: {-(ms to wait), holder's tag or ""}), or nil when
--- this owner's hold or wait has already ended.
-local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'w')
-if v[1] == ARGV[1] then
+-- copy, or granted to it as a waiter: then claimed for the whole TTL),
+-- -(ms to wait) (<= 0) when busy or when live waiters are ahead (busy with
+-- ARGV[6] given: {-(ms to wait), holder's tag or ""}), or nil when this
+-- owner's hold or wait has already ended. A free lock whose queue has a live
+-- waiter is granted to that waiter here, as a release would have.
+local owner = ARGV[1]
+local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'w', 't')
+if v[1] == owner then
   redis.call('PEXPIRE', KEYS[1], ARGV[2], 'GT')
   return tonumber(v[2])
 end
@@ -36,17 +38,21 @@ if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then
   end
   queued = true
 end
-local now = redis.call('TIME')
-local ms = now[1] * 1000 + math.floor(now[2] / 1000)
+local now, ms = clock()
 local function join()
   if ARGV[4] ~= '' and ARGV[4] ~= 'n' then
-    redis.call('ZADD', KEYS[4], 'NX', now[1] * 1000000 + now[2], ARGV[1])
-    local e = (ms + tonumber(ARGV[4])) .. '|' .. ARGV[5]
+    redis.call('ZADD', KEYS[4], 'NX', now[1] * 1000000 + now[2], owner)
+    local exp = ms + tonumber(ARGV[4])
+    local e = exp .. '|' .. ARGV[5]
     if ARGV[6] and ARGV[6] ~= '' then e = e .. '|' .. ARGV[6] end
-    redis.call('HSET', KEYS[5], ARGV[1], e)
-    redis.call('PEXPIRE', KEYS[4], 2 * tonumber(ARGV[4]) + tonumber(ARGV[2]))
-    redis.call('PEXPIRE', KEYS[5], 2 * tonumber(ARGV[4]) + tonumber(ARGV[2]))
+    redis.call('HSET', KEYS[5], owner, e)
+    keep(exp)
   end
+end
+local function busy(t, tag)
+  if t < 0 then t = 0 end
+  if ARGV[6] then return {-t, tag or ''} end
+  return -t
 end
 if v[1] then
   join()
@@ -54,62 +60,30 @@ if v[1] then
     -- w: someone may wait, so the holder's release looks at the queue.
     redis.call('HSET', KEYS[1], 'w', '1')
   end
-  local t = redis.call('PTTL', KEYS[1])
-  if t < 0 then t = 0 end
-  if ARGV[6] then
-    return {-t, redis.call('HGET', KEYS[1], 't') or ''}
-  end
-  return -t
+  return busy(redis.call('PTTL', KEYS[1]), v[4])
 end
 -- Free. First come, first served: a live waiter that arrived earlier goes
--- first (a single attempt never jumps the queue either); expired entries of
--- waiters that are gone are dropped on the way.
+-- first (a single attempt never jumps the queue either), and gets the lock
+-- now; expired entries of waiters that are gone are dropped on the way.
 if queued then
-  -- In batches of 16: the first live entry that is not ours wins; the dead
-  -- ones before it are dropped.
-  for batch = 1, 4 do
-    local heads = redis.call('ZRANGE', KEYS[4], 0, 15)
-    if #heads == 0 then break end
-    local es = redis.call('HMGET', KEYS[5], unpack(heads))
-    local dead = {}
-    local ours = false
-    for i, head in ipairs(heads) do
-      if head == ARGV[1] then ours = true break end
-      local exp = es[i] and tonumber(string.match(es[i], '^(%d+)'))
-      if exp and exp > ms then
-        if #dead > 0 then
-          redis.call('ZREM', KEYS[4], unpack(dead))
-          redis.call('HDEL', KEYS[5], unpack(dead))
-        end
-        join()
-        return -math.max(1, exp - ms)
-      end
-      dead[#dead + 1] = head
-    end
-    if #dead > 0 then
-      redis.call('ZREM', KEYS[4], unpack(dead))
-      redis.call('HDEL', KEYS[5], unpack(dead))
-    end
-    if ours or #heads < 16 then break end
-    if batch == 4 then return -1 end -- more dead entries: the next attempt goes on
+  local w, exp, seq, tag = head(ms)
+  if w == false then return busy(1) end
+  if w and w ~= owner then
+    grant(w, exp, seq, tag, now, ms, ARGV[3])
+    join()
+    return busy(exp - ms, tag)
   end
-  redis.call('ZREM', KEYS[4], ARGV[1])
-  redis.call('HDEL', KEYS[5], ARGV[1])
+  if w then
+    redis.call('ZREM', KEYS[4], owner)
+    redis.call('HDEL', KEYS[5], owner)
+  end
   queued = redis.call('EXISTS', KEYS[4]) == 1
 end
--- The fence is the server clock in microseconds, kept strictly above the
--- last fence issued for this name while that one is remembered. (Fences stay
--- below 2^53: exact as Lua numbers and as integer strings.)
-local f = now[1] * 1000000 + now[2]
-local old = redis.call('SET', KEYS[2], f, 'PX', ARGV[3], 'GET')
-if old and tonumber(old) >= f then
-  f = tonumber(old) + 1
-  redis.call('SET', KEYS[2], f, 'PX', ARGV[3])
-end
+local f = fence(now, ARGV[3])
 if queued then
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'fence', f, 'w', '1')
+  redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f, 'w', '1')
 else
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'fence', f)
+  redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f)
 end
 if ARGV[6] and ARGV[6] ~= '' then
   redis.call('HSET', KEYS[1], 't', ARGV[6])

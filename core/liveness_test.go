@@ -1,0 +1,635 @@
+package core_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// The liveness of waiting: a lock that is free, or granted to a live waiter,
+// is taken by a waiter at once, whatever the topology, the TTLs of the
+// waiters, the timing of replies and grants, and however many waiters died
+// in the queue. Each test runs its scenario with the defect it guards
+// against put back (core.WithMutants) as its control: it must then fail.
+
+// contended runs keys × perKey goroutines spread over lockers, each taking
+// its key cycles times with a 0.2ms hold, every Lock waiting up to wait with
+// a TTL of a minute (a waiter that misses its grant retries only at its
+// refresh, 20s later: past the wait). It returns the errors, and the
+// handoff latencies (a release's end to the next holder's Lock return).
+func contended(t *testing.T, lockers []*core.Locker, keys, perKey, cycles int, wait time.Duration) ([]error, []time.Duration) {
+	t.Helper()
+	ctx := locktest.Context(t)
+	var mu sync.Mutex
+	var errs []error
+	var handoffs []time.Duration
+	released := make([]time.Time, keys)
+	var wg sync.WaitGroup
+	for k := range keys {
+		for g := range perKey {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l := lockers[(k+g)%len(lockers)]
+				key := fmt.Sprintf("hot:%d", k)
+				for range cycles {
+					s, err := l.Lock(ctx, key, core.WithWait(wait), core.WithTTL(time.Minute))
+					got := time.Now()
+					if err != nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+						return
+					}
+					mu.Lock()
+					if r := released[k]; !r.IsZero() {
+						handoffs = append(handoffs, got.Sub(r))
+					}
+					mu.Unlock()
+					time.Sleep(200 * time.Microsecond)
+					mu.Lock()
+					released[k] = time.Time{}
+					mu.Unlock()
+					err = s.Unlock(ctx)
+					mu.Lock()
+					released[k] = time.Now()
+					if err != nil {
+						errs = append(errs, err)
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return errs, handoffs
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[int(p*float64(len(s)-1))]
+}
+
+// Contended keys spread over a Cluster's masters are handed off as on one
+// server: 8 and 16 keys, 6 and 2 goroutines per key over 3 Lockers (each on
+// its own client), every Lock obtained within its wait (before: on the
+// Cluster, 22–28 of 48 goroutines failed after 20s, because the Locker
+// subscribed the channels of one node in one SSUBSCRIBE, which a Cluster
+// refuses for channels of different slots). The per-handoff latency of
+// both topologies is logged side by side. Control: the merged
+// subscriptions put back, the Cluster stalls.
+func TestContendedKeysHandOffOnCluster(t *testing.T) {
+	srv := redistest.Start(t)
+	cl := redistest.StartCluster(t, 3)
+	lockersOn := func(t *testing.T, cluster bool, opts ...core.Option) []*core.Locker {
+		var ls []*core.Locker
+		for range 3 {
+			var c redis.UniversalClient
+			if cluster {
+				c = cl.Client(t)
+			} else {
+				c = srv.Client(t)
+			}
+			ls = append(ls, locktest.Locker(t, c, opts...))
+		}
+		return ls
+	}
+	for _, w := range []struct{ keys, perKey int }{{8, 6}, {16, 2}} {
+		t.Run(fmt.Sprintf("keys=%d", w.keys), func(t *testing.T) {
+			var p50 [2]time.Duration
+			for i, cluster := range []bool{false, true} {
+				start := time.Now()
+				errs, handoffs := contended(t, lockersOn(t, cluster), w.keys, w.perKey, 10, 5*time.Second)
+				if len(errs) > 0 {
+					t.Fatalf("cluster=%v: %d of %d goroutines failed, first: %v", cluster, len(errs), w.keys*w.perKey, errs[0])
+				}
+				p50[i] = percentile(handoffs, 0.5)
+				t.Logf("cluster=%v: %d handoffs in %v, handoff p50 %v p99 %v", cluster, len(handoffs), time.Since(start).Round(time.Millisecond),
+					p50[i], percentile(handoffs, 0.99))
+			}
+			t.Logf("handoff p50: one server %v, cluster %v", p50[0], p50[1])
+		})
+	}
+	t.Run("control", func(t *testing.T) {
+		errs, _ := contended(t, lockersOn(t, true, core.WithMutants("merge-subs")), 8, 6, 10, 2*time.Second)
+		if len(errs) == 0 {
+			t.Fatal("control: with the subscriptions of a node merged, no waiter stalled on the Cluster")
+		}
+	})
+}
+
+// A waiter whose replies turn slow just as it is granted the lock (the
+// reply of its refresh held 450ms by a proxy across the release, so that the
+// grant it then reads names a hold whose first life, 300ms, has run out)
+// obtains the lock: it claims it with an attempt, under the same owner.
+// Before, the late grant was undone and the wait went on under that owner,
+// whose done marker the undo had just written: ErrUnavailable ("this
+// acquisition already ended") on a healthy Redis, every round. Control:
+// that put back.
+func TestSlowRepliesWhenGranted(t *testing.T) {
+	for _, mutant := range []string{"", "late-grant"} {
+		t.Run("mutant="+mutant, func(t *testing.T) {
+			srv := redistest.Start(t)
+			holder, direct := locktest.NewLocker(t, srv)
+			p := redistest.StartProxy(t, srv.Addr)
+			c := redis.NewClient(&redis.Options{Addr: p.Addr})
+			t.Cleanup(func() { c.Close() })
+			waiter := locktest.Locker(t, c, core.WithMutants(mutant))
+			warm(t, waiter)
+			ctx := locktest.Context(t)
+			failed := 0
+			const rounds = 3
+			for round := range rounds {
+				key := fmt.Sprintf("slow:%d", round)
+				s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := make(chan error, 1)
+				go func() {
+					w, err := waiter.Lock(ctx, key, core.WithTTL(600*time.Millisecond), core.WithWait(5*time.Second))
+					if err == nil {
+						w.Unlock(ctx)
+					}
+					got <- err
+				}()
+				waitQueued(t, direct, key, 1)
+				entries := "lockgate:{" + key + "}:qt"
+				before := direct.HVals(ctx, entries).Val()
+				h := p.HoldReply(script(t, "acquire", key), 450*time.Millisecond)
+				within(t, h.Matched(), 2*time.Second, "the waiter's refresh")
+				for i := 0; slicesEqual(direct.HVals(ctx, entries).Val(), before); i++ {
+					if i == 200 {
+						t.Fatal("probe: the held refresh never ran")
+					}
+					time.Sleep(time.Millisecond)
+				}
+				if err := s.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				err = <-got
+				if err != nil {
+					failed++
+					t.Logf("round %d: %v", round, err)
+					if mutant == "" || !errors.Is(err, core.ErrUnavailable) {
+						t.Errorf("round %d: the slow waiter = %v, want the lock", round, err)
+					}
+				}
+			}
+			if mutant != "" && failed == 0 {
+				t.Fatal("control: with the late grant undone, every slow waiter still got the lock")
+			}
+		})
+	}
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// A grant published before its waiter joined the Locker's room is not lost
+// however many other grants the room sees meanwhile: with 70 waiters of
+// another Locker ahead (each granted and releasing while the waiter's
+// queueing reply is held by a proxy), the waiter holds the lock as soon as
+// its reply arrives, well before its refresh (3s; TTL 9s). Before, the
+// grants to the other Locker's waiters filled a 64-slot buffer and the
+// waiter's was dropped: it got the lock 3.0s after its reply. Control: the
+// early grants dropped (and nothing read again).
+func TestGrantBehindManyOthers(t *testing.T) {
+	for _, mutant := range []string{"", "drop-early"} {
+		t.Run("mutant="+mutant, func(t *testing.T) {
+			srv := redistest.Start(t)
+			holder, direct := locktest.NewLocker(t, srv)
+			others, _ := locktest.NewLocker(t, srv)
+			p := redistest.StartProxy(t, srv.Addr)
+			c := redis.NewClient(&redis.Options{Addr: p.Addr})
+			t.Cleanup(func() { c.Close() })
+			l := locktest.Locker(t, c, core.WithMutants(mutant))
+			warm(t, l)
+			ctx := locktest.Context(t)
+			const key, ahead = "behind", 70
+			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A first waiter of the same Locker subscribes its room to the
+			// lock's channel, so the later grants reach the room before the
+			// late waiter has joined it.
+			firstDone := waitFor(ctx, l, key, 10*time.Second)
+			waitQueued(t, direct, key, 1)
+			var wg sync.WaitGroup
+			for i := range ahead {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s, err := others.Lock(ctx, key, core.WithWait(10*time.Second), core.WithTTL(time.Minute))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					s.Unlock(ctx)
+				}()
+				waitQueued(t, direct, key, int64(i+2))
+			}
+			h := p.HoldReply(script(t, "acquire", key), 1500*time.Millisecond)
+			type res struct {
+				err     error
+				replied time.Time
+				got     time.Time
+			}
+			late := make(chan res, 1)
+			go func() {
+				w, err := l.Lock(ctx, key, core.WithTTL(9*time.Second), core.WithWait(2500*time.Millisecond))
+				r := res{err: err, got: time.Now()}
+				if err == nil {
+					w.Unlock(ctx)
+				}
+				late <- r
+			}()
+			within(t, h.Matched(), 5*time.Second, "the late waiter's queueing attempt")
+			// One more waiter of the Locker, behind the late one, keeps the
+			// room subscribed after the first waiter has gone.
+			waitQueued(t, direct, key, ahead+2)
+			lastDone := waitFor(ctx, l, key, 10*time.Second)
+			waitQueued(t, direct, key, ahead+3)
+			if err := s.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			checkWoken(t, firstDone, key)
+			if owner := direct.HGet(ctx, "lockgate:{"+key+"}", "owner").Val(); owner == "" {
+				t.Fatal("probe: the lock was not handed to the late waiter while its reply was held")
+			}
+			select {
+			case <-h.Released():
+				t.Fatal("probe: the late waiter's reply came before its grant; the scenario did not happen")
+			default:
+			}
+			<-h.Released()
+			replied := time.Now()
+			r := <-late
+			defer checkWoken(t, lastDone, key)
+			if mutant != "" {
+				if r.err == nil {
+					t.Fatalf("control: with early grants dropped, the late waiter still got the lock %v after its reply", r.got.Sub(replied))
+				}
+				return
+			}
+			if r.err != nil {
+				t.Fatalf("the late waiter = %v, want the lock its reply came after", r.err)
+			}
+			t.Logf("lease %v after the reply", r.got.Sub(replied).Round(time.Millisecond))
+		})
+	}
+}
+
+// A waiter with a short TTL never shortens the life of a long waiter's
+// place: a 60s waiter queues, a 60ms waiter of another Locker joins and
+// gives up; 400ms later the holder releases while the 60s waiter's network
+// is stalled, and a TryLock of a third Locker is answered busy (its attempt
+// grants the lock to the live waiter), which then has it. Before, the
+// queue's keys expired with the last joiner's TTL and the TryLock took the
+// lock ahead of the 60s waiter, every run. Control: that put back.
+func TestShortWaiterKeepsLongWaitersPlace(t *testing.T) {
+	for _, mutant := range []string{"", "queue-expiry"} {
+		t.Run("mutant="+mutant, func(t *testing.T) {
+			srv := redistest.Start(t)
+			holder, direct := locktest.NewLocker(t, srv, core.WithMutants(mutant))
+			short, _ := locktest.NewLocker(t, srv, core.WithMutants(mutant))
+			third, _ := locktest.NewLocker(t, srv, core.WithMutants(mutant))
+			p := redistest.StartProxy(t, srv.Addr)
+			c := redis.NewClient(&redis.Options{Addr: p.Addr})
+			t.Cleanup(func() { c.Close() })
+			long := locktest.Locker(t, c, core.WithMutants(mutant))
+			warm(t, long)
+			ctx := locktest.Context(t)
+			const key = "place"
+			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			longDone := make(chan error, 1)
+			go func() {
+				w, err := long.Lock(ctx, key, core.WithTTL(time.Minute), core.WithWait(20*time.Second))
+				if err == nil {
+					w.Unlock(ctx)
+				}
+				longDone <- err
+			}()
+			waitQueued(t, direct, key, 1)
+			if _, err := short.Lock(ctx, key, core.WithTTL(60*time.Millisecond), core.WithWait(30*time.Millisecond)); !errors.Is(err, core.ErrNotObtained) {
+				t.Fatalf("the short waiter = %v, want busy", err)
+			}
+			time.Sleep(400 * time.Millisecond) // the fault: time, past the short waiter's entry
+			p.Stall()
+			if err := s.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ts, err := third.TryLock(ctx, key)
+			p.Unstall()
+			if mutant != "" {
+				if err != nil {
+					t.Fatalf("control: with the queue's expiry from the last joiner, the TryLock = %v, want it to jump the queue", err)
+				}
+				ts.Unlock(ctx)
+				<-longDone
+				return
+			}
+			if !errors.Is(err, core.ErrNotObtained) {
+				t.Fatalf("TryLock of a third Locker with a live 60s waiter queued = %v, want busy", err)
+			}
+			if err := <-longDone; err != nil {
+				t.Fatalf("the 60s waiter = %v, want the lock", err)
+			}
+		})
+	}
+}
+
+// Waiters that died in the queue (their connections cut and refused while
+// queued: their processes gone) never make a free lock busy, nor delay its
+// grant to a live waiter behind them, however many: 80 of them, and 600ms
+// later (past their TTL of 500ms) TryLock of the free lock gets it; with a
+// live waiter queued behind them (its network stalled, so that it cannot
+// take the lock itself), the TryLock is answered busy and its attempt hands
+// the lock to that waiter. Before, one call dropped at most 64 dead entries
+// and answered busy, and the queue outlived its entries. Controls: those
+// put back (the bound alone, with a live waiter behind: not granted).
+func TestDeadWaitersDoNotBlockAFreeLock(t *testing.T) {
+	for _, c := range []struct {
+		mutant string
+		behind bool // a live waiter queued behind the dead ones
+	}{{"", false}, {"queue-expiry,sweep-64", false}, {"", true}, {"sweep-64", true}} {
+		t.Run(fmt.Sprintf("mutant=%s/behind=%v", c.mutant, c.behind), func(t *testing.T) {
+			srv := redistest.Start(t)
+			live, direct := locktest.NewLocker(t, srv, core.WithMutants(c.mutant))
+			p := redistest.StartProxy(t, srv.Addr)
+			pc := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
+			t.Cleanup(func() { pc.Close() })
+			dead := locktest.Locker(t, pc, core.WithMutants(c.mutant))
+			warm(t, dead)
+			ctx := locktest.Context(t)
+			const key, n = "graveyard", 80
+			ttl := core.WithTTL(500 * time.Millisecond)
+			if _, err := dead.Lock(ctx, key, ttl); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					dead.Lock(ctx, key, ttl, core.WithWait(10*time.Second)) // fails once cut off
+				}()
+			}
+			waitQueued(t, direct, key, n)
+			var lp *redistest.Proxy
+			var behind <-chan waitResult
+			if c.behind {
+				var waiter *core.Locker
+				lp, waiter = proxiedLocker(t, srv)
+				behind = waitFor(ctx, waiter, key, 10*time.Second)
+				waitQueued(t, direct, key, n+1)
+				lp.Stall()
+				defer lp.Unstall()
+			}
+			p.SetRefuse(true) // the fault: they are gone (their calls retry, refused, until the Locker closes)
+			defer wg.Wait()
+			defer dead.Close()
+			time.Sleep(600 * time.Millisecond) // past their TTL: nothing of theirs is live
+			var last string
+			if c.behind {
+				q := direct.ZRange(ctx, "lockgate:{"+key+"}:q", 0, -1).Val()
+				if len(q) != n+1 {
+					t.Fatalf("probe: %d entries in the queue, want the %d dead and the live one", len(q), n)
+				}
+				last = q[n]
+			}
+			s, err := live.TryLock(ctx, key)
+			if !c.behind {
+				if c.mutant != "" {
+					if err == nil {
+						t.Fatal("control: with at most 64 dead entries dropped per call, TryLock still got the free lock")
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("TryLock of a free lock behind %d dead waiters = %v, want the lock", n, err)
+				}
+				s.Unlock(ctx)
+				return
+			}
+			if !errors.Is(err, core.ErrNotObtained) {
+				t.Fatalf("TryLock with a live waiter queued = %v, want busy", err)
+			}
+			owner := direct.HGet(ctx, "lockgate:{"+key+"}", "owner").Val()
+			if c.mutant != "" {
+				if owner == last {
+					t.Fatal("control: with at most 64 dead entries dropped per call, the live waiter behind them was still granted the lock")
+				}
+				return
+			}
+			if owner != last {
+				t.Fatalf("after the TryLock the lock's owner is %q, want the live waiter %q: the dead entries delayed its grant", owner, last)
+			}
+			lp.Unstall()
+			checkWoken(t, behind, key)
+		})
+	}
+}
+
+// A waiter keeps its place while the lock passes quickly from waiter to
+// waiter ahead of it: 40 waiters of another Locker ahead, each holding
+// 10ms, hand the lock on every 10ms for 400ms, longer than the waiter's
+// queue entry lives without a refresh (200ms at a TTL of 300ms); its
+// refreshes keep their schedule, so it gets the lock before any of them
+// gets it a second time (each queues again behind it). Before, every
+// handover to another waiter put the waiter's next refresh a whole
+// interval later: it never refreshed, its entry expired, and it was sent
+// to the back (found by the fault rig). Control: that put back.
+func TestWaiterKeepsItsPlaceThroughHandovers(t *testing.T) {
+	for _, mutant := range []string{"", "restart-refresh"} {
+		t.Run("mutant="+mutant, func(t *testing.T) {
+			srv := redistest.Start(t)
+			holder, direct := locktest.NewLocker(t, srv)
+			crowd, _ := locktest.NewLocker(t, srv)
+			l, _ := locktest.NewLocker(t, srv, core.WithMutants(mutant))
+			ctx := locktest.Context(t)
+			const key, ahead = "handovers", 40
+			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var order []string
+			take := func(name string, lk *core.Locker, ttl time.Duration) error {
+				s, err := lk.Lock(ctx, key, core.WithTTL(ttl), core.WithWait(20*time.Second))
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				time.Sleep(10 * time.Millisecond) // the hold
+				return s.Unlock(ctx)
+			}
+			var wg sync.WaitGroup
+			for i := range ahead {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for round := range 2 { // the second time, queued behind the waiter
+						if err := take(fmt.Sprintf("crowd%d.%d", i, round), crowd, time.Minute); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}()
+				waitQueued(t, direct, key, int64(i+1))
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := take("waiter", l, 300*time.Millisecond); err != nil {
+					t.Error(err)
+				}
+			}()
+			waitQueued(t, direct, key, ahead+1)
+			if err := s.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			pos := slices.Index(order, "waiter")
+			firsts := 0
+			for _, name := range order[:pos] {
+				if strings.HasSuffix(name, ".0") {
+					firsts++
+				}
+			}
+			overtaken := pos - firsts // second rounds, queued after the waiter, ahead of it
+			if mutant != "" {
+				if overtaken == 0 {
+					t.Fatal("control: with refreshes put off by every handover, the waiter still kept its place")
+				}
+				return
+			}
+			if overtaken > 0 {
+				t.Fatalf("the waiter got the lock after %d acquisitions by waiters that queued after it (order %v)", overtaken, order[:pos+1])
+			}
+		})
+	}
+}
+
+// A lease time above MaxTTL is bad input (ErrInvalid, nothing sent) for New,
+// Lock and Extend: before, sent+TTL overflowed the validity, so a lock was
+// taken, undone and reported unavailable. Control: MaxTTL itself works.
+func TestTTLAboveMax(t *testing.T) {
+	srv := redistest.Start(t)
+	l, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	huge := core.WithTTL(core.MaxTTL + time.Nanosecond)
+	if _, err := core.New(direct, huge); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("New(WithTTL(MaxTTL+1ns)) = %v, want ErrInvalid", err)
+	}
+	if _, err := l.Lock(ctx, "huge", core.WithTTL(1<<62)); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("Lock(WithTTL(2^62ns)) = %v, want ErrInvalid", err)
+	}
+	if locktest.Held(t, ctx, direct, "huge") {
+		t.Fatal("an invalid TTL took the lock")
+	}
+	s, err := l.Lock(ctx, "huge", core.WithTTL(core.MaxTTL))
+	if err != nil {
+		t.Fatalf("control: Lock(WithTTL(MaxTTL)) = %v", err)
+	}
+	if err := s.Extend(ctx, core.MaxTTL+time.Nanosecond); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("Extend(MaxTTL+1ns) = %v, want ErrInvalid", err)
+	}
+	if d, err := s.TTL(ctx); err != nil || d < core.MaxTTL-time.Minute {
+		t.Fatalf("control: TTL of a MaxTTL lease = %v, %v", d, err)
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Lock through another Locker with a lease of the first in its context
+// re-enters only the same lock: through a Locker of another prefix it is a
+// fresh acquisition under an owner of its own (before, it took the other
+// prefix's lock under the first lease's owner id), and a late reply there
+// is undone like any other, leaving nothing held. Control: the same
+// scenario with the lock then really held shows the check would see it.
+func TestReentryThroughAnotherPrefix(t *testing.T) {
+	srv := redistest.Start(t)
+	a, direct := locktest.NewLocker(t, srv, core.WithPrefix("a:"))
+	p, c := lateClient(t, srv, 300*time.Millisecond)
+	b := locktest.Locker(t, c, core.WithPrefix("b:"))
+	warm(t, b)
+	ctx := locktest.Context(t)
+	outer, err := a.Lock(ctx, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outer.Unlock(ctx)
+	inner, err := b.Lock(outer.Context(), "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inner.Reentrant() {
+		t.Fatal("a Lock through a Locker of another prefix re-entered the first lease: it names another lock")
+	}
+	ao := direct.HGet(ctx, "a:{shared}", "owner").Val()
+	bo := direct.HGet(ctx, "b:{shared}", "owner").Val()
+	if ao == "" || bo == "" || ao == bo {
+		t.Fatalf("owners of a:{shared} %q and b:{shared} %q: want two, distinct", ao, bo)
+	}
+	if err := inner.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The same through a late reply: the budget ends first, the attempt
+	// is undone when its reply comes.
+	src, err := core.ScriptSource("acquire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := p.HoldReply(redistest.MatchCommand("evalsha", fmt.Sprintf("%x", sha1.Sum([]byte(src))), "b:{shared}"), time.Second)
+	wctx, cancel := context.WithTimeout(outer.Context(), 200*time.Millisecond)
+	_, err = b.Lock(wctx, "shared")
+	cancel()
+	if !errors.Is(err, core.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock with its reply held = %v, want unavailable or the deadline", err)
+	}
+	select {
+	case <-h.Matched():
+	default:
+		t.Fatal("probe: the acquire whose reply is held was never sent")
+	}
+	<-h.Released()
+	waitGone(t, direct, "b:{shared}")
+	if direct.Exists(ctx, "a:{shared}").Val() != 1 {
+		t.Fatal("control: the first lease's lock, held, is not seen in Redis")
+	}
+}

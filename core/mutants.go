@@ -1,0 +1,101 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// mutants are defects that were fixed, put back on purpose: the controls
+// of the tests and of the fault rig turn one on to show that the check that
+// guards against it fails without the fix. They are off unless a test asks
+// (through export_test.go) or a binary built with the lockgate_mutants tag
+// names them in LOCKGATE_MUTANTS (the fault rig's controls). Each costs a
+// branch on a rare path; none is reachable from the public API.
+type mutants struct {
+	// lateGrant: a grant that arrives too late to use is undone and the
+	// wait goes on under the same owner, whose done marker the undo writes
+	// (the next attempt then answers "already ended": ErrUnavailable).
+	lateGrant bool
+	// dropEarly: a grant published before its waiter joined the Locker's
+	// room is dropped, and nothing reads Redis again (the bounded buffer of
+	// early grants, overflowing).
+	dropEarly bool
+	// mergeSubs: the channels of one node are subscribed in one SSUBSCRIBE,
+	// which a Cluster refuses when they are in different slots (CROSSSLOT).
+	mergeSubs bool
+	// staySubscribed: a channel the server unsubscribed (its slot moved)
+	// is taken as still subscribed, as go-redis's own Pub/Sub does.
+	staySubscribed bool
+	// restartRefresh: every event a waiter wakes for (another waiter
+	// handed the lock) puts its next refresh a whole interval later, so
+	// that it never refreshes while handovers come quicker than that.
+	restartRefresh bool
+	// checkOwner: the check after a (re)subscription wakes only a waiter
+	// that holds the lock, not the waiters of a lock no one holds.
+	checkOwner bool
+	// scripts: the queue's expiry set from the last joiner alone, to
+	// twice its entry's life plus its TTL ("queue-expiry"); at most 64 dead
+	// entries dropped per call ("sweep-64").
+	scripts *scripts
+}
+
+// envMutants is LOCKGATE_MUTANTS in a binary built with the
+// lockgate_mutants tag (mutants_env.go), else empty.
+var envMutants string
+
+// mutantEdits are the script mutants: each replaces text of queue.lua.
+var mutantEdits = map[string][2]string{
+	"queue-expiry": {`  if redis.call('PEXPIRETIME', KEYS[4]) < exp then
+    redis.call('PEXPIREAT', KEYS[4], exp)
+    redis.call('PEXPIREAT', KEYS[5], exp)`, `  do
+    local d = 2 * tonumber(ARGV[4]) + tonumber(ARGV[2])
+    redis.call('PEXPIRE', KEYS[4], d)
+    redis.call('PEXPIRE', KEYS[5], d)`},
+	"sweep-64": {"local batches = math.huge", "local batches = 4"},
+}
+
+// scriptSet is the scripts a backend of a Locker with m sends.
+func (m *mutants) scriptSet() *scripts {
+	if m.scripts != nil {
+		return m.scripts
+	}
+	return &queueScripts
+}
+
+// parseMutants reads a comma-separated list of mutant names.
+func parseMutants(list string) (mutants, error) {
+	var m mutants
+	q := queueSrc
+	for _, name := range strings.Split(list, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "":
+		case "late-grant":
+			m.lateGrant = true
+		case "drop-early":
+			m.dropEarly = true
+		case "merge-subs":
+			m.mergeSubs = true
+		case "stay-subscribed":
+			m.staySubscribed = true
+		case "check-owner":
+			m.checkOwner = true
+		case "restart-refresh":
+			m.restartRefresh = true
+		default:
+			e, ok := mutantEdits[name]
+			if !ok || !strings.Contains(q, e[0]) {
+				return mutants{}, fmt.Errorf("lockgate: unknown mutant %q", name)
+			}
+			q = strings.Replace(q, e[0], e[1], 1)
+			if name == "sweep-64" {
+				q = strings.Replace(q, "redis.call('ZRANGE', KEYS[4], 0, 99)", "redis.call('ZRANGE', KEYS[4], 0, 15)", 1)
+			}
+		}
+	}
+	if q != queueSrc {
+		m.scripts = &scripts{redis.NewScript(withQueue(acquireSrc, q)), redis.NewScript(withQueue(releaseSrc, q))}
+	}
+	return m, nil
+}

@@ -1,0 +1,333 @@
+package core
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// waitRoom holds the Locker's waiters, by lock channel and owner, and the
+// sharded Pub/Sub connections that tell them of grants: one per Redis node
+// (one for a master or a Sentinel failover client; see shard.go),
+// subscribed to the channels of exactly the locks its callers wait for.
+// Whoever frees a lock with a live waiter in its queue (a release, a waiter
+// leaving, or an acquire that finds the holder gone) grants it to that
+// waiter in Redis and publishes "g <waiter> <fence> <seq> <ms>" on the
+// lock's channel, on the node that holds it; the room passes it to that
+// waiter. "f" (free, no queued waiter to hand it to) wakes every waiter of
+// the lock.
+//
+// A waiter learns of its grant whatever the order of the grant's message,
+// the reply to its queueing attempt and its joining the room: a message
+// that arrives first is kept (early) for the waiter that joins after it; a
+// waiter that joins when the room may have missed one (its channel's
+// subscription was confirmed only during the waiter's attempt, or early
+// grants were pushed out since) is woken, and its next attempt finds in
+// Redis that it holds the lock; and after every (re)subscription the room
+// asks Redis who holds each lock, and wakes that waiter (check).
+type waitRoom struct {
+	client  redis.UniversalClient
+	cluster *redis.ClusterClient // client, when it is a Cluster client
+	mono    func() int64         // the Locker's monotonic clock (ns)
+	mut     *mutants
+
+	mu     sync.Mutex
+	chans  map[string]*lockWaiters // by channel (the lock hash's key)
+	shards map[string]*shard       // by node address ("" for a single node)
+	closed bool
+
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+type lockWaiters struct {
+	shard   *shard
+	waiters map[string]*waiter // by owner
+	// since is when the channel's subscription was last confirmed (on the
+	// room's clock), 0 while it is not (being made, or its connection
+	// lost): every grant published after the confirmation reaches the room.
+	since int64
+	// early holds the latest grants to owners not (yet) here, oldest first:
+	// a waiter whose queueing reply comes after its grant's message finds
+	// it here. dropped is when the newest grant pushed out of it arrived
+	// (0: none was).
+	early   []earlyGrant
+	dropped int64
+}
+
+type earlyGrant struct {
+	g  grant
+	at int64 // when it arrived (the room's clock)
+}
+
+// maxEarly bounds early per lock: a waiter that may have lost its grant to
+// the bound looks in Redis instead.
+const maxEarly = 32
+
+// waiter is one Lock call waiting in the lock's queue in Redis.
+type waiter struct {
+	ch, owner string
+	granted   chan grant    // capacity 1: the lock was handed to this waiter
+	handed    chan grant    // capacity 1: the lock was handed to another waiter (the latest)
+	wake      chan struct{} // capacity 1: a grant to this waiter may have been missed: look now
+}
+
+// grant is what a release told: the waiter it handed the lock to, the fence
+// of its hold, the refresh of the waiter's queue entry the hold's first
+// expiry is based on, and how long that first expiry is.
+type grant struct {
+	owner string
+	fence int64
+	seq   int
+	life  time.Duration
+}
+
+func newWaitRoom(c redis.UniversalClient, mono func() int64, mut *mutants) *waitRoom {
+	r := &waitRoom{client: c, mono: mono, mut: mut, chans: map[string]*lockWaiters{}, shards: map[string]*shard{}}
+	r.cluster, _ = c.(*redis.ClusterClient)
+	r.ctx, r.stop = context.WithCancel(context.Background())
+	return r
+}
+
+func newWaiter(ch, owner string) *waiter {
+	return &waiter{ch: ch, owner: owner, granted: make(chan grant, 1), handed: make(chan grant, 1), wake: make(chan struct{}, 1)}
+}
+
+// add adds w, whose queueing attempt was sent at sent (the room's clock),
+// subscribing to its lock's channel if it is the Locker's first waiter for
+// that lock, and hands it a grant the room may already have seen (see
+// waitRoom). False once the room is closed.
+func (r *waitRoom) add(w *waiter, sent int64) bool {
+	node := r.nodeOf(w.ch) // outside the lock: it may ask the cluster for its slots
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	lw := r.chans[w.ch]
+	if lw == nil {
+		lw = &lockWaiters{waiters: map[string]*waiter{}}
+		r.chans[w.ch] = lw
+		r.assign(w.ch, lw, node)
+	}
+	lw.waiters[w.owner] = w
+	switch {
+	case lw.since == 0:
+		// The confirmation to come is checked (check), w included.
+	case lw.takeEarly(w):
+	case r.mut.dropEarly:
+	case lw.since > sent || lw.dropped >= sent:
+		signal(w.wake)
+	}
+	return true
+}
+
+// takeEarly hands w the early grant to its owner, if there is one.
+func (lw *lockWaiters) takeEarly(w *waiter) bool {
+	for i, e := range lw.early {
+		if e.g.owner == w.owner {
+			lw.early = append(lw.early[:i], lw.early[i+1:]...)
+			w.granted <- e.g
+			return true
+		}
+	}
+	return false
+}
+
+// keepEarly keeps g, a grant to an owner not here, for a waiter that joins
+// later (r.mu held).
+func (lw *lockWaiters) keepEarly(g grant, at int64) {
+	if len(lw.early) == maxEarly {
+		lw.dropped = lw.early[0].at
+		lw.early = append(lw.early[:0], lw.early[1:]...)
+	}
+	lw.early = append(lw.early, earlyGrant{g, at})
+}
+
+// leave removes w; the last waiter of a lock unsubscribes from it.
+func (r *waitRoom) leave(w *waiter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lw := r.chans[w.ch]
+	if lw == nil || lw.waiters[w.owner] != w {
+		return
+	}
+	delete(lw.waiters, w.owner)
+	if len(lw.waiters) == 0 {
+		delete(r.chans, w.ch)
+		if lw.shard != nil {
+			delete(lw.shard.want, w.ch)
+			signal(lw.shard.kick)
+		}
+	}
+}
+
+// nodeOf names the node whose shard channel ch lives on: "" for a client
+// of one node, or when the cluster cannot say (the shard then finds out).
+func (r *waitRoom) nodeOf(ch string) string {
+	if r.cluster == nil {
+		return ""
+	}
+	n, err := r.cluster.MasterForKey(r.ctx, ch)
+	if err != nil {
+		return ""
+	}
+	return n.Options().Addr
+}
+
+// deliver hands a grant message to its waiter, or keeps it for a waiter
+// that has not joined yet, and tells the lock's other waiters how long the
+// new holder has for now (if it is gone, the lock is free for them then).
+func (r *waitRoom) deliver(ch, payload string) {
+	if payload == "f" {
+		// Free, and no queued waiter to hand it to: waiters that do not
+		// queue (Redlock's) try again.
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if lw := r.chans[ch]; lw != nil {
+			for _, w := range lw.waiters {
+				signal(w.wake)
+			}
+		}
+		return
+	}
+	g, ok := parseGrant(payload)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lw := r.chans[ch]
+	if lw == nil {
+		return
+	}
+	if lw.waiters[g.owner] == nil && !r.mut.dropEarly {
+		lw.keepEarly(g, r.mono())
+	}
+	for owner, w := range lw.waiters {
+		to := w.handed
+		if owner == g.owner {
+			to = w.granted
+		}
+		select {
+		case <-w.handed: // only the latest handover counts
+		default:
+		}
+		select {
+		case to <- g:
+		default:
+		}
+	}
+}
+
+// confirmed records that sh's subscription to ch was confirmed; false if
+// ch is no longer sh's.
+func (r *waitRoom) confirmed(sh *shard, ch string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lw := r.chans[ch]
+	if lw == nil || lw.shard != sh {
+		return false
+	}
+	lw.since = r.mono()
+	return true
+}
+
+// check is run for channels whose subscription was just confirmed (first
+// subscribed, or again after a reconnect): a grant published before then was
+// missed, so it asks, in one pipeline, who holds each lock, and wakes that
+// waiter if it is one of ours (its next attempt finds it holds the lock and
+// claims it); a lock that no one holds (its holder gone without a release,
+// or Redis restarted empty) wakes every waiter of it, whose attempts take it
+// or hand it to the first live waiter. A grant published after the
+// confirmation reaches the room. If the check fails, every waiter of those
+// locks is woken.
+func (r *waitRoom) check(chs []string) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithTimeout(r.ctx, checkTimeout)
+		defer cancel()
+		cmds, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, ch := range chs {
+				p.HGet(ctx, ch, "owner")
+			}
+			return nil
+		})
+		if err != nil && err != redis.Nil {
+			cmds = nil
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for i, ch := range chs {
+			lw := r.chans[ch]
+			if lw == nil {
+				continue
+			}
+			owner := ""
+			if cmds != nil {
+				owner = cmds[i].(*redis.StringCmd).Val()
+			}
+			if owner == "" && !r.mut.checkOwner {
+				for _, w := range lw.waiters {
+					signal(w.wake)
+				}
+				continue
+			}
+			if w := lw.waiters[owner]; w != nil {
+				signal(w.wake)
+			}
+		}
+	}()
+}
+
+// checkTimeout bounds a check: past it, the waiters are woken instead.
+const checkTimeout = 2 * time.Second
+
+func parseGrant(p string) (grant, bool) {
+	f := strings.Fields(p)
+	if len(f) != 5 || f[0] != "g" {
+		return grant{}, false
+	}
+	fence, err1 := strconv.ParseInt(f[2], 10, 64)
+	seq, err2 := strconv.Atoi(f[3])
+	life, err3 := strconv.ParseInt(f[4], 10, 64)
+	return grant{owner: f[1], fence: fence, seq: seq, life: time.Duration(life) * time.Millisecond}, err1 == nil && err2 == nil && err3 == nil
+}
+
+func (r *waitRoom) close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.stop()
+	r.wg.Wait()
+}
+
+// join adds a waiter for owner on lock channel ch, whose queueing attempt
+// was sent at sent, to the room of every Redis deployment of l (one, or a
+// Redlock's nodes: a release on any of them wakes it); nil once l is
+// closed.
+func (l *Locker) join(ch, owner string, sent int64) *waiter {
+	w := newWaiter(ch, owner)
+	for i, r := range l.rooms {
+		if !r.add(w, sent) {
+			for _, in := range l.rooms[:i] {
+				in.leave(w)
+			}
+			return nil
+		}
+	}
+	return w
+}
+
+// leave removes w from every room.
+func (l *Locker) leave(w *waiter) {
+	for _, r := range l.rooms {
+		r.leave(w)
+	}
+}

@@ -1,0 +1,306 @@
+package core
+
+import (
+	"errors"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// shard is the room's Pub/Sub connection to one Redis node: it keeps that
+// connection subscribed to want, the channels of the locks the Locker's
+// callers wait for whose slot the node serves. Each channel is subscribed
+// with an SSUBSCRIBE of its own: a Cluster refuses one naming channels of
+// several slots (CROSSSLOT), which is also why a connection that fails is
+// not left to go-redis's reconnection (it subscribes every channel in one
+// command, on the node of any one of them): the shard closes it and makes
+// a new one, after the cluster's slot map is read again, and the channels
+// that moved to another node (slot migration, failover) go to that node's
+// shard. Until the new subscriptions are confirmed and checked (see
+// waitRoom.check), waiters are covered by what the room does for a channel
+// whose subscription is not confirmed.
+type shard struct {
+	node string
+	kick chan struct{}   // want changed
+	want map[string]bool // guarded by the room's mutex
+}
+
+// Shard timings.
+const (
+	// healthEvery is how long a shard's connection may be silent before it
+	// is pinged; silent for as long again after the ping, it is replaced.
+	healthEvery = 2 * time.Second
+	// minBackoff and maxBackoff bound the wait between two attempts to
+	// (re)connect: long enough for a Cluster client to read the slot map
+	// again, at most a second.
+	minBackoff = 25 * time.Millisecond
+	maxBackoff = time.Second
+	// linger is how long a shard with nothing to subscribe keeps its
+	// connection before it goes (the next waiter makes a new one).
+	linger = 10 * time.Second
+)
+
+// errMoved: the server unsubscribed a channel the shard still wants (its
+// slot moved to another node).
+var errMoved = errors.New("a channel's slot moved")
+
+// assign puts channel ch of lw on the shard of node, starting the shard if
+// it is new and the room is open (r.mu held).
+func (r *waitRoom) assign(ch string, lw *lockWaiters, node string) {
+	sh := r.shards[node]
+	if sh == nil {
+		sh = &shard{node: node, kick: make(chan struct{}, 1), want: map[string]bool{}}
+		r.shards[node] = sh
+		if !r.closed {
+			r.wg.Add(1)
+			go r.run(sh)
+		}
+	}
+	lw.shard, lw.since = sh, 0
+	sh.want[ch] = true
+	signal(sh.kick)
+}
+
+// run serves one shard until the room closes, or until it has had nothing
+// to subscribe for linger: it connects, subscribes, dispatches messages,
+// and when the connection fails (or a slot moves) starts again after a
+// backoff.
+func (r *waitRoom) run(sh *shard) {
+	defer r.wg.Done()
+	backoff := minBackoff
+	for {
+		first, ok := r.wanted(sh)
+		if !ok {
+			return
+		}
+		ps := r.client.SSubscribe(r.ctx, first)
+		err := r.serve(sh, ps, first, func() { backoff = minBackoff })
+		ps.Close()
+		if err == nil || r.ctx.Err() != nil {
+			continue // nothing wanted for a while: wanted decides
+		}
+		r.lost(sh)
+		if r.cluster != nil {
+			r.cluster.ReloadState(r.ctx) // in the background; read after the backoff
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-r.ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		backoff = min(2*backoff, maxBackoff)
+		r.regroup(sh)
+	}
+}
+
+// wanted waits until sh has a channel to subscribe and returns one, or
+// returns false when the room closes, or when sh has wanted nothing for
+// linger (sh is then no longer the room's).
+func (r *waitRoom) wanted(sh *shard) (string, bool) {
+	idle := time.NewTimer(linger)
+	defer idle.Stop()
+	for {
+		r.mu.Lock()
+		for ch := range sh.want {
+			r.mu.Unlock()
+			return ch, true
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.ctx.Done():
+			return "", false
+		case <-sh.kick:
+		case <-idle.C:
+			r.mu.Lock()
+			gone := len(sh.want) == 0
+			if gone {
+				delete(r.shards, sh.node)
+			}
+			r.mu.Unlock()
+			if gone {
+				return "", false
+			}
+		}
+	}
+}
+
+// serve keeps ps subscribed to sh.want (first is subscribed already) and
+// dispatches what arrives, until the connection fails or a channel's slot
+// moves (the error), or sh has wanted nothing for linger, or the room
+// closes (nil). ok is called at each confirmation.
+func (r *waitRoom) serve(sh *shard, ps *redis.PubSub, first string, ok func()) error {
+	in := make(chan any, 1024)
+	done := make(chan struct{})
+	defer close(done)
+	r.wg.Add(1)
+	go r.read(ps, in, done)
+	have := map[string]bool{first: true}
+	unsub := map[string]int{} // SUNSUBSCRIBEs sent, not yet confirmed
+	sync := func() error {
+		r.mu.Lock()
+		var add, drop []string
+		for ch := range sh.want {
+			if !have[ch] {
+				add = append(add, ch)
+			}
+		}
+		for ch := range have {
+			if !sh.want[ch] {
+				drop = append(drop, ch)
+			}
+		}
+		r.mu.Unlock()
+		for len(add) > 0 {
+			// One command for all on one node; on a Cluster, one a channel
+			// (their slots differ).
+			n := 1
+			if r.cluster == nil || r.mut.mergeSubs {
+				n = len(add)
+			}
+			if err := ps.SSubscribe(r.ctx, add[:n]...); err != nil {
+				return err
+			}
+			for _, ch := range add[:n] {
+				have[ch] = true
+			}
+			add = add[n:]
+		}
+		for len(drop) > 0 {
+			n := 1
+			if r.cluster == nil || r.mut.mergeSubs {
+				n = len(drop)
+			}
+			if err := ps.SUnsubscribe(r.ctx, drop[:n]...); err != nil {
+				return err
+			}
+			for _, ch := range drop[:n] {
+				delete(have, ch)
+				unsub[ch]++
+			}
+			drop = drop[n:]
+		}
+		return nil
+	}
+	if err := sync(); err != nil {
+		return err
+	}
+	idle := time.NewTimer(linger)
+	defer idle.Stop()
+	var confirmed []string
+	for {
+		if len(confirmed) > 0 && len(in) == 0 {
+			r.check(confirmed)
+			confirmed = nil
+		}
+		select {
+		case <-r.ctx.Done():
+			return nil
+		case <-idle.C:
+			if len(have) == 0 {
+				return nil
+			}
+			idle.Reset(linger)
+		case <-sh.kick:
+			if err := sync(); err != nil {
+				return err
+			}
+			if len(have) == 0 {
+				idle.Reset(linger)
+			}
+		case m := <-in:
+			switch m := m.(type) {
+			case error:
+				return m
+			case *redis.Message:
+				r.deliver(m.Channel, m.Payload)
+			case *redis.Subscription:
+				switch {
+				case m.Kind == "ssubscribe" || m.Kind == "subscribe":
+					if r.confirmed(sh, m.Channel) {
+						confirmed = append(confirmed, m.Channel)
+						ok()
+					}
+				case unsub[m.Channel] > 0:
+					if unsub[m.Channel]--; unsub[m.Channel] == 0 {
+						delete(unsub, m.Channel)
+					}
+				case have[m.Channel] && !r.mut.staySubscribed:
+					return errMoved // the server dropped it: its slot is elsewhere now
+				}
+			}
+		}
+	}
+}
+
+// read passes what ps receives to in until done is closed, and the
+// first failure of the connection, after which it stops: a connection
+// silent for healthEvery is pinged, and one still silent healthEvery later
+// counts as failed.
+func (r *waitRoom) read(ps *redis.PubSub, in chan<- any, done <-chan struct{}) {
+	defer r.wg.Done()
+	pinged := false
+	for {
+		m, err := ps.ReceiveTimeout(r.ctx, healthEvery)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && !pinged && r.ctx.Err() == nil {
+				pinged = true
+				if err = ps.Ping(r.ctx); err == nil {
+					continue
+				}
+			}
+			select {
+			case in <- err:
+			case <-done:
+			}
+			return
+		}
+		pinged = false
+		select {
+		case in <- m:
+		case <-done:
+			return
+		}
+	}
+}
+
+// lost marks the channels of sh as not subscribed: its connection failed.
+func (r *waitRoom) lost(sh *shard) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for ch := range sh.want {
+		if lw := r.chans[ch]; lw != nil && lw.shard == sh {
+			lw.since = 0
+		}
+	}
+}
+
+// regroup, on a Cluster, moves the channels of sh whose slot another node
+// now serves (as the client's slot map says) to that node's shard.
+func (r *waitRoom) regroup(sh *shard) {
+	if r.cluster == nil {
+		return
+	}
+	r.mu.Lock()
+	chs := make([]string, 0, len(sh.want))
+	for ch := range sh.want {
+		chs = append(chs, ch)
+	}
+	r.mu.Unlock()
+	nodes := make([]string, len(chs))
+	for i, ch := range chs {
+		nodes[i] = r.nodeOf(ch)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, ch := range chs {
+		lw := r.chans[ch]
+		if nodes[i] == sh.node || nodes[i] == "" || lw == nil || lw.shard != sh || !sh.want[ch] {
+			continue
+		}
+		delete(sh.want, ch)
+		r.assign(ch, lw, nodes[i])
+	}
+}

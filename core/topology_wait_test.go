@@ -1,0 +1,135 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// A waiter's notifications follow its lock when the lock's slot moves to
+// another master (resharding) while it waits: the old master unsubscribes
+// the Locker's connection from the channel, the Locker subscribes it on the
+// new master, and the release there hands the waiter the lock well within
+// its budget (its next refresh is 20s away). Control: the server's
+// unsubscribe ignored, as go-redis's own Pub/Sub would, the waiter misses
+// the grant and ends busy.
+func TestWaitFollowsSlotMigration(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	for _, mutant := range []string{"", "stay-subscribed"} {
+		t.Run("mutant="+mutant, func(t *testing.T) {
+			direct := cl.Client(t)
+			holder := locktest.Locker(t, cl.Client(t))
+			waiter := locktest.Locker(t, cl.Client(t), core.WithMutants(mutant))
+			ctx := locktest.Context(t)
+			key := "migrating:" + mutant
+			ch := "lockgate:{" + key + "}"
+			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := waitFor(ctx, waiter, key, 5*time.Second)
+			waitQueued(t, direct, key, 1)
+			slot := int(direct.ClusterKeySlot(ctx, ch).Val())
+			from := cl.ServerForSlot(slot)
+			to := 0
+			for i, srv := range cl.Servers {
+				if srv != from {
+					to = i
+				}
+			}
+			if err := cl.MigrateSlot(slot, to, 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			nc := redis.NewClient(cl.Servers[to].Options())
+			defer nc.Close()
+			subscribed := func() bool { return nc.PubSubShardNumSub(ctx, ch).Val()[ch] > 0 }
+			for i := 0; !subscribed(); i++ {
+				if i == 100 {
+					if mutant == "" {
+						t.Fatal("the waiter's Locker never subscribed the channel on the lock's new master")
+					}
+					break // the control: it does not follow
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := s.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := <-got
+			if mutant != "" {
+				if r.err == nil && r.inTime {
+					t.Fatal("control: with the server's unsubscribe ignored, the waiter was still handed the lock")
+				}
+				return
+			}
+			if r.err != nil || !r.inTime {
+				t.Fatalf("waiter after the slot moved = %v (in time: %v), want the lock from the release", r.err, r.inTime)
+			}
+		})
+	}
+}
+
+// A waiter whose lock's master restarts empty (the lock and the queue gone
+// with it) takes the now free lock as soon as the Locker's connection to
+// that master is back, on one server and on a Cluster: the check after
+// resubscribing finds the lock held by no one and wakes its waiters (before,
+// only a waiter that held the lock was woken: the others waited for the
+// holder's TTL, a minute here). Control: that put back, the waiter ends
+// busy.
+func TestWaitAfterMasterRestart(t *testing.T) {
+	for _, topo := range []string{"single", "cluster"} {
+		for _, mutant := range []string{"", "check-owner"} {
+			t.Run(topo+"/mutant="+mutant, func(t *testing.T) {
+				var srv *redistest.Server
+				var client func() redis.UniversalClient
+				key := "restart:" + topo
+				if topo == "single" {
+					srv = redistest.Start(t)
+					client = func() redis.UniversalClient { return srv.Client(t) }
+				} else {
+					cl := redistest.StartCluster(t, 3)
+					client = func() redis.UniversalClient { return cl.Client(t) }
+					slot := int(cl.Client(t).ClusterKeySlot(context.Background(), "lockgate:{"+key+"}").Val())
+					srv = cl.ServerForSlot(slot)
+					t.Cleanup(func() {
+						if err := cl.WaitReady(20 * time.Second); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+				direct := client()
+				holder := locktest.Locker(t, client())
+				waiter := locktest.Locker(t, client(), core.WithMutants(mutant))
+				ctx := locktest.Context(t)
+				if _, err := holder.Lock(ctx, key, core.WithTTL(time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+				got := waitFor(ctx, waiter, key, 5*time.Second)
+				waitQueued(t, direct, key, 1)
+				if err := srv.Restart(); err != nil { // the fault: empty, no persistence
+					t.Fatal(err)
+				}
+				r := <-got
+				if mutant != "" {
+					if r.err == nil && r.inTime {
+						t.Fatal("control: with only holders woken, the waiter still took the free lock")
+					}
+					if !errors.Is(r.err, core.ErrNotObtained) {
+						t.Fatalf("control: waiter = %v, want busy", r.err)
+					}
+					return
+				}
+				if r.err != nil || !r.inTime {
+					t.Fatalf("waiter after its master restarted empty = %v (in time: %v), want the free lock", r.err, r.inTime)
+				}
+			})
+		}
+	}
+}
