@@ -59,24 +59,38 @@
 //
 // Waiting: a Lock that finds the lock busy joins the lock's queue in Redis
 // (first come, first served across every Locker and process) and waits to be
-// handed the lock: the release script makes the first live waiter the
-// holder in the same call (its own fence) and tells it on the lock's channel
-// (SPUBLISH, so on a Cluster only the lock's shard carries it; nothing is
-// published when no one waits). The waiter holds the lock when the message
+// handed the lock: whoever frees it — the release, a waiter that gives up,
+// or any attempt that finds the holder gone — makes the first live waiter
+// the holder in the same script call (its own fence) and tells it on the
+// lock's channel (SPUBLISH, so on a Cluster only the lock's shard carries
+// it; nothing is published when no one waits). The grant is in Redis, not
+// only in the message: the waiter learns of it whatever the order of the
+// message, its own queueing reply and its joining the Locker's room (an
+// early message is kept for it; when one may have been missed, the waiter
+// looks in Redis at once). The waiter holds the lock when the message
 // arrives, with no further round trip; its validity counts from the send
-// time of its last queue refresh. A Locker keeps one Pub/Sub connection per
-// Redis node, subscribed to the channels of the locks its callers wait for.
-// While waiting, a caller refreshes its queue entry every TTL/3 (that
-// refresh is also its retry should a message be lost, besides one when the
-// holder's TTL as last seen runs out: about one command per TTL/3 per
-// waiter, 0.1/s with the default 30s TTL); an entry not refreshed
-// for TTL/2 is skipped, so a waiter that crashed costs at most that; a
-// waiter that gives up leaves the queue, passing the lock on if it had just
-// been handed it. A free lock goes to the queue's first live waiter: TryLock
-// never jumps the queue. A busy error carries how long to wait (the holder's
-// remaining TTL, an upper bound while it does not renew, or the time the
-// waiters ahead may take) and a hint of when the lock is likely free (the
-// mean hold time this Locker has seen).
+// time of its last queue refresh (a grant that comes too late for that is
+// claimed by an attempt). A Locker keeps one Pub/Sub connection per Redis
+// node, subscribed to the channels of the locks its callers wait for (on a
+// Cluster one SSUBSCRIBE a channel; the connection follows slot migrations
+// and failovers). While waiting, a caller refreshes its queue entry every
+// TTL/3 from the last refresh, whatever else happens (that refresh is also
+// its retry should a message be lost, besides one when the holder's TTL as
+// last seen runs out: about one command per TTL/3 per waiter, 0.1/s with
+// the default 30s TTL); an entry not refreshed for TTL/2 (at least TTL/3 +
+// 100ms) is skipped, so a waiter that crashed costs at most that, and the
+// queue lives as long as its longest entry, whatever the others' TTLs. A
+// waiter keeps its place and its owner through a failed refresh (a master
+// restarting, a failover) and tries again within its budget; a waiter that
+// gives up leaves the queue, passing the lock on if it had just been
+// handed it. A free lock goes to the queue's first live waiter: TryLock
+// never jumps the queue. Liveness: on a healthy deployment a lock that is
+// free, or granted to a live waiter, is held again within one round trip
+// and one message (the fault rig checks 150ms on a loaded 2-core machine).
+// A busy error carries how long to wait (the holder's remaining TTL, an
+// upper bound while it does not renew, or the time the waiters ahead may
+// take) and a hint of when the lock is likely free (the mean hold time this
+// Locker has seen).
 //
 // Concurrent acquires and releases of one Locker on a plain client are
 // coalesced: while round trips are in flight, the calls that arrive meanwhile
@@ -92,8 +106,11 @@
 //
 // Redlock: NewRedlock gives the same Locker over N independent masters; a
 // lock needs a majority of them, every call goes to all in parallel with a
-// per-node timeout, and fences are made to increase across majorities (see
-// NewRedlock and "Redlock" in docs/topologies.md).
+// per-node timeout (an acquire returns once a majority granted), and fences
+// are made to increase across majorities (see NewRedlock and "Redlock" in
+// docs/topologies.md). Redlock's waiters do not queue in Redis: they are
+// woken by a release on any node, and a Locker lets one waiter of a lock at
+// a time try, in arrival order.
 //
 // Fencing: each acquisition gets a fence, max(server clock in µs, last fence
 // + 1), strictly increasing over the holders of a key as long as the server

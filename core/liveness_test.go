@@ -30,9 +30,17 @@ import (
 // a TTL of a minute (a waiter that misses its grant retries only at its
 // refresh, 20s later: past the wait). It returns the errors, and the
 // handoff latencies (a release's end to the next holder's Lock return).
-func contended(t *testing.T, lockers []*core.Locker, keys, perKey, cycles int, wait time.Duration) ([]error, []time.Duration) {
+func contended(t *testing.T, lockers []*core.Locker, keys, perKey, cycles int, wait time.Duration, during func()) ([]error, []time.Duration) {
 	t.Helper()
 	ctx := locktest.Context(t)
+	if during != nil {
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			during()
+		}()
+	}
 	var mu sync.Mutex
 	var errs []error
 	var handoffs []time.Duration
@@ -78,6 +86,32 @@ func contended(t *testing.T, lockers []*core.Locker, keys, perKey, cycles int, w
 	return errs, handoffs
 }
 
+// cutPubSub waits (bounded) until some master serves shard channels of
+// several slots to one connection, then kills every Pub/Sub connection on
+// every master: the Lockers must subscribe again.
+func cutPubSub(t *testing.T, cl *redistest.Cluster) {
+	ctx := context.Background()
+	var ncs []*redis.Client
+	for _, s := range cl.Servers {
+		nc := redis.NewClient(s.Options())
+		defer nc.Close()
+		ncs = append(ncs, nc)
+	}
+	for i := 0; i < 500; i++ {
+		most := 0
+		for _, nc := range ncs {
+			most = max(most, len(nc.PubSubShardChannels(ctx, "*").Val()))
+		}
+		if most >= 2 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for _, nc := range ncs {
+		nc.ClientKillByFilter(ctx, "TYPE", "pubsub")
+	}
+}
+
 func percentile(d []time.Duration, p float64) time.Duration {
 	if len(d) == 0 {
 		return 0
@@ -88,13 +122,15 @@ func percentile(d []time.Duration, p float64) time.Duration {
 }
 
 // Contended keys spread over a Cluster's masters are handed off as on one
-// server: 8 and 16 keys, 6 and 2 goroutines per key over 3 Lockers (each on
-// its own client), every Lock obtained within its wait (before: on the
-// Cluster, 22–28 of 48 goroutines failed after 20s, because the Locker
-// subscribed the channels of one node in one SSUBSCRIBE, which a Cluster
-// refuses for channels of different slots). The per-handoff latency of
-// both topologies is logged side by side. Control: the merged
-// subscriptions put back, the Cluster stalls.
+// server: 8, 16 and 64 keys, 6, 2 and 2 goroutines per key over 3 Lockers
+// (each on its own client), every Lock obtained within its wait, also when
+// the Pub/Sub connections are killed on every master in the middle (before:
+// on the Cluster, 22–28 of 48 goroutines failed after 20s, because the
+// Locker subscribed the channels of one node in one SSUBSCRIBE, and go-redis
+// resubscribes them so after a reconnect; a Cluster refuses channels of
+// different slots in one). The per-handoff latency of both topologies is
+// logged side by side. Control: the merged subscriptions put back, the
+// Cluster stalls after the cut.
 func TestContendedKeysHandOffOnCluster(t *testing.T) {
 	srv := redistest.Start(t)
 	cl := redistest.StartCluster(t, 3)
@@ -111,12 +147,16 @@ func TestContendedKeysHandOffOnCluster(t *testing.T) {
 		}
 		return ls
 	}
-	for _, w := range []struct{ keys, perKey int }{{8, 6}, {16, 2}} {
+	for _, w := range []struct{ keys, perKey int }{{8, 6}, {16, 2}, {64, 2}} {
 		t.Run(fmt.Sprintf("keys=%d", w.keys), func(t *testing.T) {
 			var p50 [2]time.Duration
 			for i, cluster := range []bool{false, true} {
 				start := time.Now()
-				errs, handoffs := contended(t, lockersOn(t, cluster), w.keys, w.perKey, 10, 5*time.Second)
+				var during func()
+				if cluster {
+					during = func() { cutPubSub(t, cl) }
+				}
+				errs, handoffs := contended(t, lockersOn(t, cluster), w.keys, w.perKey, 10, 5*time.Second, during)
 				if len(errs) > 0 {
 					t.Fatalf("cluster=%v: %d of %d goroutines failed, first: %v", cluster, len(errs), w.keys*w.perKey, errs[0])
 				}
@@ -128,7 +168,7 @@ func TestContendedKeysHandOffOnCluster(t *testing.T) {
 		})
 	}
 	t.Run("control", func(t *testing.T) {
-		errs, _ := contended(t, lockersOn(t, true, core.WithMutants("merge-subs")), 8, 6, 10, 2*time.Second)
+		errs, _ := contended(t, lockersOn(t, true, core.WithMutants("merge-subs")), 8, 6, 10, 2*time.Second, func() { cutPubSub(t, cl) })
 		if len(errs) == 0 {
 			t.Fatal("control: with the subscriptions of a node merged, no waiter stalled on the Cluster")
 		}

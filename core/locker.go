@@ -43,6 +43,7 @@ type Locker struct {
 	bg       sync.WaitGroup
 
 	undos undoWaits
+	turns turns   // Redlock: one waiter of a lock at a time tries
 	mut   mutants // defects put back for the controls of tests (mutants.go)
 }
 
@@ -228,9 +229,10 @@ func (l *Locker) stopBackground() {
 // Redis is in flight, except with a client that has ContextTimeoutEnabled:
 // its calls run on the caller's goroutine and end when go-redis returns,
 // within the budget. Waiting does not
-// poll: the waiter is woken by the holder's release (Pub/Sub), with the
-// retry strategy and the holder's remaining TTL as a fallback. Waiters of
-// one Locker for one key queue in FIFO order.
+// poll: the waiter is handed the lock by the holder's release (Pub/Sub),
+// with its queue refresh (every TTL/3) and the holder's remaining TTL as
+// the fallbacks. Waiters queue in Redis in FIFO order across every Locker
+// (Redlock's: in arrival order within a Locker).
 //
 // If a lease in ctx's chain (ctx is, or derives from, a Lease's Context)
 // holds key, Lock re-enters it at once without a round trip: same fence,

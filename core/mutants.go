@@ -23,7 +23,8 @@ type mutants struct {
 	// early grants, overflowing).
 	dropEarly bool
 	// mergeSubs: the channels of one node are subscribed in one SSUBSCRIBE,
-	// which a Cluster refuses when they are in different slots (CROSSSLOT).
+	// which a Cluster refuses when they are in different slots (CROSSSLOT),
+	// and the refusal is swallowed, as go-redis's own Pub/Sub channel does.
 	mergeSubs bool
 	// staySubscribed: a channel the server unsubscribed (its slot moved)
 	// is taken as still subscribed, as go-redis's own Pub/Sub does.
@@ -32,6 +33,9 @@ type mutants struct {
 	// handed the lock) puts its next refresh a whole interval later, so
 	// that it never refreshes while handovers come quicker than that.
 	restartRefresh bool
+	// noTurns: every Redlock waiter of a lock tries at each release (no
+	// turns), as before turns.go.
+	noTurns bool
 	// checkOwner: the check after a (re)subscription wakes only a waiter
 	// that holds the lock, not the waiters of a lock no one holds.
 	checkOwner bool
@@ -83,6 +87,8 @@ func parseMutants(list string) (mutants, error) {
 			m.checkOwner = true
 		case "restart-refresh":
 			m.restartRefresh = true
+		case "no-turns":
+			m.noTurns = true
 		default:
 			e, ok := mutantEdits[name]
 			if !ok || !strings.Contains(q, e[0]) {

@@ -40,11 +40,9 @@ var errSplit = errors.New("granted by fewer nodes than a quorum")
 
 // perNode is the per-node timeout of a call for a lock of ttl: a small
 // fraction of the TTL (redis.io's advice: a few tens of ms for a 10s TTL),
-// at least 50ms, at most 1s — and never more than a quarter of the TTL, so
-// that a majority's grants still leave validity when one node hangs (a
-// 50ms lock waited 50ms for a hung node, and its grant was always late).
+// at least 50ms, at most 1s.
 func perNode(ttl time.Duration) time.Duration {
-	return min(max(ttl/100, 50*time.Millisecond), ttl/4, time.Second)
+	return min(max(ttl/100, 50*time.Millisecond), time.Second)
 }
 
 // fanOut runs call on every node in parallel, each bounded by d (and by
@@ -53,6 +51,15 @@ func perNode(ttl time.Duration) time.Duration {
 // the scripts are safe to repeat and to undo, and an acquire's undo goes to
 // every node (see attempt).
 func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *single) (T, error)) ([]T, []error) {
+	return fanOutUntil(ctx, r, d, call, nil)
+}
+
+// fanOutUntil is fanOut that returns as soon as decided, told of each
+// answer as it comes, says the outcome is known (a majority granted): a
+// node that hangs then delays nobody. The calls still in flight go on in
+// the background within d (a healthy node gets the lock too); their nodes'
+// errors stay a timeout.
+func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *single) (T, error), decided func(v T, err error) bool) ([]T, []error) {
 	res := make([]T, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	type answer struct {
@@ -61,8 +68,17 @@ func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(c
 		err error
 	}
 	ch := make(chan answer, len(r.nodes))
-	cctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
+	base := ctx
+	if decided != nil {
+		base = context.WithoutCancel(ctx) // the calls outlive an early return
+	}
+	cctx, cancel := context.WithTimeout(base, d)
+	early := false
+	defer func() {
+		if !early {
+			cancel()
+		}
+	}()
 	pending := 0
 	for i := range errs {
 		errs[i] = errNoAnswer
@@ -82,6 +98,16 @@ func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(c
 		case a := <-ch:
 			res[a.i], errs[a.i] = a.v, a.err
 			pending--
+			if pending > 0 && decided != nil && decided(a.v, a.err) {
+				left := pending
+				early = r.spawn(func() {
+					defer cancel()
+					for ; left > 0; left-- {
+						<-ch
+					}
+				})
+				pending = 0
+			}
 		case <-cctx.Done():
 			pending = 0
 		}
@@ -112,9 +138,18 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 	if e, _ := entry.(string); e != "" {
 		entry = "n" // Redlock waiters do not queue: they are told when the lock is free
 	}
-	res, errs := fanOut(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *single) (nodeAcquire, error) {
+	grants := 0
+	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *single) (nodeAcquire, error) {
 		f, w, h, err := n.acquire(cctx, k, owner, ttl, entry, seq, tag)
 		return nodeAcquire{f, w, h}, err
+	}, func(a nodeAcquire, err error) bool {
+		// A majority's grants decide it (the rest are given back by a
+		// release, or renewed with the others); anything else waits for
+		// every node, so that busy is told from unavailable.
+		if err == nil && a.fence > 0 {
+			grants++
+		}
+		return grants >= r.quorum || err == errEnded
 	})
 	granted, answered, ended := 0, 0, 0
 	var fence int64
@@ -163,12 +198,18 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 // this one, is above it. It needs a quorum of nodes to confirm.
 func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, fence int64, ttl time.Duration, got []nodeAcquire, errs []error) error {
 	arg := strconv.FormatInt(fence, 10)
-	res, ferrs := fanOut(ctx, r, perNode(ttl), func(cctx context.Context, i int, n *single) (bool, error) {
+	confirmed := 0
+	res, ferrs := fanOutUntil(ctx, r, perNode(ttl), func(cctx context.Context, i int, n *single) (bool, error) {
 		if errs[i] != nil || got[i].fence == 0 {
 			return false, nil
 		}
 		err := fenceScript.Run(cctx, n.c, []string{k.names[1]}, arg, n.windowArg).Err()
 		return err == nil, err
+	}, func(ok bool, _ error) bool {
+		if ok {
+			confirmed++
+		}
+		return confirmed >= r.quorum
 	})
 	raised := 0
 	for i := range res {

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -311,10 +312,32 @@ func TestRedlockHungNode(t *testing.T) {
 // whose fence key is ahead (here set an hour ahead, as a node whose clock
 // runs fast would issue) gives holder A a large fence; with that node gone,
 // holder B's majority is made of the others. A's fence was made their floor
-// before A's Lock returned, so B's is larger still.
+// before A's Lock returned, so B's is larger still. (Two of the five nodes
+// answer 50ms late, through a proxy, so that A's majority — the first three
+// to grant — is the node ahead and two prompt ones.)
 func TestRedlockFenceFloor(t *testing.T) {
 	srvs, cs := masters(t, 5)
-	a, b := redlockOn(t, srvs), redlockOn(t, srvs)
+	lockerOn := func() *core.Locker {
+		var clients []redis.UniversalClient
+		for i, s := range srvs {
+			addr := s.Addr
+			if i >= 3 {
+				p := redistest.StartProxy(t, s.Addr)
+				p.SetLatency(50 * time.Millisecond)
+				addr = p.Addr
+			}
+			c := redis.NewClient(&redis.Options{Addr: addr})
+			t.Cleanup(func() { c.Close() })
+			clients = append(clients, c)
+		}
+		l, err := core.NewRedlock(clients)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	a, b := lockerOn(), lockerOn()
 	ctx := locktest.Context(t)
 	ahead := time.Now().Add(time.Hour).UnixMicro()
 	if err := cs[1].Set(ctx, "lockgate:{rl:floor}:fence", ahead, time.Hour).Err(); err != nil {
@@ -375,11 +398,11 @@ func TestRedlockLosesWithoutMajority(t *testing.T) {
 	}
 }
 
-// A short lease is obtained on a majority while one master hangs: the
-// per-node timeout is at most a quarter of the TTL, so the two healthy
-// masters' grants arrive with validity left (before, a 50ms lock waited
-// 50ms for the hung master and its grant always came after its validity:
-// ErrUnavailable, though a majority answered; the fault rig found it).
+// A short lease is obtained on a majority while one master hangs: an
+// acquire returns as soon as a majority granted, so the two healthy
+// masters' grants arrive with validity left (before, a 50ms lock waited out
+// the hung master's 50ms timeout and was always late: ErrUnavailable,
+// though a majority answered; the fault rig found it).
 // Control: with two masters hung there is no majority: unavailable.
 func TestRedlockShortLeaseWithOneHungMaster(t *testing.T) {
 	srvs, _ := masters(t, 3)
@@ -410,5 +433,72 @@ func TestRedlockShortLeaseWithOneHungMaster(t *testing.T) {
 	defer srvs[1].Resume()
 	if _, err := l.Lock(ctx, "short:control", core.WithTTL(50*time.Millisecond), core.WithWait(200*time.Millisecond)); !errors.Is(err, core.ErrUnavailable) {
 		t.Fatalf("control: with two of three masters hung = %v, want ErrUnavailable", err)
+	}
+}
+
+// Redlock's waiters of one Locker take turns, in the order they came: 8
+// goroutines wait behind another Locker's holder and get the lock one after
+// another in arrival order once it is released. Before, all of them tried
+// at every release (after a random delay, so as not to split the masters
+// every time) and won in any order; under contention some waited past
+// their budgets (make bench). Control: that put back, the order is another.
+func TestRedlockWaitersTakeTurns(t *testing.T) {
+	srvs, _ := masters(t, 3)
+	holder := redlockOn(t, srvs)
+	for _, mutant := range []string{"", "no-turns"} {
+		t.Run("mutant="+mutant, func(t *testing.T) {
+			var events locktest.Events
+			l := redlockOn(t, srvs, core.WithMutants(mutant), core.WithObserver(&events))
+			ctx := locktest.Context(t)
+			key := "turns:" + mutant
+			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 8
+			var mu sync.Mutex
+			var order []int
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					w, err := l.Lock(ctx, key, core.WithWait(10*time.Second))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					order = append(order, i)
+					mu.Unlock()
+					time.Sleep(2 * time.Millisecond)
+					w.Unlock(ctx)
+				}()
+				// Arrival order: each call waits before the next starts.
+				waiting := 0
+				if _, ok := events.Wait(ctx, func(e core.Event) bool {
+					if e.Kind == core.EventWaiting && e.Key == key {
+						waiting++
+					}
+					return waiting == i+1
+				}); !ok {
+					t.Fatalf("waiter %d never waited", i)
+				}
+			}
+			if err := s.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			inOrder := slices.IsSorted(order)
+			if mutant != "" {
+				if inOrder {
+					t.Fatalf("control: without turns the %d waiters still came in arrival order %v", n, order)
+				}
+				return
+			}
+			if !inOrder {
+				t.Fatalf("acquisition order %v, want the arrival order", order)
+			}
+		})
 	}
 }

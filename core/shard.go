@@ -243,6 +243,10 @@ func (r *waitRoom) read(ps *redis.PubSub, in chan<- any, done <-chan struct{}) {
 	pinged := false
 	for {
 		m, err := ps.ReceiveTimeout(r.ctx, healthEvery)
+		var re redis.Error
+		if err != nil && r.mut.mergeSubs && errors.As(err, &re) {
+			continue // the mutant: an error reply swallowed, as go-redis's own channel does
+		}
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() && !pinged && r.ctx.Err() == nil {

@@ -37,6 +37,15 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	if err := l.checkServer(ctx, a.deadline); err != nil {
 		return nil, err
 	}
+	if l.redlock != nil && a.waits && !l.mut.noTurns {
+		// One waiter of this lock at a time tries, a fresh call too: it
+		// waits its turn behind the Locker's earlier waiters (see turns).
+		turn, leave := l.turns.wait(a.key)
+		defer leave()
+		if err := a.waitTurn(ctx, turn); err != nil {
+			return nil, err
+		}
+	}
 	s, err := a.attempt(ctx)
 	if s != nil || err != nil || !a.waits {
 		if s == nil && err == nil {
@@ -53,8 +62,7 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 		return nil, ErrClosed
 	}
 	defer l.leave(w)
-	a.waited = true
-	l.observe(ctx, Event{Kind: EventWaiting, Key: a.key, Pattern: a.o.pattern, Attempts: a.attempts, HolderTag: a.holderTag})
+	a.waiting(ctx)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	every := refresh(a.o.ttl)
@@ -158,4 +166,37 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 	// renews at a third of its TTL: a hold released sooner never does.
 	now := a.l.mono()
 	return a.newHold(ctx, g.fence, validUntil, now+(validUntil-now)/3, true)
+}
+
+// waitTurn waits until turn is closed, or the budget or ctx ends, or the
+// Locker closes (then the call's error: busy, as the earlier waiters found
+// the lock; nothing was sent, so nothing is undone).
+func (a *acquisition) waitTurn(ctx context.Context, turn <-chan struct{}) error {
+	select {
+	case <-turn:
+		return nil
+	default:
+	}
+	a.waiting(ctx)
+	timer := time.NewTimer(time.Until(a.deadline))
+	defer timer.Stop()
+	select {
+	case <-turn:
+		return nil
+	case <-ctx.Done():
+		return a.ended(ctx)
+	case <-a.l.done:
+		return ErrClosed
+	case <-timer.C:
+		return a.expired()
+	}
+}
+
+// waiting tells the Observer, once per call, that the call waits (in the
+// lock's queue, or for its turn).
+func (a *acquisition) waiting(ctx context.Context) {
+	if !a.waited {
+		a.waited = true
+		a.l.observe(ctx, Event{Kind: EventWaiting, Key: a.key, Pattern: a.o.pattern, Attempts: a.attempts, HolderTag: a.holderTag})
+	}
 }
