@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -131,5 +132,48 @@ func TestWaitAfterMasterRestart(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A waiter's notifications follow a Sentinel failover: the Locker's Pub/Sub
+// connection to the old master is closed (Sentinel kills the demoted
+// master's clients), the Locker subscribes again through the failover
+// client (the new master), and the holder's release there hands the waiter
+// the lock within its budget (its next refresh is 20s away). Control: no
+// release, the waiter ends busy.
+func TestWaitFollowsSentinelFailover(t *testing.T) {
+	for _, release := range []bool{true, false} {
+		t.Run(fmt.Sprintf("release=%v", release), func(t *testing.T) {
+			st := redistest.StartSentinel(t)
+			holder := locktest.Locker(t, st.Client(t))
+			waiter := locktest.Locker(t, st.Client(t))
+			direct := st.Client(t)
+			ctx := locktest.Context(t)
+			const key = "failover"
+			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := waitFor(ctx, waiter, key, 5*time.Second)
+			waitQueued(t, direct, key, 1)
+			if err := st.Failover(10 * time.Second); err != nil { // the fault
+				t.Fatal(err)
+			}
+			if release {
+				if err := s.Unlock(ctx); err != nil {
+					t.Fatalf("the holder's release on the new master: %v", err)
+				}
+			}
+			r := <-got
+			if !release {
+				if !errors.Is(r.err, core.ErrNotObtained) {
+					t.Fatalf("control: with no release the waiter = %v, want busy", r.err)
+				}
+				return
+			}
+			if r.err != nil || !r.inTime {
+				t.Fatalf("waiter after the failover = %v (in time: %v), want the lock from the release", r.err, r.inTime)
+			}
+		})
 	}
 }
