@@ -2,50 +2,78 @@ package rig
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgate/lockgate/redistest"
 )
 
 // chaos injects faults in lanes that run side by side (worker processes,
-// the Redis process, the network), each a sequence of faults and gaps drawn
-// from its own random stream of the run's seed: the schedule (which fault,
-// how long, which target, how long to wait) is reproducible from the seed;
-// how it interleaves with the workers is real time.
+// one worker's path, the crowd, the Redis processes, the network), each a
+// sequence of faults and gaps drawn from its own random stream of the run's
+// seed: the schedule (which fault, how long, which target, how long to
+// wait) is reproducible from the seed; how it interleaves with the workers
+// is real time. The Redis and network lanes leave quiet stretches (half
+// their gaps are 0.5–2s), in which the liveness checks apply.
 type chaos struct {
-	cfg     *RunConfig
-	procs   *processes
-	srvs    []*redistest.Server // single topology: one; redlock: the masters
-	proxies []*redistest.Proxy  // in front of srvs[i]
-	st      *redistest.Sentinel // sentinel topology
-	log     *jsonLog
-	mu      sync.Mutex
-	counts  map[string]int
+	cfg    *RunConfig
+	procs  *processes
+	dep    *deployment
+	cc     *redis.ClusterClient // cluster topology: to find a key's slot
+	log    *jsonLog
+	mu     sync.Mutex
+	counts map[string]int
+	// master guards the Sentinel's Master, which a failover swaps while
+	// another lane looks for the current master.
+	master sync.RWMutex
 }
 
-// lanes returns the fault kinds of each lane for the topology, keeping
-// only those enabled.
-func (c *chaos) lanes() [][]string {
-	var all [][]string
-	if c.st != nil {
-		all = [][]string{{FaultPause, FaultKill}, {FaultFailover, FaultMasterHang}}
-	} else if len(c.srvs) > 1 {
-		all = [][]string{{FaultPause, FaultKill}, {FaultNodeRestart, FaultNodeHang}, {FaultNodeNet}}
-	} else {
-		all = [][]string{{FaultPause, FaultKill}, {FaultRestart, FaultHangShort, FaultHangLong}, {FaultLateReply, FaultCut, FaultLatency}}
+// lane is a set of fault kinds injected one after another, with gaps.
+type lane struct {
+	kinds []string
+	quiet bool // half the gaps are long
+	gap   [2]time.Duration
+}
+
+// lanes returns the lanes of the topology, keeping only enabled kinds.
+func (c *chaos) lanes() []lane {
+	short := [2]time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
+	all := []lane{
+		{kinds: []string{FaultPause, FaultKill}, gap: [2]time.Duration{300 * time.Millisecond, time.Second}},
+		{kinds: []string{FaultWorkerLatency, FaultSlowReply}, gap: [2]time.Duration{300 * time.Millisecond, 1500 * time.Millisecond}},
 	}
-	var out [][]string
-	for _, lane := range all {
+	if c.cfg.Crowd > 0 {
+		all = append(all, lane{kinds: []string{FaultKillWaiters}, gap: [2]time.Duration{time.Second, 3 * time.Second}})
+	}
+	switch c.cfg.Topology {
+	case "sentinel":
+		all = append(all, lane{kinds: []string{FaultFailover, FaultMasterHang}, quiet: true, gap: short},
+			lane{kinds: []string{FaultNodeNet}, quiet: true, gap: short})
+	case "redlock":
+		all = append(all, lane{kinds: []string{FaultNodeRestart, FaultNodeHang}, quiet: true, gap: short},
+			lane{kinds: []string{FaultNodeNet}, quiet: true, gap: short})
+	case "cluster":
+		all = append(all, lane{kinds: []string{FaultMasterPause, FaultMasterRestart, FaultMigrate}, quiet: true, gap: short},
+			lane{kinds: []string{FaultNodeNet}, quiet: true, gap: short})
+	default:
+		all = append(all, lane{kinds: []string{FaultRestart, FaultHangShort, FaultHangLong}, quiet: true, gap: short},
+			lane{kinds: []string{FaultLateReply, FaultCut, FaultLatency}, quiet: true, gap: short})
+	}
+	var out []lane
+	for _, l := range all {
 		var kinds []string
-		for _, k := range lane {
+		for _, k := range l.kinds {
 			if c.cfg.enabled(k) {
 				kinds = append(kinds, k)
 			}
 		}
 		if len(kinds) > 0 {
-			out = append(out, kinds)
+			l.kinds = kinds
+			out = append(out, l)
 		}
 	}
 	return out
@@ -55,18 +83,20 @@ func (c *chaos) lanes() [][]string {
 // (a paused process resumed) before it returns.
 func (c *chaos) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for i, kinds := range c.lanes() {
+	for i, l := range c.lanes() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(c.cfg.Seed), uint64(i+1)))
 			for {
-				gap := time.Duration(100+rng.IntN(300)) * time.Millisecond
+				gap := l.gap[0] + time.Duration(rng.Int64N(int64(l.gap[1]-l.gap[0])))
+				if l.quiet && rng.IntN(2) == 0 {
+					gap = 500*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond)))
+				}
 				if !sleep(ctx, gap) {
 					return
 				}
-				kind := kinds[rng.IntN(len(kinds))]
-				c.inject(ctx, rng, kind)
+				c.inject(ctx, rng, l.kinds[rng.IntN(len(l.kinds))])
 			}
 		}()
 	}
@@ -77,41 +107,112 @@ func (c *chaos) run(ctx context.Context) {
 func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 	f := Fault{Kind: kind, Start: now()}
 	rt, ttl := c.cfg.ReadTimeout, c.cfg.TTL
+	if ttl == 0 {
+		ttl = 500 * time.Millisecond // a pause as long as the common lease's
+	}
 	frac := func(lo, hi float64) time.Duration { return time.Duration(float64(rt) * (lo + (hi-lo)*rng.Float64())) }
+	srvs := c.dep.srvs
+	node := rng.IntN(len(srvs))
 	switch kind {
 	case FaultPause:
 		f.Target = c.procs.pause(rng.IntN(c.cfg.Workers), time.Duration(float64(ttl)*(1.5+1.5*rng.Float64())))
 	case FaultKill:
-		f.Target = c.procs.kill(rng.IntN(c.cfg.Workers))
+		// The fault starts when the worker is surely dead: a hold it
+		// logged just before counts as held until then.
+		f.Target, f.Start = c.procs.kill(rng.IntN(c.cfg.Workers), 0)
+	case FaultKillWaiters:
+		f.Target, f.Start = c.procs.kill(c.cfg.Workers, c.cfg.CrowdRestart) // the crowd
+	case FaultWorkerLatency:
+		// One worker's replies slowed, below the read timeout: its path is
+		// slow, not down.
+		w := rng.IntN(len(c.dep.proxies))
+		if c.cfg.Crowd > 0 && rng.IntN(2) == 0 {
+			w = c.cfg.Workers // the crowd, half the time: most waits are its
+		}
+		f.Target, f.D = c.procs.name(w), int64(frac(0.2, 0.6))
+		for _, p := range c.dep.proxies[w] {
+			p.SetLatency(time.Duration(f.D))
+		}
+		time.Sleep(500*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond))))
+		for _, p := range c.dep.proxies[w] {
+			p.SetLatency(0)
+		}
+	case FaultSlowReply:
+		// One worker's next script reply late, but before its read
+		// timeout: the same reply, slow (a grant published meanwhile
+		// arrives first, on the worker's Pub/Sub connection).
+		w := rng.IntN(len(c.dep.proxies))
+		if c.cfg.Crowd > 0 && rng.IntN(2) == 0 {
+			w = c.cfg.Workers
+		}
+		f.Target, f.D = c.procs.name(w), int64(frac(0.3, 0.8))
+		var held []*redistest.Hold
+		for _, p := range c.dep.proxies[w] {
+			held = append(held, p.HoldReply(redistest.MatchCommand("evalsha"), time.Duration(f.D)))
+		}
+		timeout := time.After(time.Duration(f.D) + 2*time.Second)
+		for _, h := range held {
+			select {
+			case <-h.Released():
+			case <-timeout:
+			}
+		}
 	case FaultRestart:
-		c.srvs[0].Restart()
+		srvs[0].Restart()
 	case FaultHangShort:
-		hang(c.srvs[0], frac(0.3, 0.8))
+		hang(srvs[0], frac(0.3, 0.8))
 	case FaultHangLong:
-		hang(c.srvs[0], frac(1.5, 3))
+		hang(srvs[0], frac(1.5, 3))
 	case FaultLateReply, FaultCut, FaultLatency:
-		network(c.proxies[0], kind, rng, rt, frac)
+		f.D = network(c.dep.proxiesOf(0), kind, rng, rt, frac)
 	case FaultFailover:
-		c.st.Failover(10 * time.Second)
+		c.master.Lock()
+		c.dep.st.Failover(10 * time.Second)
+		c.master.Unlock()
 	case FaultMasterHang:
-		hang(c.st.Master, frac(0.5, 2))
+		c.master.RLock()
+		m := c.dep.st.Master
+		c.master.RUnlock()
+		hang(m, frac(0.5, 2))
 	case FaultNodeRestart:
 		// Killed, and started empty a TTL later: redis.io's "delayed
 		// restart" for a Redlock master without persistence, so that every
 		// lock it granted has expired before it grants again.
-		n := rng.IntN(len(c.srvs))
-		f.Target = c.srvs[n].Addr
-		c.srvs[n].Stop()
+		f.Target = srvs[node].Addr
+		srvs[node].Stop()
 		time.Sleep(ttl + 100*time.Millisecond)
-		c.srvs[n].Restart()
+		srvs[node].Restart()
 	case FaultNodeHang:
-		n := rng.IntN(len(c.srvs))
-		f.Target = c.srvs[n].Addr
-		hang(c.srvs[n], frac(0.3, 3))
+		f.Target = srvs[node].Addr
+		hang(srvs[node], frac(0.3, 3))
 	case FaultNodeNet:
-		n := rng.IntN(len(c.proxies))
-		f.Target = c.srvs[n].Addr
-		network(c.proxies[n], []string{FaultLateReply, FaultCut, FaultLatency}[rng.IntN(3)], rng, rt, frac)
+		if c.dep.st != nil {
+			c.master.RLock()
+			node = 0
+			if c.dep.st.Master == srvs[1] {
+				node = 1
+			}
+			c.master.RUnlock()
+		}
+		f.Target = srvs[node].Addr
+		f.D = network(c.dep.proxiesOf(node), []string{FaultLateReply, FaultCut, FaultLatency}[rng.IntN(3)], rng, rt, frac)
+	case FaultMasterPause:
+		f.Target = srvs[node].Addr
+		hang(srvs[node], frac(0.3, 2))
+	case FaultMasterRestart:
+		f.Target = srvs[node].Addr
+		srvs[node].Restart()
+		c.dep.cluster.WaitReady(10 * time.Second)
+	case FaultMigrate:
+		key := fmt.Sprintf("lockgate:{k%d}", rng.IntN(max(c.cfg.Hot, 1)))
+		slot := int(c.cc.ClusterKeySlot(ctx, key).Val())
+		from := c.dep.cluster.ServerForSlot(slot)
+		to := rng.IntN(len(srvs))
+		if srvs[to] == from {
+			to = (to + 1) % len(srvs)
+		}
+		f.Target = srvs[to].Addr
+		c.dep.cluster.MigrateSlot(slot, to, 10*time.Second)
 	}
 	f.End = now()
 	c.log.add(f, true)
@@ -120,23 +221,40 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 	c.mu.Unlock()
 }
 
-// network applies one network fault of kind through p: the next script's
-// reply held two read timeouts (rt), every connection cut, or latency.
-func network(p *redistest.Proxy, kind string, rng *rand.Rand, rt time.Duration, frac func(lo, hi float64) time.Duration) {
+// network applies one network fault of kind to the proxies of a server
+// (every worker's): the next script's reply to each worker held two read
+// timeouts (rt), every connection cut, or latency on every reply. It returns
+// the latency added, if any.
+func network(ps []*redistest.Proxy, kind string, rng *rand.Rand, rt time.Duration, frac func(lo, hi float64) time.Duration) int64 {
 	switch kind {
 	case FaultLateReply:
-		h := p.HoldReply(redistest.MatchCommand("evalsha"), 2*rt)
-		select {
-		case <-h.Released():
-		case <-time.After(3 * rt):
+		var held []*redistest.Hold
+		for _, p := range ps {
+			held = append(held, p.HoldReply(redistest.MatchCommand("evalsha"), 2*rt))
+		}
+		timeout := time.After(3 * rt)
+		for _, h := range held {
+			select {
+			case <-h.Released():
+			case <-timeout:
+			}
 		}
 	case FaultCut:
-		p.Cut()
+		for _, p := range ps {
+			p.Cut()
+		}
 	case FaultLatency:
-		p.SetLatency(time.Duration(20+rng.IntN(60)) * time.Millisecond)
+		d := time.Duration(20+rng.IntN(60)) * time.Millisecond
+		for _, p := range ps {
+			p.SetLatency(d)
+		}
 		time.Sleep(frac(1, 2.5))
-		p.SetLatency(0)
+		for _, p := range ps {
+			p.SetLatency(0)
+		}
+		return int64(d)
 	}
+	return 0
 }
 
 func hang(s *redistest.Server, d time.Duration) {

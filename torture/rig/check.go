@@ -25,15 +25,30 @@ type Limits struct {
 	Undo time.Duration
 	// Bound is how far past its budget a call may return.
 	Bound time.Duration
+	// Stall is how long a lock may stay free, or granted and unclaimed,
+	// while a live waiter waits on a healthy path: 100ms plus the RTT and
+	// the scheduling of a loaded 2-core machine (50ms).
+	Stall time.Duration
+	// Settle is how long after a fault ends its effects may still explain
+	// an outcome: reconnections, retries, an undo's backoff.
+	Settle time.Duration
+	// Redlock: the topology has three masters; a fault of one is no
+	// outage, and waiters do not queue in Redis (no FIFO to check).
+	Redlock bool
 }
 
 // failoverSettle is how long after a forced failover the old master may
 // still grant locks to clients that have not moved yet.
 const failoverSettle = 3 * time.Second
 
-// DefaultLimits are the checker's limits for a run with lease time ttl.
+// DefaultLimits are the checker's limits for a run with lease time ttl (0:
+// each call's own, logged; 500ms where none is).
 func DefaultLimits(ttl time.Duration) Limits {
-	return Limits{TTL: ttl, Margin: 250 * time.Millisecond, Undo: 100 * time.Millisecond, Bound: 300 * time.Millisecond}
+	if ttl <= 0 {
+		ttl = 500 * time.Millisecond
+	}
+	return Limits{TTL: ttl, Margin: 250 * time.Millisecond, Undo: 100 * time.Millisecond, Bound: 300 * time.Millisecond,
+		Stall: 150 * time.Millisecond, Settle: time.Second}
 }
 
 // Report is what the checker found.
@@ -43,14 +58,23 @@ type Report struct {
 	Faults                                              map[string]int
 
 	// Violations, each a list of descriptions.
-	Interleaved  []string // (a) with fencing, two holders' accepted writes interleave for a key
-	WriteAfter   []string // a holder wrote although its lease context had ended
-	Dishonest    []string // (d) a holder still believed it held the lock when the next one wrote
-	Deadlocks    []string // (c) "busy" long after every holder of the key had stopped
-	BusyWhenHung []string // (e) "busy" from a call made while Redis could not answer
-	Overlong     []string // (e) a call past its budget plus the bound
-	BadReentry   []string // a re-entry with another fence, or not re-entrant
-	UnlockLies   []string // Unlock said "not held" of a hold nothing had ended
+	Interleaved          []string // (a) with fencing, two holders' accepted writes interleave for a key
+	WriteAfter           []string // a holder wrote although its lease context had ended
+	Dishonest            []string // (d) a holder still believed it held the lock when the next one wrote
+	Deadlocks            []string // (c) "busy" long after every holder of the key had stopped
+	BusyWhenHung         []string // (e) "busy" from a call made while Redis could not answer
+	Overlong             []string // (e) a call past its budget plus the bound
+	BadReentry           []string // a re-entry with another fence, or not re-entrant
+	UnlockLies           []string // Unlock said "not held" of a hold nothing had ended
+	DishonestUnavailable []string // ErrUnavailable from a call whose path to Redis had no fault (see liveness.go)
+
+	// Liveness (liveness.go): counted apart from the violations.
+	Stalls     []string // a lock free, or granted and unclaimed, for longer than Limits.Stall while a live waiter waited
+	FIFOBreaks []string // a live waiter overtaken by a later arrival
+	// Checked counts what the liveness rules could judge: waits on a
+	// healthy path, and the pairs of a waiter and a later arrival.
+	CheckedWaits, CheckedPairs int
+	Handoffs                   []time.Duration // a release's end to the next holder's return, on a healthy path
 
 	// Explained overlaps: a holder that still believed it held the lock
 	// when the next wrote, because it was frozen, or the lock was lost with
@@ -66,7 +90,13 @@ type Report struct {
 
 // Violations is the number of violations of every kind but deadlocks.
 func (r *Report) Violations() int {
-	return len(r.Interleaved) + len(r.WriteAfter) + len(r.Dishonest) + len(r.BusyWhenHung) + len(r.Overlong) + len(r.BadReentry) + len(r.UnlockLies)
+	return len(r.Interleaved) + len(r.WriteAfter) + len(r.Dishonest) + len(r.BusyWhenHung) + len(r.Overlong) + len(r.BadReentry) + len(r.UnlockLies) + len(r.DishonestUnavailable)
+}
+
+// Failed reports whether the run broke a promise: a violation, a deadlock,
+// a stall or a FIFO break.
+func (r *Report) Failed() bool {
+	return r.Violations() > 0 || len(r.Deadlocks) > 0 || len(r.Stalls) > 0 || len(r.FIFOBreaks) > 0
 }
 
 // overlapsOfTwoNodes returns the intervals in which two different Redlock
@@ -102,7 +132,9 @@ func (r *Report) FaultTotal() int {
 // hold is one acquisition as its worker saw it.
 type holdSpan struct {
 	holder, worker, key string
+	proc                string // the worker's process
 	fence               int64
+	ttl                 int64 // the lease time it asked for (ns)
 	asked               int64 // the acquiring call's start: the lock may be taken in Redis from then on
 	acq, end            int64 // believed from the Lock's return to the end event (or death)
 	firstWrite          int64 // first accepted write at the resource, 0 if none
@@ -114,11 +146,19 @@ type holdSpan struct {
 // gone is when the hold's lock is surely gone from Redis: when its Unlock
 // released it; else TTL after renewals stopped (the holder's end, or its
 // failed Unlock, whichever is later).
-func (h *holdSpan) gone(ttl int64) int64 {
+func (h *holdSpan) gone() int64 {
 	if h.released > 0 {
 		return h.released
 	}
-	return max(h.end, h.unlockAt) + ttl
+	return max(h.end, h.unlockAt) + h.ttl
+}
+
+// ttlOf is the lease time of call e (ns): its own, or the run's.
+func ttlOf(e Event, lim Limits) int64 {
+	if e.TTL > 0 {
+		return e.TTL
+	}
+	return int64(lim.TTL)
 }
 
 type interval struct{ start, end int64 }
@@ -141,13 +181,16 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		switch f.Kind {
 		case FaultPause:
 			frozen[f.Target] = append(frozen[f.Target], iv)
-		case FaultKill:
+		case FaultKill, FaultKillWaiters:
 			killedAt[f.Target] = f.Start
 		case FaultHangShort, FaultHangLong, FaultMasterHang:
 			hung = append(hung, iv)
 			outage = append(outage, iv)
-		case FaultRestart:
+		case FaultRestart, FaultMasterRestart:
 			lossAt = append(lossAt, iv)
+			outage = append(outage, iv)
+		case FaultMasterPause, FaultMigrate:
+			outage = append(outage, iv) // one master's keys: not a hang of the deployment
 		case FaultFailover:
 			// Until every client has moved to the new master and the old
 			// one is a replica, both may grant the lock: Redis's
@@ -178,7 +221,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			}
 			calls = append(calls, e)
 			if e.Res == ResAcquired && e.Holder != "" {
-				holds[e.Holder] = &holdSpan{holder: e.Holder, worker: e.Worker, key: e.Key, fence: e.Fence, asked: e.Start, acq: e.End}
+				holds[e.Holder] = &holdSpan{holder: e.Holder, worker: e.Worker, proc: e.proc(), key: e.Key, fence: e.Fence, ttl: ttlOf(e, lim), asked: e.Start, acq: e.End}
 			}
 			if h := holds[e.Holder]; h != nil && e.Op == "unlock" && h.unlockAt == 0 {
 				h.unlockAt = e.Start
@@ -208,7 +251,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			// No end logged: the worker was killed (its lock expires), or
 			// the run ended first.
 			h.end = runEnd
-			if t, ok := killedAt[h.worker]; ok && t >= h.acq {
+			if t, ok := killedAt[h.proc]; ok && t >= h.acq {
 				h.end = t
 			}
 		}
@@ -254,7 +297,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 					continue
 				}
 				switch {
-				case anyCovers(frozen[x.worker], t) || anyIn(frozen[x.worker], x.acq, t):
+				case anyCovers(frozen[x.proc], t) || anyIn(frozen[x.proc], x.acq, t):
 					r.FrozenOverlaps++
 				case anyIn(lossAt, x.acq, y.acq):
 					r.StateLossOverlaps++
@@ -281,15 +324,15 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		end := c.End
 		for moved := true; moved; {
 			moved = false
-			for _, h := range append(append([]interval(nil), hung...), frozen[c.Worker]...) {
+			for _, h := range append(append([]interval(nil), hung...), frozen[c.proc()]...) {
 				if h.start <= end+int64(lim.Undo) && h.end > end && h.end >= c.Start {
 					end, moved = h.end, true
 				}
 			}
 		}
 		u := interval{c.Start, end + int64(lim.Undo)}
-		if t, ok := killedAt[c.Worker]; ok && t >= c.Start && t <= u.end {
-			u.end = end + int64(lim.TTL)
+		if t, ok := killedAt[c.proc()]; ok && t >= c.Start && t <= u.end {
+			u.end = end + ttlOf(c, lim)
 		}
 		unknown[c.Key] = append(unknown[c.Key], u)
 	}
@@ -297,7 +340,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		// The worker died in the call (or the run ended): nothing undoes
 		// what it may have taken; it expires TTL after Redis ran it.
 		end := runEnd
-		if t, ok := killedAt[c.Worker]; ok && t >= c.Start {
+		if t, ok := killedAt[c.proc()]; ok && t >= c.Start {
 			end = t
 		}
 		for _, h := range hung {
@@ -305,7 +348,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 				end = h.end
 			}
 		}
-		unknown[c.Key] = append(unknown[c.Key], interval{c.Start, end + int64(lim.TTL)})
+		unknown[c.Key] = append(unknown[c.Key], interval{c.Start, end + ttlOf(c, lim)})
 	}
 	// Redlock: with two of the three masters faulted at once no majority
 	// answers, an outage. (Its "busy" can also come from another owner's
@@ -313,8 +356,8 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	// rule does not know of: for Redlock, deadlocks are to be read, not
 	// counted as broken promises.)
 	outage = append(outage, overlapsOfTwoNodes(faults)...)
-	window := int64(lim.TTL + lim.Margin)
 	for _, c := range calls {
+		window := ttlOf(c, lim) + int64(lim.Margin)
 		if c.Op == "reenter" && strings.HasPrefix(c.Res, ResOther) {
 			r.BadReentry = append(r.BadReentry, fmt.Sprintf("%s %s: %s", c.Holder, c.Key, c.Res))
 		}
@@ -323,7 +366,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			// frozen holder, or Redis unreachable long enough for the lock
 			// to expire before the release ran may make a hold not held at
 			// its release.
-			if h := holds[c.Holder]; h != nil && !h.told && !anyIn(lossAt, h.acq, c.End) && !anyIn(frozen[c.Worker], h.acq, c.End) && !anyIn(outage, h.acq, c.End) {
+			if h := holds[c.Holder]; h != nil && !h.told && !anyIn(lossAt, h.acq, c.End) && !anyIn(frozen[c.proc()], h.acq, c.End) && !anyIn(outage, h.acq, c.End) {
 				r.UnlockLies = append(r.UnlockLies, fmt.Sprintf("%s %s: Unlock at %s said not held, and nothing had ended the hold", c.Holder, c.Key, ts(c.Start)))
 			}
 		}
@@ -342,7 +385,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 				r.Other++
 			}
 		}
-		froze := anyIn(frozen[c.Worker], c.Start, c.End)
+		froze := anyIn(frozen[c.proc()], c.Start, c.End)
 		if c.Budget > 0 && c.End-c.Start > c.Budget+int64(lim.Bound) && !froze {
 			r.Overlong = append(r.Overlong, fmt.Sprintf("%s %s %s took %v from %s (%s), budget %v, during %s", c.Worker, c.Op, c.Key,
 				time.Duration(c.End-c.Start), ts(c.Start), c.Res, time.Duration(c.Budget), during(faults, c.Start, c.End)))
@@ -353,7 +396,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 					r.BusyWhenHung = append(r.BusyWhenHung, fmt.Sprintf("%s %s %s answered busy from %s to %s while Redis was hung", c.Worker, c.Op, c.Key, ts(c.Start), ts(c.End)))
 				}
 			}
-			if !froze && !heldNear(byKey[c.Key], unknown[c.Key], c.End, int64(lim.TTL), int64(lim.Margin)) && !anyIn(lossAt, c.End-window, c.End) {
+			if !froze && !heldNear(byKey[c.Key], unknown[c.Key], c.End, int64(lim.Margin)) && !anyIn(lossAt, c.End-window, c.End) {
 				r.Deadlocks = append(r.Deadlocks, fmt.Sprintf("%s %s %s answered busy at %s, but no hold of it could still be in Redis", c.Worker, c.Op, c.Key, ts(c.End)))
 			}
 		}
@@ -363,6 +406,8 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			}
 		}
 	}
+
+	r.liveness(&history{events: events, calls: calls, holds: holds, faults: faults, frozen: frozen, killedAt: killedAt, unknown: unknown, lossAt: lossAt, lim: lim})
 
 	// Recovery after each fault: the time until every key had been
 	// acquired again.
@@ -418,9 +463,9 @@ func interleavings(writes []Write) []string {
 // Redis: from its acquiring call's start until it is surely gone (plus
 // margin), or a call whose outcome was unknown, until margin after the
 // Locker could undo it.
-func heldNear(hs []*holdSpan, unknown []interval, t, ttl, margin int64) bool {
+func heldNear(hs []*holdSpan, unknown []interval, t, margin int64) bool {
 	for _, h := range hs {
-		if h.asked <= t && h.gone(ttl)+margin >= t {
+		if h.asked <= t && h.gone()+margin >= t {
 			return true
 		}
 	}
@@ -482,8 +527,8 @@ func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 		fmt.Fprintf(w, " %s %d", k, r.Faults[k])
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "violations  fenced interleaving %d, writes after loss %d, dishonest holders %d, busy while hung %d, calls past budget %d, bad re-entries %d, unlock lies %d; deadlocks %d\n",
-		len(r.Interleaved), len(r.WriteAfter), len(r.Dishonest), len(r.BusyWhenHung), len(r.Overlong), len(r.BadReentry), len(r.UnlockLies), len(r.Deadlocks))
+	fmt.Fprintf(w, "violations  fenced interleaving %d, writes after loss %d, dishonest holders %d, busy while hung %d, calls past budget %d, bad re-entries %d, unlock lies %d, dishonest unavailable %d; deadlocks %d\n",
+		len(r.Interleaved), len(r.WriteAfter), len(r.Dishonest), len(r.BusyWhenHung), len(r.Overlong), len(r.BadReentry), len(r.UnlockLies), len(r.DishonestUnavailable), len(r.Deadlocks))
 	fmt.Fprintf(w, "overlaps    without fencing %d (stale writes: a lower fence than the key had seen); holders still believing when the next wrote, explained: frozen %d, Redis data lost %d\n",
 		r.OverlapsUnfenced, r.FrozenOverlaps, r.StateLossOverlaps)
 	fmt.Fprintf(w, "recovery    max time until every key was acquired again:")
@@ -499,7 +544,15 @@ func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 		fmt.Fprintf(w, "while hung  %d Lock/TryLock calls: p50 %v, p99 %v, max %v\n", n,
 			s[n/2].Round(time.Millisecond), s[n*99/100].Round(time.Millisecond), s[n-1].Round(time.Millisecond))
 	}
-	for _, list := range [][]string{r.Interleaved, r.WriteAfter, r.Dishonest, r.BusyWhenHung, r.Overlong, r.BadReentry, r.UnlockLies, r.Deadlocks} {
+	fmt.Fprintf(w, "liveness    stalls %d, FIFO breaks %d; judged: %d waits, %d later arrivals",
+		len(r.Stalls), len(r.FIFOBreaks), r.CheckedWaits, r.CheckedPairs)
+	if n := len(r.Handoffs); n > 0 {
+		s := slices.Clone(r.Handoffs)
+		slices.Sort(s)
+		fmt.Fprintf(w, "; %d handoffs: p50 %v, p99 %v, max %v", n, s[n/2].Round(time.Microsecond), s[n*99/100].Round(time.Microsecond), s[n-1].Round(time.Microsecond))
+	}
+	fmt.Fprintln(w)
+	for _, list := range [][]string{r.Interleaved, r.WriteAfter, r.Dishonest, r.BusyWhenHung, r.Overlong, r.BadReentry, r.UnlockLies, r.DishonestUnavailable, r.Deadlocks, r.Stalls, r.FIFOBreaks} {
 		for i, s := range list {
 			if i == 5 {
 				fmt.Fprintf(w, "  ... and %d more\n", len(list)-5)
@@ -508,5 +561,6 @@ func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 			fmt.Fprintln(w, "  "+s)
 		}
 	}
-	fmt.Fprintf(w, "faults=%d violations=%d overlaps_unfenced=%d deadlocks=%d\n", r.FaultTotal(), r.Violations(), r.OverlapsUnfenced, len(r.Deadlocks))
+	fmt.Fprintf(w, "faults=%d violations=%d stalls=%d fifo_breaks=%d deadlocks=%d overlaps_unfenced=%d\n",
+		r.FaultTotal(), r.Violations(), len(r.Stalls), len(r.FIFOBreaks), len(r.Deadlocks), r.OverlapsUnfenced)
 }

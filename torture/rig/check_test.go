@@ -99,3 +99,119 @@ func TestCheckRules(t *testing.T) {
 		}
 	})
 }
+
+// The liveness rules on made-up histories: each flags the case it names and
+// lets the explained one pass.
+func TestLivenessRules(t *testing.T) {
+	ms := func(n int) int64 { return int64(n) * int64(time.Millisecond) }
+	lim := DefaultLimits(500 * time.Millisecond)
+	lock := func(w, h string, start, end int, res string) Event {
+		return Event{Ev: "call", Worker: w, Key: "k", Holder: h, Op: "lock", Start: ms(start), End: ms(end), Budget: int64(5 * time.Second), TTL: int64(500 * time.Millisecond), Res: res, Fence: int64(start + 1)}
+	}
+	queued := func(w, h string, at int) Event {
+		return Event{Ev: "queued", Worker: w, Key: "k", Holder: h, Start: ms(at)}
+	}
+	end := func(w, h string, at int) Event {
+		return Event{Ev: "end", Worker: w, Key: "k", Holder: h, End: ms(at), Why: "unlock"}
+	}
+	unlock := func(w, h string, start, stop int) Event {
+		return Event{Ev: "call", Worker: w, Key: "k", Holder: h, Op: "unlock", Start: ms(start), End: ms(stop), Budget: int64(time.Second), Res: ResOK}
+	}
+	// a holds 0–100; b queues at 10 and gets the lock when a releases.
+	handoff := func(bAcq int) []Event {
+		return []Event{lock("a", "a#1", 0, 1, ResAcquired), queued("b", "b#1", 10), end("a", "a#1", 100), unlock("a", "a#1", 100, 101),
+			lock("b", "b#1", 9, bAcq, ResAcquired), end("b", "b#1", bAcq+10), unlock("b", "b#1", bAcq+10, bAcq+11)}
+	}
+	t.Run("prompt handoff", func(t *testing.T) {
+		r := Check(handoff(102), nil, nil, lim)
+		if len(r.Stalls) != 0 || len(r.FIFOBreaks) != 0 || r.CheckedWaits != 1 || len(r.Handoffs) != 1 {
+			t.Fatalf("stalls %v, FIFO %v, judged %d, handoffs %v", r.Stalls, r.FIFOBreaks, r.CheckedWaits, r.Handoffs)
+		}
+	})
+	t.Run("stall", func(t *testing.T) {
+		if r := Check(handoff(400), nil, nil, lim); len(r.Stalls) != 1 {
+			t.Fatalf("stalls %v: the lock sat free 299ms while b waited", r.Stalls)
+		}
+	})
+	t.Run("stall explained", func(t *testing.T) {
+		for name, f := range map[string]Fault{
+			"Redis hung":      {Kind: FaultHangShort, Start: ms(90), End: ms(350)},
+			"b frozen":        {Kind: FaultPause, Target: "b", Start: ms(90), End: ms(350)},
+			"b's path slow":   {Kind: FaultWorkerLatency, Target: "b", Start: ms(50), End: ms(350), D: int64(200 * time.Millisecond)},
+			"all paths slow":  {Kind: FaultLatency, Start: ms(50), End: ms(350), D: int64(80 * time.Millisecond)},
+			"cut connections": {Kind: FaultCut, Start: ms(100), End: ms(101)},
+		} {
+			if r := Check(handoff(400), nil, []Fault{f}, lim); len(r.Stalls) != 0 {
+				t.Errorf("%s: stalls %v", name, r.Stalls)
+			}
+		}
+		// Another waiter's slow path explains a handover slower by its latency, not more.
+		slow := Fault{Kind: FaultWorkerLatency, Target: "c", Start: ms(0), End: ms(500), D: int64(50 * time.Millisecond)}
+		ev := append(handoff(400), queued("c", "c#1", 5), lock("c", "c#1", 4, 420, ResBusy))
+		if r := Check(ev, nil, []Fault{slow}, lim); len(r.Stalls) != 1 {
+			t.Errorf("stalls %v: a 299ms gap, where a 50ms-slow waiter explains 250ms", r.Stalls)
+		}
+		// A waiter that died in the queue may hold a grant until its entry expires.
+		died := []Event{{Ev: "begin", Worker: "d", Key: "k", Holder: "d#1", Op: "lock", Start: ms(2), TTL: int64(500 * time.Millisecond)}, queued("d", "d#1", 3)}
+		if r := Check(append(handoff(400), died...), nil, []Fault{{Kind: FaultKill, Target: "d", Start: ms(50), End: ms(51)}}, lim); len(r.Stalls) != 0 {
+			t.Errorf("stalls %v: a dead waiter ahead", r.Stalls)
+		}
+	})
+	t.Run("FIFO break", func(t *testing.T) {
+		// c begins at 50, after b queued, and gets the lock at 102 while b waits on.
+		ev := []Event{lock("a", "a#1", 0, 1, ResAcquired), queued("b", "b#1", 10), end("a", "a#1", 100), unlock("a", "a#1", 100, 101),
+			lock("c", "c#1", 50, 102, ResAcquired), end("c", "c#1", 110), unlock("c", "c#1", 110, 111),
+			lock("b", "b#1", 9, 113, ResAcquired)}
+		r := Check(ev, nil, nil, lim)
+		if len(r.FIFOBreaks) != 1 || r.CheckedPairs != 1 {
+			t.Fatalf("FIFO breaks %v (judged %d): c overtook b", r.FIFOBreaks, r.CheckedPairs)
+		}
+		if r := Check(ev, nil, []Fault{{Kind: FaultRestart, Start: ms(60), End: ms(70)}}, lim); len(r.FIFOBreaks) != 0 {
+			t.Fatalf("FIFO breaks %v across a restart (the queue was lost)", r.FIFOBreaks)
+		}
+		lim := lim
+		lim.Redlock = true
+		if r := Check(ev, nil, nil, lim); len(r.FIFOBreaks) != 0 {
+			t.Fatalf("FIFO breaks %v on Redlock, which promises no order", r.FIFOBreaks)
+		}
+	})
+	t.Run("dishonest unavailable", func(t *testing.T) {
+		un := func(why string) Event {
+			e := lock("b", "b#1", 1200, 1300, ResUnavailable)
+			e.Why = why
+			return e
+		}
+		// b's process started at 0: past its cold start (Settle) at 1200.
+		start := Event{Ev: "begin", Worker: "b", Key: "k", Holder: "b#0", Op: "lock", Start: ms(1)}
+		if r := Check([]Event{{Ev: "begin", Worker: "b", Key: "k", Holder: "b#0", Op: "lock", Start: ms(1000)}, un("lockgate: redis unavailable: acquire: EOF")}, nil, nil, lim); len(r.DishonestUnavailable) != 0 {
+			t.Fatalf("dishonest unavailable %v in a cold start", r.DishonestUnavailable)
+		}
+		if r := Check([]Event{start, un("lockgate: redis unavailable: acquire: EOF")}, nil, nil, lim); len(r.DishonestUnavailable) != 1 {
+			t.Fatalf("dishonest unavailable %v: no fault at all", r.DishonestUnavailable)
+		}
+		cut := []Fault{{Kind: FaultCut, Start: ms(1150), End: ms(1151)}}
+		if r := Check([]Event{start, un("lockgate: redis unavailable: acquire: EOF")}, nil, cut, lim); len(r.DishonestUnavailable) != 0 {
+			t.Fatalf("dishonest unavailable %v after a cut", r.DishonestUnavailable)
+		}
+		slow := []Fault{{Kind: FaultWorkerLatency, Target: "b", Start: ms(1150), End: ms(1400), D: int64(100 * time.Millisecond)}}
+		if r := Check([]Event{start, un("lockgate: redis unavailable: acquire: no answer within the wait budget")}, nil, slow, lim); len(r.DishonestUnavailable) != 0 {
+			t.Fatalf("dishonest unavailable %v: a slow path runs out of time", r.DishonestUnavailable)
+		}
+		if r := Check([]Event{start, un("lockgate: redis unavailable: acquire: EOF")}, nil, slow, lim); len(r.DishonestUnavailable) != 1 {
+			t.Fatalf("dishonest unavailable %v: a slow path still answers", r.DishonestUnavailable)
+		}
+		if r := Check([]Event{start, un("lockgate: redis unavailable: acquire: this acquisition already ended")}, nil, cut, lim); len(r.DishonestUnavailable) != 1 {
+			t.Fatalf("dishonest unavailable %v: no fault explains an owner given up while waiting", r.DishonestUnavailable)
+		}
+		lim := lim
+		lim.Redlock = true
+		one := []Fault{{Kind: FaultNodeHang, Target: "n1", Start: ms(1150), End: ms(1400)}}
+		two := append(one, Fault{Kind: FaultNodeHang, Target: "n2", Start: ms(1150), End: ms(1400)})
+		if r := Check([]Event{start, un("lockgate: redis unavailable: acquire: too few")}, nil, one, lim); len(r.DishonestUnavailable) != 1 {
+			t.Fatalf("dishonest unavailable %v: Redlock with one master down has a majority", r.DishonestUnavailable)
+		}
+		if r := Check([]Event{start, un("lockgate: redis unavailable: acquire: too few")}, nil, two, lim); len(r.DishonestUnavailable) != 0 {
+			t.Fatalf("dishonest unavailable %v: two of three masters down", r.DishonestUnavailable)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -20,25 +21,39 @@ func now() int64 { return time.Now().UnixNano() }
 // Event is one line of a worker's log.
 type Event struct {
 	// Ev is what happened:
-	//   begin: a Lock or TryLock (Op) is about to be called
-	//   call:  a Lock, TryLock, re-entry, Extend or Unlock (Op) and its result
-	//   end:   the holder stopped believing it holds the lock (Why)
-	//   write: a write to the resource under a hold
-	Ev     string `json:"ev"`
+	//   begin:  a Lock or TryLock (Op) is about to be called
+	//   queued: that call found the lock busy and waits in its queue
+	//           (the Locker's EventWaiting), at Start
+	//   call:   a Lock, TryLock, re-entry, Extend or Unlock (Op) and its result
+	//   end:    the holder stopped believing it holds the lock (Why)
+	//   write:  a write to the resource under a hold
+	Ev string `json:"ev"`
+	// Worker is the process ("w<i>.<generation>"), and for a crowd's
+	// goroutines "/g<j>" after it: one call at a time each.
 	Worker string `json:"w"`
 	Key    string `json:"k,omitempty"`
+	// Holder names the Lock or TryLock call (begin, queued, call) and the
+	// hold it obtained.
 	Holder string `json:"h,omitempty"`
 	Op     string `json:"op,omitempty"`
 	Start  int64  `json:"t0,omitempty"`
 	End    int64  `json:"t1,omitempty"`
 	// Budget is how long the call may take (ns): the wait budget, or the
 	// context's deadline when earlier.
-	Budget int64  `json:"b,omitempty"`
-	Res    string `json:"r,omitempty"`
-	Fence  int64  `json:"f,omitempty"`
+	Budget int64 `json:"b,omitempty"`
+	// TTL is the lease time the call asked for (ns).
+	TTL   int64  `json:"ttl,omitempty"`
+	Res   string `json:"r,omitempty"`
+	Fence int64  `json:"f,omitempty"`
 	// Live: the holder's lease context was live when it decided to write.
 	Live bool   `json:"live,omitempty"`
 	Why  string `json:"why,omitempty"`
+}
+
+// proc is the process of an event's worker.
+func (e *Event) proc() string {
+	p, _, _ := strings.Cut(e.Worker, "/")
+	return p
 }
 
 // Results of a call.
@@ -68,10 +83,14 @@ type Write struct {
 
 // Fault is one injected fault.
 type Fault struct {
-	Kind   string `json:"fault"`
+	Kind string `json:"fault"`
+	// Target is the worker process of a worker fault, the node (its
+	// address) of a node's fault; empty for the whole deployment.
 	Target string `json:"target,omitempty"`
 	Start  int64  `json:"t0"`
 	End    int64  `json:"t1"`
+	// D is the latency a latency fault added to every reply (ns).
+	D int64 `json:"d,omitempty"`
 }
 
 // Fault kinds.
@@ -86,6 +105,17 @@ const (
 	FaultLatency    = "latency"          // latency added to every reply
 	FaultFailover   = "failover"         // Sentinel failover forced
 	FaultMasterHang = "master_hang"      // the Sentinel master SIGSTOPped briefly
+
+	// Every topology: the slow path of one worker.
+	FaultWorkerLatency = "worker_latency" // latency on every reply to one worker (below the read timeout)
+	FaultSlowReply     = "slow_reply"     // the next script's reply to one worker held below the read timeout (no re-send)
+	FaultKillWaiters   = "kill_waiters"   // the crowd of waiters SIGKILLed while queued (and started again)
+
+	// Cluster topology: faults of one master (no replicas: its slots wait
+	// for it), and resharding.
+	FaultMasterPause   = "master_pause"   // one master SIGSTOPped for 0.3–2 read timeouts
+	FaultMasterRestart = "master_restart" // one master killed and restarted at once, empty
+	FaultMigrate       = "migrate"        // a hot key's slot moved to another master, keys and all
 
 	// Redlock topology: faults of one of the masters (a majority stays).
 	// The checker excuses nothing for them: one node down, hung or emptied

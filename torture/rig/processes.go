@@ -39,6 +39,9 @@ func (p *processes) start(i, gen int) error {
 	}
 	cmd := exec.Command(p.cfg.Bin, append([]string{"worker", "-name", name, "-log", logPath}, p.args(i, gen)...)...)
 	cmd.Stdout, cmd.Stderr = out, out
+	if p.cfg.Mutants != "" {
+		cmd.Env = append(os.Environ(), "LOCKGATE_MUTANTS="+p.cfg.Mutants)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // gone with the controller
 	if err := cmd.Start(); err != nil {
 		out.Close()
@@ -58,16 +61,28 @@ func (p *processes) start(i, gen int) error {
 	return nil
 }
 
-// startAll launches generation 0 of every worker.
+// startAll launches generation 0 of every worker (and of the crowd, the
+// last one, if the run has one).
 func (p *processes) startAll() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i := 0; i < p.cfg.Workers; i++ {
+	n := p.cfg.Workers
+	if p.cfg.Crowd > 0 {
+		n++
+	}
+	for i := 0; i < n; i++ {
 		if err := p.start(i, 0); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// name returns the name of worker i's current generation.
+func (p *processes) name(i int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.procs[i].name
 }
 
 // pause stops worker i (SIGSTOP) for d, as a GC pause or a VM freeze
@@ -84,19 +99,24 @@ func (p *processes) pause(i int, d time.Duration) string {
 	return pr.name
 }
 
-// kill SIGKILLs worker i and starts its next generation; it returns the
-// killed one's name.
-func (p *processes) kill(i int) string {
+// kill SIGKILLs worker i and starts its next generation after restart; it
+// returns the killed one's name and when it was surely dead (every event it
+// logged is earlier).
+func (p *processes) kill(i int, restart time.Duration) (string, int64) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	pr := p.procs[i]
 	pr.cmd.Process.Signal(syscall.SIGCONT) // in case a pause lane has it stopped
 	pr.cmd.Process.Kill()
 	<-pr.exited
+	dead := now()
+	p.mu.Unlock()
+	time.Sleep(restart)
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if !p.stopped {
 		p.start(i, pr.gen+1)
 	}
-	return pr.name
+	return pr.name, dead
 }
 
 // stopAll asks every worker to finish (SIGTERM: release and exit), and

@@ -12,37 +12,54 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockgate/lockgate/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // RunConfig is one run of the rig. Zero fields take the defaults listed.
 type RunConfig struct {
 	Workers  int           // worker processes; default 6
-	Keys     int           // keys they compete for; default 3
+	Keys     int           // keys they compete for; default 12
+	Hot      int           // of which the hot ones, with 70% of the requests; default 3 (at most Keys)
+	Crowd    int           // goroutines of the crowd process, waiting on the hot keys at once (0: none)
 	Duration time.Duration // default 1m
 	Seed     int64         // the fault schedule's seed; default the time
 	Lock     string        // LockGate (default), LockNaive, LockIgnoreCtx
-	Topology string        // "single" (default: one Redis behind the fault proxy), "sentinel", or "redlock" (3 masters, each behind a proxy)
+	Topology string        // "single" (default), "sentinel", "redlock" (3 masters) or "cluster" (3 masters)
 	Faults   []string      // the fault kinds to inject; default all of the topology
 	Fenced   bool          // the resource rejects lower fences (the default run passes true)
+	Mutants  string        // LOCKGATE_MUTANTS for the workers (Bin built with -tags lockgate_mutants): the controls
 
-	TTL         time.Duration // lease time; default 500ms
-	Wait        time.Duration // wait budget of Lock; default 1s
-	ReadTimeout time.Duration // the workers' go-redis read timeout; default 300ms
-	Limits      Limits        // the checker's; default DefaultLimits(TTL)
+	TTL     time.Duration   // lease time; default 0: a mix per call, 50ms to 60s
+	TTLs    []time.Duration // when set, each call's lease time is one of these
+	Hold    time.Duration   // when set, how long the workers' holds last (default: mostly a few ms)
+	Waits   []time.Duration // when set, each call's wait budget is one of these
+	TryLock bool            // the workers (not the crowd) only TryLock
+	// CrowdRestart is how long the crowd stays dead after kill_waiters
+	// (default: restarted at once).
+	CrowdRestart time.Duration
+	Wait         time.Duration // wait budget of Lock; default 0: a mix per call, NoWait to 10s
+	ReadTimeout  time.Duration // the workers' go-redis read timeout; default 300ms
+	Limits       Limits        // the checker's; default DefaultLimits(TTL)
 
 	Dir      string    // where the logs go; default a new temporary directory
 	Bin      string    // the worker binary (this program); default os.Executable
 	Progress io.Writer // a progress line every 5s; nil for none
 }
 
+// Topologies are the deployments the rig runs on.
+var Topologies = []string{"single", "sentinel", "redlock", "cluster"}
+
 func (c *RunConfig) defaults() error {
 	if c.Workers <= 0 {
 		c.Workers = 6
 	}
 	if c.Keys <= 0 {
-		c.Keys = 3
+		c.Keys = 12
 	}
+	if c.Hot <= 0 {
+		c.Hot = 3
+	}
+	c.Hot = min(c.Hot, c.Keys)
 	if c.Duration <= 0 {
 		c.Duration = time.Minute
 	}
@@ -60,14 +77,8 @@ func (c *RunConfig) defaults() error {
 	if c.Topology == "" {
 		c.Topology = "single"
 	}
-	if c.Topology != "single" && c.Topology != "sentinel" && c.Topology != "redlock" {
-		return fmt.Errorf("-topology %q: want single, sentinel or redlock", c.Topology)
-	}
-	if c.TTL <= 0 {
-		c.TTL = 500 * time.Millisecond
-	}
-	if c.Wait <= 0 {
-		c.Wait = time.Second
+	if !slices.Contains(Topologies, c.Topology) {
+		return fmt.Errorf("-topology %q: want one of %s", c.Topology, strings.Join(Topologies, ", "))
 	}
 	if c.ReadTimeout <= 0 {
 		c.ReadTimeout = 300 * time.Millisecond
@@ -97,9 +108,9 @@ func (c *RunConfig) enabled(kind string) bool {
 	return len(c.Faults) == 0 || slices.Contains(c.Faults, kind)
 }
 
-// Run starts everything a run needs (Redis, the fault proxy or Sentinel,
-// the resource, the workers), injects faults until the duration passes or
-// ctx ends, stops everything it started, and checks the logs.
+// Run starts everything a run needs (Redis, the proxies, the resource, the
+// workers), injects faults until the duration passes or ctx ends, stops
+// everything it started, and checks the logs.
 func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
@@ -109,37 +120,19 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		return nil, err
 	}
 	defer res.Close()
-	ch := &chaos{cfg: &cfg, counts: map[string]int{}}
-	redisArg, master := "", ""
-	if cfg.Topology == "sentinel" {
-		st, err := redistest.NewSentinel()
-		if err != nil {
-			return nil, err
-		}
-		defer st.Close()
-		ch.st = st
-		redisArg, master = strings.Join(st.SentinelAddrs, ","), st.MasterName
-	} else {
-		nodes := 1
-		if cfg.Topology == "redlock" {
-			nodes = 3
-		}
-		var addrs []string
-		for range nodes {
-			srv, err := redistest.NewServer()
-			if err != nil {
-				return nil, err
-			}
-			defer srv.Close()
-			proxy, err := redistest.NewProxy(srv.Addr)
-			if err != nil {
-				return nil, err
-			}
-			defer proxy.Close()
-			ch.srvs, ch.proxies = append(ch.srvs, srv), append(ch.proxies, proxy)
-			addrs = append(addrs, proxy.Addr)
-		}
-		redisArg = strings.Join(addrs, ",")
+	procsN := cfg.Workers
+	if cfg.Crowd > 0 {
+		procsN++
+	}
+	dep, err := newDeployment(cfg.Topology, procsN)
+	if err != nil {
+		return nil, err
+	}
+	defer dep.close()
+	ch := &chaos{cfg: &cfg, dep: dep, counts: map[string]int{}}
+	if dep.cluster != nil {
+		ch.cc = redis.NewClusterClient(dep.cluster.Options())
+		defer ch.cc.Close()
 	}
 	faultLog, err := createLog(filepath.Join(cfg.Dir, "faults.jsonl"))
 	if err != nil {
@@ -147,13 +140,30 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	}
 	ch.log = faultLog
 	procs := &processes{cfg: &cfg, args: func(i, gen int) []string {
-		return []string{
-			"-redis", redisArg, "-master", master, "-resource", res.Addr,
-			"-keys", strconv.Itoa(cfg.Keys), "-seed", strconv.FormatInt(cfg.Seed*1000+int64(i)*10+int64(gen), 10),
+		args := []string{
+			"-redis", strings.Join(dep.addrs, ","), "-master", dep.master, "-routes", dep.routes(i), "-resource", res.Addr,
+			"-keys", strconv.Itoa(cfg.Keys), "-hot", strconv.Itoa(cfg.Hot), "-seed", strconv.FormatInt(cfg.Seed*1000+int64(i)*10+int64(gen), 10),
 			"-lock", cfg.Lock, "-ttl", cfg.TTL.String(), "-wait", cfg.Wait.String(), "-read-timeout", cfg.ReadTimeout.String(),
 			"-ctx-timeout=" + strconv.FormatBool(i%2 == 1), // both ways of bounding a call
 			"-redlock=" + strconv.FormatBool(cfg.Topology == "redlock"),
+			"-cluster=" + strconv.FormatBool(cfg.Topology == "cluster"),
 		}
+		if i == cfg.Workers {
+			args = append(args, "-crowd", strconv.Itoa(cfg.Crowd))
+		}
+		if cfg.Hold > 0 {
+			args = append(args, "-hold", cfg.Hold.String())
+		}
+		if len(cfg.TTLs) > 0 {
+			args = append(args, "-ttls", joinDurations(cfg.TTLs))
+		}
+		if len(cfg.Waits) > 0 {
+			args = append(args, "-waits", joinDurations(cfg.Waits))
+		}
+		if cfg.TryLock {
+			args = append(args, "-trylock")
+		}
+		return args
 	}}
 	ch.procs = procs
 	if err := procs.startAll(); err != nil {
@@ -193,7 +203,17 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		}
 		writeLog.close()
 	}
-	return Check(events, writes, faults, cfg.Limits), nil
+	lim := cfg.Limits
+	lim.Redlock = cfg.Topology == "redlock"
+	return Check(events, writes, faults, lim), nil
+}
+
+func joinDurations(ds []time.Duration) string {
+	var s []string
+	for _, d := range ds {
+		s = append(s, d.String())
+	}
+	return strings.Join(s, ",")
 }
 
 // CheckDir checks the logs a run left in dir again (with other limits, or

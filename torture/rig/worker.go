@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,44 +16,57 @@ import (
 	"github.com/lockgate/lockgate/core"
 )
 
-// requestTimeout is the deadline of a worker's request: the Lock call and
-// the hold under it.
-const requestTimeout = 3 * time.Second
-
 // Lock implementations a worker can use. Only lockgate is expected to pass;
 // the others are the checker's controls.
 const (
 	LockGate      = "lockgate"  // core.Locker, the holder checks its lease context before each write
-	LockNaive     = "naive"     // the seed's SET NX PX + DEL: no owner check, no renewal, no fence
+	LockNaive     = "naive"     // an in-process-style lock on Redis: SET NX PX + DEL, no owner check, no renewal, no fence
 	LockIgnoreCtx = "ignorectx" // core.Locker, but the holder ignores its lease context and writes on
 )
 
 // WorkerConfig is one worker process.
 type WorkerConfig struct {
 	Name        string // w<i>.<generation>
-	Redis       string // host:port (through the fault proxy), or the sentinels' addresses, comma-separated
+	Redis       string // host:port, or the sentinels', Redlock's masters' or Cluster nodes' addresses, comma-separated
 	MasterName  string // Sentinel master name; empty for a plain server
+	Cluster     bool   // Redis names Cluster nodes
+	Redlock     bool   // Redis names Redlock's masters
+	Routes      string // "addr=proxy,...": connections to addr go through proxy (this worker's own)
 	Resource    string
 	Keys        int
+	Hot         int // the first Hot keys take 70% of the requests
 	Seed        uint64
 	Lock        string
-	TTL         time.Duration
-	Wait        time.Duration
+	TTL         time.Duration   // 0: a mix from 50ms to 60s, per call
+	TTLs        []time.Duration // when set, each call's TTL is one of them (uniformly)
+	Wait        time.Duration   // 0: a mix from NoWait to 10s, per call
+	Waits       []time.Duration // when set, each call's wait is one of them (uniformly; with TTLs of the same length, the one paired with its TTL)
+	TryLock     bool            // a lone worker only ever TryLocks
+	Hold        time.Duration   // when set, how long a lone worker's holds last
 	ReadTimeout time.Duration
 	CtxTimeout  bool // the client's ContextTimeoutEnabled
-	Redlock     bool // Redis is the comma-separated addresses of Redlock's masters
+	Crowd       int  // > 0: this many goroutines wait on the hot keys at once (the crowd)
 	Log         string
 }
 
+// worker is a process: one client and Locker, and its actors (one, or a
+// crowd's goroutines), each making one call at a time.
 type worker struct {
 	cfg    WorkerConfig
-	rng    *rand.Rand
 	log    *jsonLog
-	res    *resourceClient
 	client redis.UniversalClient
 	nodes  []redis.UniversalClient // Redlock's masters (client is the first)
+	mu     sync.Mutex              // guards locker (a holder may replace it)
 	locker *core.Locker
-	holds  atomic.Int64
+}
+
+// actor is one sequence of calls: the worker's, or a crowd goroutine's.
+type actor struct {
+	w     *worker
+	name  string
+	rng   *rand.Rand
+	res   *resourceClient
+	holds atomic.Int64
 }
 
 // WorkerMain is the worker process: it parses the flags Run gives it and
@@ -63,21 +77,36 @@ func WorkerMain(ctx context.Context, args []string) error {
 	var seed int64
 	fs.StringVar(&cfg.Name, "name", "w0.0", "worker name")
 	fs.StringVar(&cfg.Log, "log", "", "log file")
-	fs.StringVar(&cfg.Redis, "redis", "", "Redis address, or the sentinels' addresses with -master")
+	fs.StringVar(&cfg.Redis, "redis", "", "Redis address(es)")
 	fs.StringVar(&cfg.MasterName, "master", "", "Sentinel master name")
+	fs.BoolVar(&cfg.Cluster, "cluster", false, "-redis names Cluster nodes")
+	fs.BoolVar(&cfg.Redlock, "redlock", false, "-redis names Redlock's masters, comma-separated")
+	fs.StringVar(&cfg.Routes, "routes", "", "addr=proxy,...: dial addr through proxy")
 	fs.StringVar(&cfg.Resource, "resource", "", "resource address")
 	fs.IntVar(&cfg.Keys, "keys", 3, "keys")
+	fs.IntVar(&cfg.Hot, "hot", 0, "hot keys (70% of the requests)")
 	fs.Int64Var(&seed, "seed", 1, "seed")
 	fs.StringVar(&cfg.Lock, "lock", LockGate, "lock implementation")
-	fs.DurationVar(&cfg.TTL, "ttl", 500*time.Millisecond, "lease time")
-	fs.DurationVar(&cfg.Wait, "wait", time.Second, "wait budget")
+	fs.DurationVar(&cfg.TTL, "ttl", 0, "lease time (0: mixed)")
+	fs.DurationVar(&cfg.Wait, "wait", 0, "wait budget (0: mixed)")
+	fs.DurationVar(&cfg.Hold, "hold", 0, "how long a lone worker's holds last (0: mostly a few ms)")
+	ttls := fs.String("ttls", "", "comma-separated lease times to draw each call's from (overrides the mix)")
+	waits := fs.String("waits", "", "comma-separated wait budgets to draw each call's from (overrides the mix)")
+	fs.BoolVar(&cfg.TryLock, "trylock", false, "a lone worker only TryLocks")
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", 300*time.Millisecond, "go-redis read timeout")
 	fs.BoolVar(&cfg.CtxTimeout, "ctx-timeout", false, "go-redis ContextTimeoutEnabled")
-	fs.BoolVar(&cfg.Redlock, "redlock", false, "-redis names Redlock's masters, comma-separated")
+	fs.IntVar(&cfg.Crowd, "crowd", 0, "goroutines waiting at once (0: one actor)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg.Seed = uint64(seed)
+	var err error
+	if cfg.TTLs, err = ParseDurations(*ttls); err != nil {
+		return fmt.Errorf("-ttls: %w", err)
+	}
+	if cfg.Waits, err = ParseDurations(*waits); err != nil {
+		return fmt.Errorf("-waits: %w", err)
+	}
 	return RunWorker(ctx, cfg)
 }
 
@@ -89,106 +118,245 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 		return err
 	}
 	defer lg.close()
-	w := &worker{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x70727475)), log: lg, res: &resourceClient{addr: cfg.Resource}}
-	if cfg.MasterName != "" {
+	w := &worker{cfg: cfg, log: lg}
+	dial := routed(cfg.Routes)
+	addrs := strings.Split(cfg.Redis, ",")
+	switch {
+	case cfg.MasterName != "":
 		w.client = redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName: cfg.MasterName, SentinelAddrs: strings.Split(cfg.Redis, ","),
+			MasterName: cfg.MasterName, SentinelAddrs: addrs, Dialer: dial,
 			ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.ReadTimeout, DialTimeout: time.Second,
 			ContextTimeoutEnabled: cfg.CtxTimeout, PoolSize: 4,
 		})
-	} else {
-		for _, addr := range strings.Split(cfg.Redis, ",") {
-			c := redis.NewClient(&redis.Options{
-				Addr: addr, ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.ReadTimeout, DialTimeout: time.Second,
+	case cfg.Cluster:
+		w.client = redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: addrs, Dialer: dial,
+			ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.ReadTimeout, DialTimeout: time.Second,
+			ContextTimeoutEnabled: cfg.CtxTimeout, PoolSize: 4,
+		})
+	default:
+		for _, addr := range addrs {
+			w.nodes = append(w.nodes, redis.NewClient(&redis.Options{
+				Addr: addr, Dialer: dial,
+				ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.ReadTimeout, DialTimeout: time.Second,
 				ContextTimeoutEnabled: cfg.CtxTimeout, PoolSize: 4,
-			})
-			defer c.Close()
-			w.nodes = append(w.nodes, c)
+			}))
 		}
 		w.client = w.nodes[0]
 	}
-	if cfg.MasterName != "" {
-		defer w.client.Close()
-	}
+	defer func() {
+		for _, c := range w.nodes {
+			c.Close()
+		}
+		if w.nodes == nil {
+			w.client.Close()
+		}
+	}()
 	if err := w.newLocker(); err != nil {
 		return err
 	}
-	for ctx.Err() == nil {
-		w.step(ctx)
-		time.Sleep(time.Duration(w.rng.IntN(3)) * time.Millisecond) // think time between requests
+	n := max(cfg.Crowd, 1)
+	var wg sync.WaitGroup
+	for j := range n {
+		a := &actor{w: w, name: cfg.Name, rng: rand.New(rand.NewPCG(cfg.Seed, 0x70727475+uint64(j))), res: &resourceClient{addr: cfg.Resource}}
+		if cfg.Crowd > 0 {
+			a.name = fmt.Sprintf("%s/g%d", cfg.Name, j)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				a.step(ctx)
+				time.Sleep(time.Duration(a.rng.IntN(3)) * time.Millisecond) // think time between requests
+			}
+		}()
 	}
+	wg.Wait()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	w.locker.Shutdown(sctx)
+	w.lockerNow().Shutdown(sctx)
 	return nil
 }
 
+// callKey is the context key under which a call's context carries its
+// name, for the observer's "queued" event.
+type callKey struct{}
+
 func (w *worker) newLocker() error {
+	obs := core.ObserverFunc(func(ctx context.Context, e core.Event) {
+		if e.Kind != core.EventWaiting {
+			return
+		}
+		if c, ok := ctx.Value(callKey{}).(*Event); ok {
+			w.log.add(Event{Ev: "queued", Worker: c.Worker, Key: c.Key, Holder: c.Holder, Start: now()}, true)
+		}
+	})
+	opts := []core.Option{core.WithObserver(obs)}
+	if w.cfg.TTL > 0 {
+		opts = append(opts, core.WithTTL(w.cfg.TTL))
+	}
 	var l *core.Locker
 	var err error
 	if w.cfg.Redlock {
-		l, err = core.NewRedlock(w.nodes, core.WithTTL(w.cfg.TTL), core.WithWait(w.cfg.Wait))
+		l, err = core.NewRedlock(w.nodes, opts...)
 	} else {
-		l, err = core.New(w.client, core.WithTTL(w.cfg.TTL), core.WithWait(w.cfg.Wait))
+		l, err = core.New(w.client, opts...)
 	}
-	w.locker = l
+	if err == nil {
+		w.mu.Lock()
+		w.locker = l
+		w.mu.Unlock()
+	}
 	return err
 }
 
-// step is one request: lock a random key (waiting, trying once, or
-// giving up early), and hold it for a while.
-func (w *worker) step(stop context.Context) {
-	key := fmt.Sprintf("k%d", w.rng.IntN(w.cfg.Keys))
+func (w *worker) lockerNow() *core.Locker {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.locker
+}
+
+// ParseDurations reads a comma-separated list of durations ("" is none).
+func ParseDurations(list string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, t := range strings.Split(list, ",") {
+		if t == "" {
+			continue
+		}
+		d, err := time.ParseDuration(t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// pick draws from choices, each with its weight in percent (they sum to 100).
+func pick[T any](rng *rand.Rand, choices []T, weights []int) T {
+	r := rng.IntN(100)
+	for i, wt := range weights {
+		if r < wt {
+			return choices[i]
+		}
+		r -= wt
+	}
+	return choices[len(choices)-1]
+}
+
+// The mixes of a run without a fixed TTL or wait: mostly short leases and
+// budgets, a few long ones; the longest leases only on the cold keys (a
+// killed holder keeps its lock for its TTL).
+var (
+	hotTTLs    = []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second}
+	hotTTLWt   = []int{5, 15, 45, 30, 5}
+	coldTTLs   = []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second, time.Minute}
+	coldTTLWt  = []int{5, 15, 40, 25, 10, 5}
+	waits      = []time.Duration{core.NoWait, 50 * time.Millisecond, 300 * time.Millisecond, time.Second, 3 * time.Second, 10 * time.Second}
+	waitWt     = []int{10, 10, 20, 35, 15, 10}
+	crowdWaits = []time.Duration{time.Second, 3 * time.Second, 10 * time.Second}
+	crowdWt    = []int{30, 40, 30}
+)
+
+// step is one request: lock a key (waiting, trying once, or giving up
+// early), and hold it for a while.
+func (a *actor) step(stop context.Context) {
+	w, rng := a.w, a.rng
+	k := rng.IntN(w.cfg.Keys)
+	hot := w.cfg.Hot > 0 && (w.cfg.Crowd > 0 || rng.IntN(100) < 70)
+	if hot {
+		k = rng.IntN(w.cfg.Hot)
+	}
+	key := fmt.Sprintf("k%d", k)
+	ttl, wait := w.cfg.TTL, w.cfg.Wait
+	pair := -1
+	if len(w.cfg.TTLs) > 0 {
+		pair = rng.IntN(len(w.cfg.TTLs))
+		ttl = w.cfg.TTLs[pair]
+	}
+	if ttl == 0 {
+		ttl = pick(rng, coldTTLs, coldTTLWt)
+		if hot {
+			ttl = pick(rng, hotTTLs, hotTTLWt)
+		}
+	}
+	switch {
+	case len(w.cfg.Waits) > 0 && len(w.cfg.Waits) == len(w.cfg.TTLs):
+		wait = w.cfg.Waits[pair] // a short lease with a short patience, a long with a long
+	case len(w.cfg.Waits) > 0:
+		wait = w.cfg.Waits[rng.IntN(len(w.cfg.Waits))]
+	}
+	if wait == 0 {
+		wait = pick(rng, waits, waitWt)
+		if w.cfg.Crowd > 0 {
+			wait = pick(rng, crowdWaits, crowdWt)
+		}
+	}
 	// The request: its deadline bounds the whole handler, and so the
 	// lease's context too.
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	deadline := max(wait, 0) + 2*time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	var op string
 	var budget time.Duration
-	switch r := w.rng.Float64(); {
-	case r < 0.70:
-		op, budget = "lock", w.cfg.Wait
+	switch r := rng.Float64(); {
+	case w.cfg.TryLock && w.cfg.Crowd == 0:
+		op, budget = "trylock", deadline
+	case r < 0.70 || w.cfg.Crowd > 0:
+		op, budget = "lock", wait
+		if wait <= 0 {
+			budget = deadline // one attempt: the request's deadline bounds it
+		}
 	case r < 0.85:
-		op, budget = "trylock", requestTimeout
+		op, budget = "trylock", deadline
 	default:
 		// A caller that gives up: its context ends while it waits. (The
 		// budget stays the wait: a call in flight to Redis is waited for.)
-		op, budget = "cancel", w.cfg.Wait
+		op, budget = "cancel", wait
+		if wait <= 0 {
+			budget = deadline
+		}
 		var c context.CancelFunc
 		ctx, c = context.WithCancel(ctx)
-		t := time.AfterFunc(time.Duration(5+w.rng.IntN(45))*time.Millisecond, c)
+		t := time.AfterFunc(time.Duration(5+rng.IntN(45))*time.Millisecond, c)
 		parent := cancel
 		cancel = func() { t.Stop(); c(); parent() }
 	}
 	defer cancel()
-	holder := fmt.Sprintf("%s#%d", w.cfg.Name, w.holds.Add(1))
+	holder := fmt.Sprintf("%s#%d", a.name, a.holds.Add(1))
 	if w.cfg.Lock == LockNaive {
-		w.naiveStep(ctx, stop, key, holder, op, budget)
+		a.naiveStep(ctx, stop, key, holder, op, budget, ttl)
 		return
 	}
 	t0 := now()
 	// Logged first, so that a call the worker dies in is still known to
 	// the checker: what it may have taken in Redis has no holder.
-	w.log.add(Event{Ev: "begin", Worker: w.cfg.Name, Key: key, Op: op, Start: t0}, true)
+	begin := Event{Ev: "begin", Worker: a.name, Key: key, Holder: holder, Op: op, Start: t0, TTL: int64(ttl)}
+	w.log.add(begin, true)
+	ctx = context.WithValue(ctx, callKey{}, &begin)
+	locker := w.lockerNow()
 	var lease *core.Lease
 	var err error
+	opts := []core.LockOption{core.WithTTL(ttl), core.WithWait(wait)}
 	if op == "trylock" {
-		lease, err = w.locker.TryLock(ctx, key)
+		lease, err = locker.TryLock(ctx, key, opts...)
 	} else {
-		lease, err = w.locker.Lock(ctx, key)
+		lease, err = locker.Lock(ctx, key, opts...)
 	}
-	ev := Event{Ev: "call", Worker: w.cfg.Name, Key: key, Op: op, Start: t0, End: now(), Budget: int64(budget), Res: result(err)}
+	ev := Event{Ev: "call", Worker: a.name, Key: key, Holder: holder, Op: op, Start: t0, End: now(), Budget: int64(budget), TTL: int64(ttl), Res: result(err), Why: cause(err)}
 	if err != nil {
 		w.log.add(ev, true)
 		return
 	}
-	ev.Holder, ev.Fence, ev.Res = holder, lease.Fence(), ResAcquired
+	ev.Fence, ev.Res = lease.Fence(), ResAcquired
 	w.log.add(ev, true)
-	w.hold(stop, lease, key, holder)
+	a.hold(stop, locker, lease, key, holder, ttl)
 }
 
 // hold writes to the resource under lease for a while, sometimes
-// re-entering, extending, or closing the Locker instead of unlocking.
-func (w *worker) hold(stop context.Context, lease *core.Lease, key, holder string) {
+// re-entering, extending, or (a lone worker) closing the Locker instead of
+// unlocking.
+func (a *actor) hold(stop context.Context, locker *core.Locker, lease *core.Lease, key, holder string, ttl time.Duration) {
+	w, rng := a.w, a.rng
 	fence := lease.Fence()
 	// The lease's context ending (lost, closed, or the request's deadline)
 	// tells the holder to stop: from then on it no longer believes it holds
@@ -203,100 +371,106 @@ func (w *worker) hold(stop context.Context, lease *core.Lease, key, holder strin
 		case errors.Is(cause, context.DeadlineExceeded):
 			why = "deadline"
 		}
-		w.log.add(Event{Ev: "end", Worker: w.cfg.Name, Key: key, Holder: holder, End: now(), Why: why}, true)
+		w.log.add(Event{Ev: "end", Worker: a.name, Key: key, Holder: holder, End: now(), Why: why}, true)
 	})
 	defer stopLost()
-	writes := 1 + w.rng.IntN(4)
-	gap := func() time.Duration { return time.Duration(w.rng.IntN(8)) * time.Millisecond }
-	if w.rng.Float64() < 0.1 {
+	writes := 1 + rng.IntN(4)
+	gap := func() time.Duration { return time.Duration(rng.IntN(8)) * time.Millisecond }
+	if w.cfg.Crowd > 0 {
+		writes = 1
+		gap = func() time.Duration { return time.Duration(rng.IntN(3)) * time.Millisecond }
+	} else if w.cfg.Hold > 0 {
+		gap = func() time.Duration { return w.cfg.Hold / time.Duration(writes) }
+	} else if rng.Float64() < 0.1 && ttl <= 2*time.Second {
 		// Longer than the TTL: only renewals keep it.
-		long := time.Duration(float64(w.cfg.TTL) * (1.5 + 1.5*w.rng.Float64()))
+		long := time.Duration(float64(ttl) * (1.5 + 1.5*rng.Float64()))
 		gap = func() time.Duration { return long / time.Duration(writes) }
 	}
 	for i := 0; i < writes && stop.Err() == nil; i++ {
 		time.Sleep(gap())
-		if !w.write(lease, key, holder, fence) {
+		if !a.write(lease, key, holder, fence) {
 			break
 		}
-		switch r := w.rng.Float64(); {
+		switch r := rng.Float64(); {
 		case r < 0.15:
-			w.reenter(lease, key, holder, fence, 1+w.rng.IntN(3))
+			a.reenter(locker, lease, key, holder, fence, 1+rng.IntN(3))
 		case r < 0.20:
 			t0 := now()
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			err := lease.Extend(ctx, w.cfg.TTL)
+			err := lease.Extend(ctx, ttl)
 			cancel()
-			w.log.add(Event{Ev: "call", Worker: w.cfg.Name, Key: key, Holder: holder, Op: "extend", Start: t0, End: now(), Budget: int64(500 * time.Millisecond), Res: result(err)}, true)
+			w.log.add(Event{Ev: "call", Worker: a.name, Key: key, Holder: holder, Op: "extend", Start: t0, End: now(), Budget: int64(500 * time.Millisecond), TTL: int64(ttl), Res: result(err), Why: cause(err)}, true)
 		}
 	}
-	if w.rng.Float64() < 0.03 {
+	if w.cfg.Crowd == 0 && rng.Float64() < 0.03 {
 		// The Locker goes away while it holds the lease: Close leaves the
 		// lock to expire, Shutdown releases it.
-		w.log.add(Event{Ev: "end", Worker: w.cfg.Name, Key: key, Holder: holder, End: now(), Why: "closed"}, true)
-		if w.rng.IntN(2) == 0 {
-			w.locker.Close()
+		w.log.add(Event{Ev: "end", Worker: a.name, Key: key, Holder: holder, End: now(), Why: "closed"}, true)
+		if rng.IntN(2) == 0 {
+			locker.Close()
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			w.locker.Shutdown(ctx)
+			locker.Shutdown(ctx)
 			cancel()
 		}
 		w.newLocker()
 		return
 	}
-	w.log.add(Event{Ev: "end", Worker: w.cfg.Name, Key: key, Holder: holder, End: now(), Why: "unlock"}, true)
+	w.log.add(Event{Ev: "end", Worker: a.name, Key: key, Holder: holder, End: now(), Why: "unlock"}, true)
 	t0 := now()
 	err := lease.Unlock(context.Background())
-	w.log.add(Event{Ev: "call", Worker: w.cfg.Name, Key: key, Holder: holder, Op: "unlock", Start: t0, End: now(), Budget: int64(core.DefaultReleaseTimeout), Res: result(err)}, true)
+	w.log.add(Event{Ev: "call", Worker: a.name, Key: key, Holder: holder, Op: "unlock", Start: t0, End: now(), Budget: int64(core.DefaultReleaseTimeout), TTL: int64(ttl), Res: result(err), Why: cause(err)}, true)
 }
 
 // write sends one write if the lease's context is live (always, for the
 // ignorectx control), and reports whether to go on.
-func (w *worker) write(lease *core.Lease, key, holder string, fence int64) bool {
+func (a *actor) write(lease *core.Lease, key, holder string, fence int64) bool {
 	live := lease.Context().Err() == nil
-	if !live && w.cfg.Lock != LockIgnoreCtx {
+	if !live && a.w.cfg.Lock != LockIgnoreCtx {
 		return false
 	}
 	// Preparing the write after the check: a pause here (GC, a frozen VM)
 	// makes the write late — the hazard fencing is for.
-	time.Sleep(time.Duration(w.rng.IntN(4)) * time.Millisecond)
+	time.Sleep(time.Duration(a.rng.IntN(4)) * time.Millisecond)
 	t0 := now()
-	r := w.res.write(key, holder, fence, live)
-	w.log.add(Event{Ev: "write", Worker: w.cfg.Name, Key: key, Holder: holder, Fence: fence, Start: t0, End: now(), Live: live, Res: r}, true)
+	r := a.res.write(key, holder, fence, live)
+	a.w.log.add(Event{Ev: "write", Worker: a.name, Key: key, Holder: holder, Fence: fence, Start: t0, End: now(), Live: live, Res: r}, true)
 	return true
 }
 
 // reenter nests depth re-entries of the held key, each writing once.
-func (w *worker) reenter(lease *core.Lease, key, holder string, fence int64, depth int) {
+func (a *actor) reenter(locker *core.Locker, lease *core.Lease, key, holder string, fence int64, depth int) {
 	if depth == 0 {
 		return
 	}
 	t0 := now()
-	ctx, cancel := context.WithTimeout(lease.Context(), w.cfg.Wait)
-	inner, err := w.locker.Lock(ctx, key)
+	ctx, cancel := context.WithTimeout(lease.Context(), time.Second)
+	inner, err := locker.Lock(ctx, key)
 	cancel()
-	w.log.add(Event{Ev: "call", Worker: w.cfg.Name, Key: key, Holder: holder, Op: "reenter", Start: t0, End: now(), Budget: int64(w.cfg.Wait), Res: result(err), Fence: inner.Fence()}, true)
+	a.w.log.add(Event{Ev: "call", Worker: a.name, Key: key, Holder: holder, Op: "reenter", Start: t0, End: now(), Budget: int64(time.Second), Res: result(err), Fence: inner.Fence()}, true)
 	if err != nil {
 		return
 	}
 	if inner.Fence() != fence || !inner.Reentrant() {
-		w.log.add(Event{Ev: "call", Worker: w.cfg.Name, Key: key, Holder: holder, Op: "reenter", Res: ResOther + ": re-entry with another fence", Fence: inner.Fence()}, true)
+		a.w.log.add(Event{Ev: "call", Worker: a.name, Key: key, Holder: holder, Op: "reenter", Res: ResOther + ": re-entry with another fence", Fence: inner.Fence()}, true)
 	}
-	if w.write(inner, key, holder, fence) {
-		w.reenter(inner, key, holder, fence, depth-1)
+	if a.write(inner, key, holder, fence) {
+		a.reenter(locker, inner, key, holder, fence, depth-1)
 	}
 	inner.Unlock(context.Background())
 }
 
-// naiveStep is the seed's first lock: SET key token NX PX ttl, retried
-// every 10ms within the budget, and DEL to release — it deletes whatever
-// lock is there, renews nothing and has no fence.
-func (w *worker) naiveStep(ctx, stop context.Context, key, holder, op string, budget time.Duration) {
+// naiveStep is an in-process-style lock put on Redis: SET key token NX PX
+// ttl, retried every 10ms within the budget, and DEL to release — it
+// deletes whatever lock is there, renews nothing and has no fence.
+func (a *actor) naiveStep(ctx, stop context.Context, key, holder, op string, budget, ttl time.Duration) {
+	w := a.w
 	t0 := now()
-	w.log.add(Event{Ev: "begin", Worker: w.cfg.Name, Key: key, Op: op, Start: t0}, true)
+	w.log.add(Event{Ev: "begin", Worker: a.name, Key: key, Holder: holder, Op: op, Start: t0, TTL: int64(ttl)}, true)
 	deadline := time.Now().Add(budget)
 	res := ResBusy
 	for {
-		ok, err := w.client.SetNX(ctx, "naive:"+key, holder, w.cfg.TTL).Result()
+		ok, err := w.client.SetNX(ctx, "naive:"+key, holder, ttl).Result()
 		if err != nil {
 			res = result(err)
 			if ctx.Err() == nil {
@@ -313,26 +487,34 @@ func (w *worker) naiveStep(ctx, stop context.Context, key, holder, op string, bu
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	ev := Event{Ev: "call", Worker: w.cfg.Name, Key: key, Op: op, Start: t0, End: now(), Budget: int64(budget), Res: res}
+	ev := Event{Ev: "call", Worker: a.name, Key: key, Holder: holder, Op: op, Start: t0, End: now(), Budget: int64(budget), TTL: int64(ttl), Res: res}
 	if res != ResAcquired {
 		w.log.add(ev, true)
 		return
 	}
-	ev.Holder = holder
 	w.log.add(ev, true)
-	writes := 1 + w.rng.IntN(4)
-	gap := time.Duration(w.rng.IntN(8)) * time.Millisecond
-	if w.rng.Float64() < 0.1 {
-		gap = time.Duration(float64(w.cfg.TTL)*(1.5+1.5*w.rng.Float64())) / time.Duration(writes)
+	writes := 1 + a.rng.IntN(4)
+	gap := time.Duration(a.rng.IntN(8)) * time.Millisecond
+	if a.rng.Float64() < 0.1 {
+		gap = time.Duration(float64(ttl)*(1.5+1.5*a.rng.Float64())) / time.Duration(writes)
 	}
 	for i := 0; i < writes && stop.Err() == nil; i++ {
 		time.Sleep(gap)
 		t := now()
-		r := w.res.write(key, holder, 0, true)
-		w.log.add(Event{Ev: "write", Worker: w.cfg.Name, Key: key, Holder: holder, Start: t, End: now(), Live: true, Res: r}, true)
+		r := a.res.write(key, holder, 0, true)
+		w.log.add(Event{Ev: "write", Worker: a.name, Key: key, Holder: holder, Start: t, End: now(), Live: true, Res: r}, true)
 	}
-	w.log.add(Event{Ev: "end", Worker: w.cfg.Name, Key: key, Holder: holder, End: now(), Why: "unlock"}, true)
+	w.log.add(Event{Ev: "end", Worker: a.name, Key: key, Holder: holder, End: now(), Why: "unlock"}, true)
 	w.client.Del(context.Background(), "naive:"+key)
+}
+
+// cause is the text of an unavailable outcome, for the checker (which
+// tells running out of time from other reasons); empty otherwise.
+func cause(err error) string {
+	if errors.Is(err, core.ErrUnavailable) {
+		return err.Error()
+	}
+	return ""
 }
 
 // result names a Lock/Unlock outcome; unavailable first (a hung Redis),

@@ -73,21 +73,38 @@ func run(ctx context.Context, args []string) error {
 	var faults string
 	var unfenced bool
 	fs.IntVar(&cfg.Workers, "workers", 6, "worker processes")
-	fs.IntVar(&cfg.Keys, "keys", 3, "keys they compete for")
+	fs.IntVar(&cfg.Keys, "keys", 12, "keys they compete for")
+	fs.IntVar(&cfg.Hot, "hot", 3, "of which hot (70% of the requests)")
+	fs.IntVar(&cfg.Crowd, "crowd", 0, "goroutines of a crowd process waiting on the hot keys at once, killed now and then while queued (0: none)")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long faults are injected")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule (0: from the clock; printed)")
 	fs.StringVar(&cfg.Lock, "lock", rig.LockGate, "lockgate, or the controls naive (SET NX PX + DEL) and ignorectx (a holder ignoring its lease context)")
-	fs.StringVar(&cfg.Topology, "topology", "single", "single (one Redis behind the fault proxy), sentinel (master, replica, sentinel; forced failovers) or redlock (3 masters behind proxies; one master's faults)")
+	fs.StringVar(&cfg.Topology, "topology", "single", "single (one Redis), sentinel (master, replica, sentinel; forced failovers), redlock (3 masters; one master's faults) or cluster (3 masters; pauses, restarts, slot migrations)")
 	fs.StringVar(&faults, "faults", "", "comma-separated fault kinds to inject (default all of the topology): "+
-		strings.Join([]string{rig.FaultPause, rig.FaultKill, rig.FaultRestart, rig.FaultHangShort, rig.FaultHangLong, rig.FaultLateReply, rig.FaultCut, rig.FaultLatency, rig.FaultFailover, rig.FaultMasterHang, rig.FaultNodeRestart, rig.FaultNodeHang, rig.FaultNodeNet}, ", "))
+		strings.Join([]string{rig.FaultPause, rig.FaultKill, rig.FaultKillWaiters, rig.FaultWorkerLatency, rig.FaultSlowReply, rig.FaultRestart, rig.FaultHangShort, rig.FaultHangLong, rig.FaultLateReply, rig.FaultCut, rig.FaultLatency,
+			rig.FaultFailover, rig.FaultMasterHang, rig.FaultNodeRestart, rig.FaultNodeHang, rig.FaultNodeNet, rig.FaultMasterPause, rig.FaultMasterRestart, rig.FaultMigrate}, ", "))
 	fs.BoolVar(&unfenced, "unfenced", false, "the resource accepts every write (no fencing)")
-	fs.DurationVar(&cfg.TTL, "ttl", 500*time.Millisecond, "lease time")
-	fs.DurationVar(&cfg.Wait, "wait", time.Second, "wait budget of Lock")
+	fs.DurationVar(&cfg.TTL, "ttl", 0, "lease time (0: a mix per call, 50ms to 60s)")
+	fs.DurationVar(&cfg.Wait, "wait", 0, "wait budget of Lock (0: a mix per call, NoWait to 10s)")
+	fs.DurationVar(&cfg.Hold, "hold", 0, "how long the workers' holds last (0: mostly a few ms, 10% past the TTL)")
+	var ttls, waits string
+	fs.StringVar(&ttls, "ttls", "", "comma-separated lease times each call draws from (overrides the mix)")
+	fs.StringVar(&waits, "waits", "", "comma-separated wait budgets each call draws from (overrides the mix)")
+	fs.BoolVar(&cfg.TryLock, "trylock", false, "the workers (not the crowd) only TryLock")
+	fs.DurationVar(&cfg.CrowdRestart, "crowd-restart", 0, "how long the crowd stays dead after kill_waiters")
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", 300*time.Millisecond, "the workers' go-redis read timeout")
+	fs.StringVar(&cfg.Mutants, "mutants", "", "fixed defects to put back in the workers (a binary built with -tags lockgate_mutants): the liveness controls")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the logs (default a new temporary one, printed)")
 	fs.Parse(args)
 	if faults != "" {
 		cfg.Faults = strings.Split(faults, ",")
+	}
+	var err error
+	if cfg.TTLs, err = rig.ParseDurations(ttls); err != nil {
+		return fmt.Errorf("-ttls: %w", err)
+	}
+	if cfg.Waits, err = rig.ParseDurations(waits); err != nil {
+		return fmt.Errorf("-waits: %w", err)
 	}
 	cfg.Fenced = !unfenced
 	cfg.Progress = os.Stderr
@@ -95,13 +112,13 @@ func run(ctx context.Context, args []string) error {
 	if cfg.Seed == 0 {
 		cfg.Seed = start.UnixNano() % 1_000_000
 	}
-	fmt.Fprintf(os.Stderr, "torture: seed %d, %d workers, %d keys, %v, -lock %s, -topology %s\n", cfg.Seed, cfg.Workers, cfg.Keys, cfg.Duration, cfg.Lock, cfg.Topology)
+	fmt.Fprintf(os.Stderr, "torture: seed %d, %d workers (crowd %d), %d keys (%d hot), %v, -lock %s, -topology %s\n", cfg.Seed, cfg.Workers, cfg.Crowd, cfg.Keys, cfg.Hot, cfg.Duration, cfg.Lock, cfg.Topology)
 	rep, err := rig.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	rep.Print(os.Stdout, cfg.Seed, time.Since(start))
-	if rep.Violations() > 0 || len(rep.Deadlocks) > 0 {
+	if rep.Failed() {
 		return errFailed
 	}
 	return nil
@@ -113,14 +130,17 @@ func worker(ctx context.Context, args []string) error { return rig.WorkerMain(ct
 func check(args []string) error {
 	fs := flag.NewFlagSet("check", flag.ExitOnError)
 	dir := fs.String("dir", "", "the run's -dir")
-	ttl := fs.Duration("ttl", 500*time.Millisecond, "the run's -ttl")
+	ttl := fs.Duration("ttl", 0, "the run's -ttl (0: each call's own)")
+	topology := fs.String("topology", "single", "the run's -topology")
 	fs.Parse(args)
-	rep, err := rig.CheckDir(*dir, rig.DefaultLimits(*ttl))
+	lim := rig.DefaultLimits(*ttl)
+	lim.Redlock = *topology == "redlock"
+	rep, err := rig.CheckDir(*dir, lim)
 	if err != nil {
 		return err
 	}
 	rep.Print(os.Stdout, 0, 0)
-	if rep.Violations() > 0 || len(rep.Deadlocks) > 0 {
+	if rep.Failed() {
 		return errFailed
 	}
 	return nil
