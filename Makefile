@@ -16,7 +16,7 @@ DUP ?= 8
 STOCK ?= 200
 
 # `make` alone runs test (the first target below); `make help` lists the targets.
-.PHONY: test help lint fmt staticcheck redis demo seckill proto bench bench-core torture failover
+.PHONY: test help lint fmt staticcheck redis demo seckill proto bench bench-core torture torture-all failover
 
 ## test: (the default) ensure redis-server, then go vet and go test -race in every module, with progress lines
 # go test -json goes through scripts/testprogress.go: a line as each package starts and ends (ok/FAIL, time), a
@@ -80,16 +80,21 @@ demo: redis seckill
 proto:
 	@example/scripts/proto.sh # runs scripts/proto.sh (the root's and interceptor/connect's), then the example's
 
-## torture: the fault-injection rig at full size (DURATION=10m; SEED=, TOPOLOGY=single|sentinel|redlock, WORKERS=6, KEYS=3)
+## torture: the fault-injection rig at full size (DURATION=10m; SEED=, TOPOLOGY=single|sentinel|redlock|cluster, WORKERS=6, KEYS=12, CROWD=30)
 DURATION ?= 10m
 TOPOLOGY ?= single
 WORKERS ?= 6
-KEYS ?= 3
+KEYS ?= 12
+CROWD ?= 30
 SEED ?= 0
 torture: redis
 	@mkdir -p bin
 	cd torture && $(GO) build -o ../bin/torture ./cmd/torture
-	bin/torture run -duration $(DURATION) -topology $(TOPOLOGY) -workers $(WORKERS) -keys $(KEYS) -seed $(SEED)
+	bin/torture run -duration $(DURATION) -topology $(TOPOLOGY) -workers $(WORKERS) -keys $(KEYS) -crowd $(CROWD) -seed $(SEED)
+
+## torture-all: the rig at full size on each of the four topologies in turn (DURATION=10m each)
+torture-all: redis
+	@set -e; for t in single sentinel redlock cluster; do $(MAKE) --no-print-directory torture TOPOLOGY=$$t; done
 
 ## failover: measure locks across Sentinel failovers with and without WithReplicaAck (ROUNDS=10, about 2 minutes)
 ROUNDS ?= 10
