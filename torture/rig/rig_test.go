@@ -135,7 +135,7 @@ func TestRigMutants(t *testing.T) {
 		mutant string
 		faults []string
 	}{
-		{"late-grant", []string{rig.FaultLateReply}},           // caught as dishonest unavailability
+		{"late-grant", []string{rig.FaultLateReply}},          // caught as dishonest unavailability
 		{"restart-refresh", []string{rig.FaultWorkerLatency}}, // caught as FIFO breaks and stalls
 	} {
 		t.Run(c.mutant, func(t *testing.T) {
