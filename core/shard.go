@@ -126,6 +126,67 @@ func (r *waitRoom) wanted(sh *shard) (string, bool) {
 	}
 }
 
+// subscription is a shard's connection and what it is subscribed to.
+type subscription struct {
+	r     *waitRoom
+	sh    *shard
+	ps    *redis.PubSub
+	have  map[string]bool // subscribed (or the SSUBSCRIBE sent)
+	unsub map[string]int  // SUNSUBSCRIBEs sent, not yet confirmed
+}
+
+// sync subscribes the channels sh wants and unsubscribes those it no
+// longer does.
+func (s *subscription) sync() error {
+	s.r.mu.Lock()
+	var add, drop []string
+	for ch := range s.sh.want {
+		if !s.have[ch] {
+			add = append(add, ch)
+		}
+	}
+	for ch := range s.have {
+		if !s.sh.want[ch] {
+			drop = append(drop, ch)
+		}
+	}
+	s.r.mu.Unlock()
+	for _, chs := range s.commands(add) {
+		if err := s.ps.SSubscribe(s.r.ctx, chs...); err != nil {
+			return err
+		}
+		for _, ch := range chs {
+			s.have[ch] = true
+		}
+	}
+	for _, chs := range s.commands(drop) {
+		if err := s.ps.SUnsubscribe(s.r.ctx, chs...); err != nil {
+			return err
+		}
+		for _, ch := range chs {
+			delete(s.have, ch)
+			s.unsub[ch]++
+		}
+	}
+	return nil
+}
+
+// commands splits chs into what one command may name: all of them on one
+// node; on a Cluster, one a command (their slots differ).
+func (s *subscription) commands(chs []string) [][]string {
+	if len(chs) == 0 {
+		return nil
+	}
+	if s.r.cluster == nil || s.r.mut.mergeSubs {
+		return [][]string{chs}
+	}
+	out := make([][]string, len(chs))
+	for i := range chs {
+		out[i] = chs[i : i+1]
+	}
+	return out
+}
+
 // serve keeps ps subscribed to sh.want (first is subscribed already) and
 // dispatches what arrives, until the connection fails or a channel's slot
 // moves (the error), or sh has wanted nothing for linger, or the room
@@ -136,54 +197,9 @@ func (r *waitRoom) serve(sh *shard, ps *redis.PubSub, first string, ok func()) e
 	defer close(done)
 	r.wg.Add(1)
 	go r.read(ps, in, done)
-	have := map[string]bool{first: true}
-	unsub := map[string]int{} // SUNSUBSCRIBEs sent, not yet confirmed
-	sync := func() error {
-		r.mu.Lock()
-		var add, drop []string
-		for ch := range sh.want {
-			if !have[ch] {
-				add = append(add, ch)
-			}
-		}
-		for ch := range have {
-			if !sh.want[ch] {
-				drop = append(drop, ch)
-			}
-		}
-		r.mu.Unlock()
-		for len(add) > 0 {
-			// One command for all on one node; on a Cluster, one a channel
-			// (their slots differ).
-			n := 1
-			if r.cluster == nil || r.mut.mergeSubs {
-				n = len(add)
-			}
-			if err := ps.SSubscribe(r.ctx, add[:n]...); err != nil {
-				return err
-			}
-			for _, ch := range add[:n] {
-				have[ch] = true
-			}
-			add = add[n:]
-		}
-		for len(drop) > 0 {
-			n := 1
-			if r.cluster == nil || r.mut.mergeSubs {
-				n = len(drop)
-			}
-			if err := ps.SUnsubscribe(r.ctx, drop[:n]...); err != nil {
-				return err
-			}
-			for _, ch := range drop[:n] {
-				delete(have, ch)
-				unsub[ch]++
-			}
-			drop = drop[n:]
-		}
-		return nil
-	}
-	if err := sync(); err != nil {
+	sub := &subscription{r: r, sh: sh, ps: ps, have: map[string]bool{first: true}, unsub: map[string]int{}}
+	have, unsub := sub.have, sub.unsub
+	if err := sub.sync(); err != nil {
 		return err
 	}
 	idle := time.NewTimer(linger)
@@ -203,7 +219,7 @@ func (r *waitRoom) serve(sh *shard, ps *redis.PubSub, first string, ok func()) e
 			}
 			idle.Reset(linger)
 		case <-sh.kick:
-			if err := sync(); err != nil {
+			if err := sub.sync(); err != nil {
 				return err
 			}
 			if len(have) == 0 {

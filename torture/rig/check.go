@@ -2,7 +2,6 @@ package rig
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -511,56 +510,3 @@ func during(faults []Fault, a, b int64) string {
 }
 
 func ts(t int64) string { return time.Unix(0, t).Format("15:04:05.000000") }
-
-// Print writes the summary table and the closing line.
-func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
-	fmt.Fprintf(w, "\nseed %d, %v\n", seed, d.Round(time.Second))
-	fmt.Fprintf(w, "operations  Lock/TryLock %d: acquired %d, busy %d, unavailable %d, cancelled %d, other %d; writes %d: accepted %d, rejected by fencing %d\n",
-		r.Calls, r.Acquired, r.Busy, r.Unavailable, r.Canceled, r.Other, r.Writes, r.Accepted, r.Rejected)
-	kinds := make([]string, 0, len(r.Faults))
-	for k := range r.Faults {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	fmt.Fprintf(w, "faults      %d:", r.FaultTotal())
-	for _, k := range kinds {
-		fmt.Fprintf(w, " %s %d", k, r.Faults[k])
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "violations  fenced interleaving %d, writes after loss %d, dishonest holders %d, busy while hung %d, calls past budget %d, bad re-entries %d, unlock lies %d, dishonest unavailable %d; deadlocks %d\n",
-		len(r.Interleaved), len(r.WriteAfter), len(r.Dishonest), len(r.BusyWhenHung), len(r.Overlong), len(r.BadReentry), len(r.UnlockLies), len(r.DishonestUnavailable), len(r.Deadlocks))
-	fmt.Fprintf(w, "overlaps    without fencing %d (stale writes: a lower fence than the key had seen); holders still believing when the next wrote, explained: frozen %d, Redis data lost %d\n",
-		r.OverlapsUnfenced, r.FrozenOverlaps, r.StateLossOverlaps)
-	fmt.Fprintf(w, "recovery    max time until every key was acquired again:")
-	for _, k := range kinds {
-		if d, ok := r.Recovery[k]; ok {
-			fmt.Fprintf(w, " %s %v", k, d.Round(time.Millisecond))
-		}
-	}
-	fmt.Fprintln(w)
-	if n := len(r.HungDuration); n > 0 {
-		s := slices.Clone(r.HungDuration)
-		slices.Sort(s)
-		fmt.Fprintf(w, "while hung  %d Lock/TryLock calls: p50 %v, p99 %v, max %v\n", n,
-			s[n/2].Round(time.Millisecond), s[n*99/100].Round(time.Millisecond), s[n-1].Round(time.Millisecond))
-	}
-	fmt.Fprintf(w, "liveness    stalls %d, FIFO breaks %d; judged: %d waits, %d later arrivals",
-		len(r.Stalls), len(r.FIFOBreaks), r.CheckedWaits, r.CheckedPairs)
-	if n := len(r.Handoffs); n > 0 {
-		s := slices.Clone(r.Handoffs)
-		slices.Sort(s)
-		fmt.Fprintf(w, "; %d handoffs: p50 %v, p99 %v, max %v", n, s[n/2].Round(time.Microsecond), s[n*99/100].Round(time.Microsecond), s[n-1].Round(time.Microsecond))
-	}
-	fmt.Fprintln(w)
-	for _, list := range [][]string{r.Interleaved, r.WriteAfter, r.Dishonest, r.BusyWhenHung, r.Overlong, r.BadReentry, r.UnlockLies, r.DishonestUnavailable, r.Deadlocks, r.Stalls, r.FIFOBreaks} {
-		for i, s := range list {
-			if i == 5 {
-				fmt.Fprintf(w, "  ... and %d more\n", len(list)-5)
-				break
-			}
-			fmt.Fprintln(w, "  "+s)
-		}
-	}
-	fmt.Fprintf(w, "faults=%d violations=%d stalls=%d fifo_breaks=%d deadlocks=%d overlaps_unfenced=%d\n",
-		r.FaultTotal(), r.Violations(), len(r.Stalls), len(r.FIFOBreaks), len(r.Deadlocks), r.OverlapsUnfenced)
-}

@@ -216,48 +216,6 @@ func (w *worker) lockerNow() *core.Locker {
 	return w.locker
 }
 
-// ParseDurations reads a comma-separated list of durations ("" is none).
-func ParseDurations(list string) ([]time.Duration, error) {
-	var out []time.Duration
-	for _, t := range strings.Split(list, ",") {
-		if t == "" {
-			continue
-		}
-		d, err := time.ParseDuration(t)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, nil
-}
-
-// pick draws from choices, each with its weight in percent (they sum to 100).
-func pick[T any](rng *rand.Rand, choices []T, weights []int) T {
-	r := rng.IntN(100)
-	for i, wt := range weights {
-		if r < wt {
-			return choices[i]
-		}
-		r -= wt
-	}
-	return choices[len(choices)-1]
-}
-
-// The mixes of a run without a fixed TTL or wait: mostly short leases and
-// budgets, a few long ones; the longest leases only on the cold keys (a
-// killed holder keeps its lock for its TTL).
-var (
-	hotTTLs    = []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second}
-	hotTTLWt   = []int{5, 15, 45, 30, 5}
-	coldTTLs   = []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second, time.Minute}
-	coldTTLWt  = []int{5, 15, 40, 25, 10, 5}
-	waits      = []time.Duration{core.NoWait, 50 * time.Millisecond, 300 * time.Millisecond, time.Second, 3 * time.Second, 10 * time.Second}
-	waitWt     = []int{10, 10, 20, 35, 15, 10}
-	crowdWaits = []time.Duration{time.Second, 3 * time.Second, 10 * time.Second}
-	crowdWt    = []int{30, 40, 30}
-)
-
 // step is one request: lock a key (waiting, trying once, or giving up
 // early), and hold it for a while.
 func (a *actor) step(stop context.Context) {
@@ -458,54 +416,6 @@ func (a *actor) reenter(locker *core.Locker, lease *core.Lease, key, holder stri
 		a.reenter(locker, inner, key, holder, fence, depth-1)
 	}
 	inner.Unlock(context.Background())
-}
-
-// naiveStep is an in-process-style lock put on Redis: SET key token NX PX
-// ttl, retried every 10ms within the budget, and DEL to release — it
-// deletes whatever lock is there, renews nothing and has no fence.
-func (a *actor) naiveStep(ctx, stop context.Context, key, holder, op string, budget, ttl time.Duration) {
-	w := a.w
-	t0 := now()
-	w.log.add(Event{Ev: "begin", Worker: a.name, Key: key, Holder: holder, Op: op, Start: t0, TTL: int64(ttl)}, true)
-	deadline := time.Now().Add(budget)
-	res := ResBusy
-	for {
-		ok, err := w.client.SetNX(ctx, "naive:"+key, holder, ttl).Result()
-		if err != nil {
-			res = result(err)
-			if ctx.Err() == nil {
-				res = ResUnavailable
-			}
-			break
-		}
-		if ok {
-			res = ResAcquired
-			break
-		}
-		if op == "trylock" || !time.Now().Before(deadline) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	ev := Event{Ev: "call", Worker: a.name, Key: key, Holder: holder, Op: op, Start: t0, End: now(), Budget: int64(budget), TTL: int64(ttl), Res: res}
-	if res != ResAcquired {
-		w.log.add(ev, true)
-		return
-	}
-	w.log.add(ev, true)
-	writes := 1 + a.rng.IntN(4)
-	gap := time.Duration(a.rng.IntN(8)) * time.Millisecond
-	if a.rng.Float64() < 0.1 {
-		gap = time.Duration(float64(ttl)*(1.5+1.5*a.rng.Float64())) / time.Duration(writes)
-	}
-	for i := 0; i < writes && stop.Err() == nil; i++ {
-		time.Sleep(gap)
-		t := now()
-		r := a.res.write(key, holder, 0, true)
-		w.log.add(Event{Ev: "write", Worker: a.name, Key: key, Holder: holder, Start: t, End: now(), Live: true, Res: r}, true)
-	}
-	w.log.add(Event{Ev: "end", Worker: a.name, Key: key, Holder: holder, End: now(), Why: "unlock"}, true)
-	w.client.Del(context.Background(), "naive:"+key)
 }
 
 // cause is the text of an unavailable outcome, for the checker (which

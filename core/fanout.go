@@ -1,0 +1,76 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// fanOut runs call on every node in parallel, each bounded by d (and by
+// ctx), and returns the results of the nodes that answered in time; a node
+// that did not has its error set to a timeout. A late answer is dropped:
+// the scripts are safe to repeat and to undo, and an acquire's undo goes to
+// every node (see attempt).
+func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *single) (T, error)) ([]T, []error) {
+	return fanOutUntil(ctx, r, d, call, nil)
+}
+
+// fanOutUntil is fanOut that returns as soon as decided, told of each
+// answer as it comes, says the outcome is known (a majority granted): a
+// node that hangs then delays nobody. The calls still in flight go on in
+// the background within d (a healthy node gets the lock too); their nodes'
+// errors stay a timeout.
+func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *single) (T, error), decided func(v T, err error) bool) ([]T, []error) {
+	res := make([]T, len(r.nodes))
+	errs := make([]error, len(r.nodes))
+	type answer struct {
+		i   int
+		v   T
+		err error
+	}
+	ch := make(chan answer, len(r.nodes))
+	base := ctx
+	if decided != nil {
+		base = context.WithoutCancel(ctx) // the calls outlive an early return
+	}
+	cctx, cancel := context.WithTimeout(base, d)
+	early := false
+	defer func() {
+		if !early {
+			cancel()
+		}
+	}()
+	pending := 0
+	for i := range errs {
+		errs[i] = errNoAnswer
+	}
+	for i, n := range r.nodes {
+		if r.spawn(func() {
+			v, err := call(cctx, i, n)
+			ch <- answer{i, v, err}
+		}) {
+			pending++
+		} else {
+			errs[i] = ErrClosed
+		}
+	}
+	for pending > 0 {
+		select {
+		case a := <-ch:
+			res[a.i], errs[a.i] = a.v, a.err
+			pending--
+			if pending > 0 && decided != nil && decided(a.v, a.err) {
+				left := pending
+				early = r.spawn(func() {
+					defer cancel()
+					for ; left > 0; left-- {
+						<-ch
+					}
+				})
+				pending = 0
+			}
+		case <-cctx.Done():
+			pending = 0
+		}
+	}
+	return res, errs
+}
