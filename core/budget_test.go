@@ -276,3 +276,42 @@ func waitGone(t *testing.T, c *redis.Client, key string) {
 	}
 	t.Fatalf("%s is still held: the abandoned attempt was not undone", key)
 }
+
+// A Locker's first calls each keep their own budget while the first one's
+// server check (version, eviction policy) hangs: the others go on meanwhile
+// (before, they waited for that check, and so for the first call's budget:
+// on a hung Redis a 200ms Lock behind a 3s one took 2–3s; the fault rig's
+// crowd found it). The check's INFO reply is held 2s by a proxy; a second
+// Lock with a 200ms budget, sent while it is held, gets its lock at once.
+// Control: the first Lock itself waits out the held check.
+func TestFirstCallsDoNotWaitForTheServerCheck(t *testing.T) {
+	srv := redistest.Start(t)
+	p := redistest.StartProxy(t, srv.Addr)
+	c := redis.NewClient(&redis.Options{Addr: p.Addr})
+	t.Cleanup(func() { c.Close() })
+	l := locktest.Locker(t, c)
+	ctx := locktest.Context(t)
+	h := p.HoldReply(redistest.MatchCommand("info"), 2*time.Second)
+	first := make(chan time.Duration, 1)
+	go func() {
+		t0 := time.Now()
+		if s, err := l.Lock(ctx, "first", core.WithWait(3*time.Second)); err == nil {
+			s.Unlock(ctx)
+		}
+		first <- time.Since(t0)
+	}()
+	within(t, h.Matched(), 2*time.Second, "the first call's server check")
+	t0 := time.Now()
+	s, err := l.Lock(ctx, "second", core.WithWait(200*time.Millisecond))
+	took := time.Since(t0)
+	if err != nil {
+		t.Fatalf("the second Lock while the first one's check hangs = %v, want the lock", err)
+	}
+	s.Unlock(ctx)
+	if took > time.Second {
+		t.Fatalf("the second Lock (200ms budget) took %v behind the first one's check", took)
+	}
+	if d := <-first; d < 1500*time.Millisecond {
+		t.Fatalf("control: the first Lock returned after %v, before its held check could have", d)
+	}
+}

@@ -23,8 +23,8 @@ const MinRedisVersion = "7.0.0"
 // Redis evict a held lock under memory pressure: warned once).
 type serverCheck struct {
 	ok  atomic.Bool
-	mu  sync.Mutex
-	err error // set for good once a server too old was seen
+	mu  sync.Mutex            // held by the call that checks
+	err atomic.Pointer[error] // set for good once a server too old was seen
 }
 
 type serverFacts struct {
@@ -34,16 +34,24 @@ type serverFacts struct {
 
 // checkServer checks the server once, within the caller's deadline. A
 // server that cannot be reached is not an answer: the check is tried again
-// by the next lock, and the caller's attempt reports the failure.
+// by the next lock, and the caller's attempt reports the failure. While one
+// call checks, the others go on without waiting for it (they waited, past
+// their own budgets, for the first caller's: a Locker's first calls on a
+// hung Redis all took the longest budget among them).
 func (l *Locker) checkServer(ctx context.Context, deadline time.Time) error {
 	c := &l.server
 	if c.ok.Load() {
 		return nil
 	}
-	c.mu.Lock()
+	if err := c.err.Load(); err != nil {
+		return *err
+	}
+	if !c.mu.TryLock() {
+		return nil // another call is checking
+	}
 	defer c.mu.Unlock()
-	if c.ok.Load() || c.err != nil {
-		return c.err
+	if c.ok.Load() {
+		return nil
 	}
 	f, err := bounded(l, ctx, deadline, func(cctx context.Context) serverFacts {
 		return readServer(cctx, l.client)
@@ -56,8 +64,8 @@ func (l *Locker) checkServer(ctx context.Context, deadline time.Time) error {
 	}
 	unsupported, warning := judgeServer(f)
 	if unsupported != nil {
-		c.err = unsupported
-		return c.err
+		c.err.Store(&unsupported)
+		return unsupported
 	}
 	if warning != nil {
 		l.logger().Warn("lockgate: "+warning.Error(), slog.String("policy", f.policy))

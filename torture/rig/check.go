@@ -298,7 +298,10 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 				switch {
 				case anyCovers(frozen[x.proc], t) || anyIn(frozen[x.proc], x.acq, t):
 					r.FrozenOverlaps++
-				case anyIn(lossAt, x.acq, y.acq):
+				case anyIn(lossAt, x.asked, y.acq):
+					// From the call's start: a waiter's hold was granted in
+					// Redis before its Lock returned (a frozen waiter's, long
+					// before), and a restart in between loses it.
 					r.StateLossOverlaps++
 				default:
 					r.Dishonest = append(r.Dishonest, fmt.Sprintf("%s: %s (fence %d) still held it until %s when %s (fence %d) wrote at %s",
@@ -365,7 +368,9 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			// frozen holder, or Redis unreachable long enough for the lock
 			// to expire before the release ran may make a hold not held at
 			// its release.
-			if h := holds[c.Holder]; h != nil && !h.told && !anyIn(lossAt, h.acq, c.End) && !anyIn(frozen[c.proc()], h.acq, c.End) && !anyIn(outage, h.acq, c.End) {
+			// (or a path slow enough that the release ran after the TTL)
+			if h := holds[c.Holder]; h != nil && !h.told && !anyIn(lossAt, h.asked, c.End) && !anyIn(frozen[c.proc()], h.asked, c.End) &&
+				!anyIn(outage, h.asked, c.End) && !slowDuring(faults, c.proc(), h.asked, c.End) {
 				r.UnlockLies = append(r.UnlockLies, fmt.Sprintf("%s %s: Unlock at %s said not held, and nothing had ended the hold", c.Holder, c.Key, ts(c.Start)))
 			}
 		}

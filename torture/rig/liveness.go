@@ -61,6 +61,16 @@ func slowOn(f Fault, proc string) bool {
 	return false
 }
 
+// slowDuring reports whether a fault slowed proc's path within [a, b].
+func slowDuring(faults []Fault, proc string, a, b int64) bool {
+	for _, f := range faults {
+		if slowOn(f, proc) && f.Start <= b && f.End >= a {
+			return true
+		}
+	}
+	return false
+}
+
 // entryLife is how long a waiter's queue entry lives after a refresh (as
 // core computes it): after its process dies, a grant to it can keep the
 // lock that long.
