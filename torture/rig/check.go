@@ -196,8 +196,14 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			// asynchronous replication, which fencing (or replica
 			// acknowledgement) exists for.
 			lossAt = append(lossAt, interval{f.Start, f.End + int64(failoverSettle)})
-		case FaultCut:
+		case FaultCut, FaultLateReply:
+			// A cut, or a reply held past the read timeout (a renewal's too:
+			// a short lease is lost meanwhile).
 			outage = append(outage, iv)
+		case FaultNodeNet:
+			if !lim.Redlock { // one of Redlock's masters is no outage
+				outage = append(outage, iv)
+			}
 		}
 		runEnd = max(runEnd, f.End)
 	}
