@@ -175,12 +175,12 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		c.master.RUnlock()
 		hang(m, frac(0.5, 2))
 	case FaultNodeRestart:
-		// Killed, and started empty a TTL later: redis.io's "delayed
-		// restart" for a Redlock master without persistence, so that every
-		// lock it granted has expired before it grants again.
+		// Killed, and started empty the longest lease later: redis.io's
+		// "delayed restart" for a Redlock master without persistence, so
+		// that every lock it granted has expired before it grants again.
 		f.Target = srvs[node].Addr
 		srvs[node].Stop()
-		time.Sleep(ttl + 100*time.Millisecond)
+		time.Sleep(longestLease(c.cfg) + 100*time.Millisecond)
 		srvs[node].Restart()
 	case FaultNodeHang:
 		f.Target = srvs[node].Addr

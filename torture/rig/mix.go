@@ -2,11 +2,30 @@ package rig
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/lockgate/lockgate/core"
 )
+
+// RedlockMaxTTL caps the mixed lease times on Redlock: a master restarted
+// empty must stay down for the longest lease first (redis.io's delayed
+// restart), and a minute down would leave the rig few restarts.
+const RedlockMaxTTL = 2 * time.Second
+
+// longestLease is the longest lease time a run's workers ask for.
+func longestLease(c *RunConfig) time.Duration {
+	switch {
+	case c.TTL > 0:
+		return c.TTL
+	case len(c.TTLs) > 0:
+		return slices.Max(c.TTLs)
+	case c.Topology == "redlock":
+		return RedlockMaxTTL
+	}
+	return time.Minute
+}
 
 // ParseDurations reads a comma-separated list of durations ("" is none).
 func ParseDurations(list string) ([]time.Duration, error) {

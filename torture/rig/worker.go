@@ -237,6 +237,9 @@ func (a *actor) step(stop context.Context) {
 		if hot {
 			ttl = pick(rng, hotTTLs, hotTTLWt)
 		}
+		if w.cfg.Redlock {
+			ttl = min(ttl, RedlockMaxTTL)
+		}
 	}
 	switch {
 	case len(w.cfg.Waits) > 0 && len(w.cfg.Waits) == len(w.cfg.TTLs):
