@@ -47,7 +47,7 @@ type lockState struct {
 // it or changing anything (one read-only script). For a Redlock, the lock
 // is held when a quorum of nodes names the same owner; TTL, fence, age and
 // waiters are then the lowest and highest of those nodes as fits
-// (remaining TTL: the quorum's; fence: the highest).
+// (remaining TTL: the quorum's; fence: the one the quorum names, the lease's).
 //
 // It returns within ctx's deadline (plus at most 50ms) whatever the
 // client's timeouts, as ForceRelease and List do.

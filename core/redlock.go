@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -109,7 +110,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 	case ended > 0:
 		return 0, 0, "", errEnded
 	case granted >= r.quorum:
-		if err := r.raiseFences(ctx, k, fence, ttlD, res, errs); err != nil {
+		if err := r.raiseFences(ctx, k, owner, fence, ttlD, res, errs); err != nil {
 			return 0, 0, "", err
 		}
 		return fence, 0, "", nil
@@ -125,15 +126,16 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 
 // raiseFences makes fence the floor of every granting node's fence key, so
 // that the next holder's fence, issued by a quorum that shares a node with
-// this one, is above it. It needs a quorum of nodes to confirm.
-func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, fence int64, ttl time.Duration, got []nodeAcquire, errs []error) error {
+// this one, is above it, and the fence their lock hash answers (Inspect,
+// re-entry). It needs a quorum of nodes to confirm.
+func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner string, fence int64, ttl time.Duration, got []nodeAcquire, errs []error) error {
 	arg := strconv.FormatInt(fence, 10)
 	confirmed := 0
 	res, ferrs := fanOutUntil(ctx, r, perNode(ttl), func(cctx context.Context, i int, n *single) (bool, error) {
 		if errs[i] != nil || got[i].fence == 0 {
 			return false, nil
 		}
-		err := fenceScript.Run(cctx, n.c, []string{k.names[1]}, arg, n.windowArg).Err()
+		err := fenceScript.Run(cctx, n.c, []string{k.names[1], k.hash()}, arg, n.windowArg, owner).Err()
 		return err == nil, err
 	}, func(ok bool, _ error) bool {
 		if ok {
@@ -362,9 +364,10 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 }
 
 // inspect: the lock is held when a quorum of nodes names one owner; the
-// remaining TTL is what that quorum still holds, the fence the highest of
-// them, the age the youngest grant among them, the waiters the most any
-// node counts.
+// remaining TTL is what that quorum still holds, the fence what that quorum
+// names (the quorum-th highest: a node granted after Lock returned issued a
+// fence of its own, and the lease's was written to a quorum before), the age
+// the youngest grant among them, the waiters the most any node counts.
 func (r *redlock) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
 	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *single) (lockState, error) {
 		return n.inspect(cctx, k)
@@ -389,11 +392,12 @@ func (r *redlock) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
 		if len(sts) < r.quorum {
 			continue
 		}
+		slices.SortFunc(sts, func(a, b lockState) int { return cmp.Compare(b.Fence, a.Fence) })
+		out.Fence = sts[r.quorum-1].Fence
 		slices.SortFunc(sts, func(a, b lockState) int { return int(b.TTL - a.TTL) })
 		q := sts[r.quorum-1]
 		out.owner, out.Held, out.TTL, out.Age = owner, true, q.TTL, q.Age
 		for _, st := range sts {
-			out.Fence = max(out.Fence, st.Fence)
 			out.Age = min(out.Age, st.Age)
 			if out.HolderTag == "" {
 				out.HolderTag = st.HolderTag

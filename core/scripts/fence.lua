@@ -3,7 +3,13 @@
 -- least that, kept ARGV[2] ms (the fence window). A Redlock holder's fence is
 -- the largest its majority issued; made the floor of each of their fence
 -- keys, the next holder's majority, which shares a node with this one, issues
--- a larger one. Safe to run twice. Returns the fence key's value after.
+-- a larger one. The lock hash KEYS[2], while ARGV[3] owns it, answers that
+-- fence from then on (a quorum of nodes then names the lease's own fence,
+-- whatever a straggler issued later). Safe to run twice. Returns the fence
+-- key's value after.
+if redis.call('HGET', KEYS[2], 'owner') == ARGV[3] then
+  redis.call('HSET', KEYS[2], 'fence', ARGV[1])
+end
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 local f = tonumber(ARGV[1])
 if cur < f then
