@@ -28,6 +28,13 @@ func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call f
 		err error
 	}
 	ch := make(chan answer, len(r.nodes))
+	if dl, ok := ctx.Deadline(); ok {
+		// Return what answered a little before ctx ends, not at its end:
+		// a caller bounded by the same instant (an attempt at the end of
+		// its budget, with one node not answering) would otherwise race
+		// the fan-out's own timeout and find no answer at all.
+		d = max(min(d, time.Until(dl)-replyGrace/2), time.Millisecond)
+	}
 	base := ctx
 	if decided != nil {
 		base = context.WithoutCancel(ctx) // the calls outlive an early return

@@ -140,6 +140,9 @@ type holdSpan struct {
 	told                bool  // the lock told the holder it was lost (or closed)
 	unlockAt            int64 // its Unlock's start (the watchdog stops renewing), 0 if none
 	released            int64 // its Unlock's end when that released it, 0 otherwise
+	// Redlock: a node faulted during its Unlock may keep it to this time (a
+	// renewal held in a hung node runs when it resumes: TTL after that)
+	minority int64
 }
 
 // gone is when the hold's lock is surely gone from Redis: when its Unlock
@@ -149,7 +152,7 @@ func (h *holdSpan) gone() int64 {
 	if h.released > 0 {
 		return h.released
 	}
-	return max(h.end, h.unlockAt) + h.ttl
+	return max(max(h.end, h.unlockAt)+h.ttl, h.minority)
 }
 
 // ttlOf is the lease time of call e (ns): its own, or the run's.
@@ -230,7 +233,13 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			}
 			if h := holds[e.Holder]; h != nil && e.Op == "unlock" && h.unlockAt == 0 {
 				h.unlockAt = e.Start
-				if e.Res == ResOK {
+				switch until := faultedUntil(faults, e.Start, e.End); {
+				case lim.Redlock && until > 0:
+					// A release answered by a majority leaves the lock on
+					// a node that did not answer: a minority's stale hold,
+					// to its TTL after the node's last renewal.
+					h.minority = until + h.ttl
+				case e.Res == ResOK:
 					h.released = e.End
 				}
 			}
@@ -360,10 +369,19 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	}
 	// Redlock: with two of the three masters faulted at once no majority
 	// answers, an outage. (Its "busy" can also come from another owner's
-	// partial grants that it then gives back — a split — which the deadlock
-	// rule does not know of: for Redlock, deadlocks are to be read, not
-	// counted as broken promises.)
+	// partial grants that it then gives back — a split. A give-back that
+	// a faulted node does not receive leaves that node held by the other
+	// call's owner to its TTL: with another node faulted, no majority can
+	// form meanwhile, and busy is what Redis says.)
 	outage = append(outage, overlapsOfTwoNodes(faults)...)
+	partial := map[string][]ownedInterval{}
+	if lim.Redlock {
+		for _, c := range calls {
+			if (c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel") && nodeFaulted(faults, c.Start, c.End) {
+				partial[c.Key] = append(partial[c.Key], ownedInterval{interval{c.Start, c.End + ttlOf(c, lim)}, c.Holder})
+			}
+		}
+	}
 	for _, c := range calls {
 		window := ttlOf(c, lim) + int64(lim.Margin)
 		if c.Op == "reenter" && strings.HasPrefix(c.Res, ResOther) {
@@ -406,7 +424,8 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 					r.BusyWhenHung = append(r.BusyWhenHung, fmt.Sprintf("%s %s %s answered busy from %s to %s while Redis was hung", c.Worker, c.Op, c.Key, ts(c.Start), ts(c.End)))
 				}
 			}
-			if !froze && !heldNear(byKey[c.Key], unknown[c.Key], c.End, int64(lim.Margin)) && !anyIn(lossAt, c.End-window, c.End) {
+			if !froze && !heldNear(byKey[c.Key], unknown[c.Key], c.End, int64(lim.Margin)) && !anyIn(lossAt, c.End-window, c.End) &&
+				!othersNear(partial[c.Key], c.Holder, c.End) {
 				r.Deadlocks = append(r.Deadlocks, fmt.Sprintf("%s %s %s answered busy at %s, but no hold of it could still be in Redis", c.Worker, c.Op, c.Key, ts(c.End)))
 			}
 		}
@@ -521,3 +540,36 @@ func during(faults []Fault, a, b int64) string {
 }
 
 func ts(t int64) string { return time.Unix(0, t).Format("15:04:05.000000") }
+
+// nodeFaulted reports whether a fault that can keep one node from
+// answering (a restart, a hang, a cut or held reply) overlapped [a, b].
+func nodeFaulted(faults []Fault, a, b int64) bool { return faultedUntil(faults, a, b) > 0 }
+
+// faultedUntil is the latest end of such a fault overlapping [a, b] (0:
+// none).
+func faultedUntil(faults []Fault, a, b int64) int64 {
+	var until int64
+	for _, f := range faults {
+		if downFault(f) && f.Start <= b && f.End >= a {
+			until = max(until, f.End)
+		}
+	}
+	return until
+}
+
+// ownedInterval is when a call's owner may hold a lock on some node.
+type ownedInterval struct {
+	interval
+	holder string
+}
+
+// othersNear reports whether another call than holder's may hold the lock
+// on some node at t.
+func othersNear(ivs []ownedInterval, holder string, t int64) bool {
+	for _, iv := range ivs {
+		if iv.holder != holder && iv.covers(t) {
+			return true
+		}
+	}
+	return false
+}

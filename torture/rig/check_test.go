@@ -1,6 +1,7 @@
 package rig
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -71,6 +72,30 @@ func TestCheckRules(t *testing.T) {
 		}
 		if r := Check(append(ev[:2:2], unknown, busy("b", 3300, 3301)), nil, nil, lim); len(r.Deadlocks) != 1 {
 			t.Fatalf("deadlocks %v: busy long after the unknown attempt could have been undone", r.Deadlocks)
+		}
+	})
+	t.Run("Redlock minority left by a release", func(t *testing.T) {
+		// a's release ran while a node hung (to 1000): that node may keep a's
+		// hold to TTL after it resumes, and with another node down busy is
+		// honest until then; without the fault it is a deadlock.
+		lim := lim
+		lim.Redlock = true
+		unlock := Event{Ev: "call", Worker: "a", Key: "k", Holder: "a#1", Op: "unlock", Start: ms(100), End: ms(150), Res: ResOK}
+		ev := []Event{acq("a", "a#1", 0, 1, 10), end("a", "a#1", 100), unlock, busy("b", 1500, 1501)}
+		hung := []Fault{{Kind: FaultNodeHang, Target: "n1", Start: ms(90), End: ms(1000)}}
+		if r := Check(ev, nil, hung, lim); len(r.Deadlocks) != 0 {
+			t.Fatalf("deadlocks %v: a node hung through the release keeps the hold", r.Deadlocks)
+		}
+		if r := Check(ev, nil, nil, lim); len(r.Deadlocks) != 1 {
+			t.Fatalf("deadlocks %v: released on every node, busy 1.35s later", r.Deadlocks)
+		}
+		// Another call's partial grants, in flight while a node was faulted.
+		other := Event{Ev: "call", Worker: "c", Key: "k", Holder: "c#1", Op: "lock", Start: ms(1200), End: ms(1300), Budget: int64(time.Second), Res: ResBusy}
+		cut := []Fault{{Kind: FaultNodeNet, Target: "n2", Start: ms(1250), End: ms(1260)}}
+		ev = []Event{acq("a", "a#1", 0, 1, 10), end("a", "a#1", 100), other, busy("b", 1500, 1501)}
+		// b's busy is explained by c's partial grants; c's own is not.
+		if r := Check(ev, nil, cut, lim); len(r.Deadlocks) != 1 || !strings.HasPrefix(r.Deadlocks[0], "c ") {
+			t.Fatalf("deadlocks %v: want c's alone", r.Deadlocks)
 		}
 	})
 	t.Run("busy while hung, and past budget", func(t *testing.T) {
@@ -144,6 +169,22 @@ func TestLivenessRules(t *testing.T) {
 			if r := Check(handoff(400), nil, []Fault{f}, lim); len(r.Stalls) != 0 {
 				t.Errorf("%s: stalls %v", name, r.Stalls)
 			}
+		}
+		// A latency aimed at the process before b in b's worker slot (it
+		// was restarted as b.2) slows b.2 too: the proxies are the slot's.
+		restarted := handoff(400)
+		for i := range restarted {
+			if restarted[i].Worker == "b" {
+				restarted[i].Worker = "b.2"
+			}
+		}
+		inherited := Fault{Kind: FaultWorkerLatency, Target: "b.1", Start: ms(50), End: ms(350), D: int64(200 * time.Millisecond)}
+		if r := Check(restarted, nil, []Fault{inherited}, lim); len(r.Stalls) != 0 {
+			t.Errorf("stalls %v: b.2's path slowed by the fault aimed at b.1", r.Stalls)
+		}
+		inherited.Target = "c.1"
+		if r := Check(restarted, nil, []Fault{inherited}, lim); len(r.Stalls) != 1 {
+			t.Errorf("stalls %v: another slot's latency explains nothing", r.Stalls)
 		}
 		// Another waiter's slow path explains a handover slower by its latency, not more.
 		slow := Fault{Kind: FaultWorkerLatency, Target: "c", Start: ms(0), End: ms(500), D: int64(50 * time.Millisecond)}

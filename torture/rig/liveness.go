@@ -56,9 +56,18 @@ func slowOn(f Fault, proc string) bool {
 	case FaultNodeNet:
 		return f.D > 0
 	case FaultWorkerLatency, FaultSlowReply:
-		return f.Target == proc
+		return slotOf(f.Target) == slotOf(proc)
 	}
 	return false
+}
+
+// slotOf is the worker slot of a process ("w6" of "w6.42"): the proxies a
+// latency fault slows are the slot's, and outlive the process they were
+// aimed at when it is killed and restarted (as the crowd is, every few
+// seconds) while the fault lasts.
+func slotOf(proc string) string {
+	s, _, _ := strings.Cut(proc, ".")
+	return s
 }
 
 // slowDuring reports whether a fault slowed proc's path within [a, b].
