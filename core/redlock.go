@@ -218,13 +218,26 @@ func (r *redlock) renew(ctx context.Context, batch []renewal, part []int) {
 	d := max(perNode(ttl), ttl/4)
 	// Each node fills its own copy; only the copies of the nodes that
 	// answered in time are read (a late one may still be writing its own).
+	// It returns once a quorum holds every lease of the part, as an acquire
+	// does: a node that hangs then costs a short lease none of its validity.
 	per := make([][]renewal, len(r.nodes))
 	for ni := range per {
 		per[ni] = slices.Clone(batch)
 	}
-	_, errs := fanOut(ctx, r, d, func(cctx context.Context, i int, n *single) (struct{}, error) {
+	holders := make(map[int]int, len(part)) // lease → nodes that hold it, so far
+	undecided := len(part)
+	_, errs := fanOutUntil(ctx, r, d, func(cctx context.Context, i int, n *single) (int, error) {
 		n.renew(cctx, per[i], part)
-		return struct{}{}, nil
+		return i, nil
+	}, func(ni int, _ error) bool {
+		for _, i := range part {
+			if per[ni][i].err == nil && per[ni][i].held {
+				if holders[i]++; holders[i] == r.quorum {
+					undecided--
+				}
+			}
+		}
+		return undecided == 0
 	})
 	for _, i := range part {
 		held, answered := 0, 0
