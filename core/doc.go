@@ -115,7 +115,8 @@
 // Fencing: each acquisition gets a fence, max(server clock in µs, last fence
 // + 1), strictly increasing over the holders of a key as long as the server
 // clock does not step back by more than the time since the last acquisition
-// (the last fence is remembered for WithFenceWindow, default 10m). See
+// (the last fence is kept per Cluster hash slot, for WithFenceWindow after
+// the slot's last acquisition, default 10m). See
 // docs/fencing.md in the repository for the exact conditions, and
 // docs/design.md for the Redis layout.
 //

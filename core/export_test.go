@@ -36,3 +36,7 @@ func ScriptSource(name string) (string, error) {
 	b, err := os.ReadFile("scripts/" + name + ".lua")
 	return string(b), err
 }
+
+// FenceFloorKey is the key of the fence floor that the lock named name
+// shares with every name of its Cluster slot.
+func FenceFloorKey(l *Locker, name string) string { k := l.keysFor(name); return k.names[1] }

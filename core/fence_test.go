@@ -68,7 +68,7 @@ func TestFenceAboveRememberedLast(t *testing.T) {
 	l, c := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
 	const future = int64(1) << 52 // far above the clock's microseconds
-	if err := c.Set(ctx, "lockgate:{k}:fence", future, 0).Err(); err != nil {
+	if err := c.Set(ctx, core.FenceFloorKey(l, "k"), future, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	s, err := l.Lock(ctx, "k")
@@ -79,7 +79,7 @@ func TestFenceAboveRememberedLast(t *testing.T) {
 	if s.Fence() != future+1 {
 		t.Fatalf("fence %d, want %d", s.Fence(), future+1)
 	}
-	if ttl := c.PTTL(ctx, "lockgate:{k}:fence").Val(); ttl <= 0 || ttl > core.DefaultFenceWindow {
+	if ttl := c.PTTL(ctx, core.FenceFloorKey(l, "k")).Val(); ttl <= 0 || ttl > core.DefaultFenceWindow {
 		t.Fatalf("fence key TTL %v: want the fence window", ttl)
 	}
 }

@@ -360,7 +360,7 @@ func TestGrantMissedWhileResubscribing(t *testing.T) {
 		p.ClientKillByFilter(ctx, "TYPE", "pubsub")
 		numsub = p.PubSubShardNumSub(ctx, ch)
 		entries = p.HGetAll(ctx, ch+":qt")
-		p.Eval(ctx, string(release), []string{ch, ch + ":fence", ch + ":done:gone-holder", ch + ":q", ch + ":qt"}, "gone-holder", 600000, 60000)
+		p.Eval(ctx, string(release), []string{ch, core.FenceFloorKey(w, "missed"), ch + ":done:gone-holder", ch + ":q", ch + ":qt"}, "gone-holder", 600000, 60000)
 		// Read in the transaction: once resubscribed, the waiter may take
 		// and release the lock before a later read.
 		owner = p.HGet(ctx, ch, "owner")

@@ -5,12 +5,14 @@ import (
 )
 
 // lockKeys are the Redis names of one lock. The lock name is wrapped in a
-// hash tag so that the hash, the fence key, the queue, the done markers and
-// the channel map to one Cluster slot whatever the name contains.
+// hash tag so that the hash, the queue, the done markers and the channel map
+// to one Cluster slot whatever the name contains; the fence floor is that
+// slot's.
 type lockKeys struct {
-	// names holds the lock hash (also the channel), the key of the last fence
-	// issued for this name, the waiters' queue (zset) and their entries
-	// (hash); an array so that the scripts' KEYS slices need no allocation.
+	// names holds the lock hash (also the channel), the fence floor of its
+	// slot (the last fence issued there, see slot.go), the waiters' queue
+	// (zset) and their entries (hash); an array so that the scripts' KEYS
+	// slices need no allocation.
 	names [4]string
 }
 
@@ -37,7 +39,7 @@ func (l *Locker) keysFor(name string) lockKeys {
 		name = braceEscaper.Replace(name)
 	}
 	q := l.opts.prefix + "{" + name + "}:qt" // the hash and the queue are slices of it
-	return lockKeys{names: [4]string{q[:len(q)-len(":qt")], q[:len(q)-len(":qt")] + ":fence", q[:len(q)-1], q}}
+	return lockKeys{names: [4]string{q[:len(q)-len(":qt")], l.floorKey(name), q[:len(q)-1], q}}
 }
 
 func validateKey(name string) error {

@@ -285,9 +285,10 @@ func WithDriftFactor(f float64) Option {
 	})
 }
 
-// WithFenceWindow sets how long the last fence of a lock name is kept in
-// Redis after the acquisition that issued it (see "Fencing" in the package
-// doc). Default 10m; at least 1s.
+// WithFenceWindow sets how long the last fence issued in a Cluster hash
+// slot (every lock name of the slot shares it) is kept in Redis after the
+// acquisition that issued it (see "Fencing" in the package doc). Default
+// 10m; at least 1s.
 func WithFenceWindow(d time.Duration) Option {
 	return lockerOption(func(o *lockerOptions) {
 		if d < time.Second {

@@ -124,7 +124,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 	return 0, 0, "", r.unavailableNodes(errs)
 }
 
-// raiseFences makes fence the floor of every granting node's fence key, so
+// raiseFences makes fence the floor of every granting node's fence floor, so
 // that the next holder's fence, issued by a quorum that shares a node with
 // this one, is above it, and the fence their lock hash answers (Inspect,
 // re-entry). It needs a quorum of nodes to confirm.
@@ -325,7 +325,7 @@ func ttlOf(ttl any) time.Duration {
 // Renewals need a majority too: a lease whose majority is gone is lost
 // (its context cancelled with ErrLockLost); a node that answers without the
 // lock while a majority holds it gets it back. The fence is the largest of
-// the majority's, made the floor of their fence keys before Lock returns,
+// the majority's, made the floor of their fence floors before Lock returns,
 // so fences increase across holders as long as a majority of nodes keeps
 // its data. Outcomes: busy on a majority, ErrNotObtained; too few nodes
 // answering, ErrUnavailable joined with a *NodeError per node that did not.

@@ -340,7 +340,7 @@ func TestRedlockFenceFloor(t *testing.T) {
 	a, b := lockerOn(), lockerOn()
 	ctx := locktest.Context(t)
 	ahead := time.Now().Add(time.Hour).UnixMicro()
-	if err := cs[1].Set(ctx, "lockgate:{rl:floor}:fence", ahead, time.Hour).Err(); err != nil {
+	if err := cs[1].Set(ctx, core.FenceFloorKey(a, "rl:floor"), ahead, time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
 	sa, err := a.Lock(ctx, "rl:floor")

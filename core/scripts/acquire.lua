@@ -7,7 +7,7 @@
 -- KEYS[1] lock hash {owner = <owner>, fence = F, w = 1 when the queue may
 --         hold waiters (set by them), so a release without it skips the
 --         queue, t = the holder's tag}
--- KEYS[2] fence key: F, the last fence issued for this name
+-- KEYS[2] the fence floor of the lock's slot: the last fence issued there
 -- KEYS[3] this owner's done marker (see release.lua)
 -- KEYS[4], KEYS[5] the queue (see queue.lua)
 -- ARGV[1] owner, ARGV[2] TTL ms, ARGV[3] fence window ms,

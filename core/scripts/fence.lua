@@ -1,12 +1,12 @@
 #!lua
--- fence: raise the fence key KEYS[1] to ARGV[1] unless it is already at
+-- fence: raise the fence floor KEYS[1] (of the lock's slot) to ARGV[1] unless it is already at
 -- least that, kept ARGV[2] ms (the fence window). A Redlock holder's fence is
 -- the largest its majority issued; made the floor of each of their fence
--- keys, the next holder's majority, which shares a node with this one, issues
+-- floors, the next holder's majority, which shares a node with this one, issues
 -- a larger one. The lock hash KEYS[2], while ARGV[3] owns it, answers that
 -- fence from then on (a quorum of nodes then names the lease's own fence,
 -- whatever a straggler issued later). Safe to run twice. Returns the fence
--- key's value after.
+-- floor's value after.
 if redis.call('HGET', KEYS[2], 'owner') == ARGV[3] then
   redis.call('HSET', KEYS[2], 'fence', ARGV[1])
 end

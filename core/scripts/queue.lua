@@ -1,6 +1,6 @@
 -- queue: the lock's FIFO of waiters, shared by acquire.lua and release.lua
 -- (spliced in after their first line). KEYS[1] the lock hash, KEYS[2] the
--- fence key, KEYS[4] the waiters in arrival order (zset: owner → server µs
+-- fence floor of its slot, KEYS[4] the waiters in arrival order (zset: owner → server µs
 -- at joining), KEYS[5] their entries (hash: owner → "<expiry ms>|<refresh
 -- number>[|<tag>]").
 
@@ -11,8 +11,8 @@ local function clock()
 end
 
 -- fence issues the next fence: the server clock in µs, kept strictly above
--- the last fence issued for this name while that one is remembered (for
--- window ms). Fences stay below 2^53: exact as Lua numbers and as strings.
+-- the last fence issued in this name's slot while that one is remembered
+-- (for window ms after the slot's last acquisition). Fences stay below 2^53: exact as Lua numbers and as strings.
 local function fence(now, window)
   local f = now[1] * 1000000 + now[2]
   local old = redis.call('SET', KEYS[2], f, 'PX', window, 'GET')

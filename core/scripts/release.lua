@@ -8,7 +8,7 @@
 -- a call), so a copy of this call answers the same, and a late copy of the
 -- owner's acquire does nothing. It runs when Redis is at maxmemory
 -- (allow-oom): it frees more than the small marker it writes.
--- KEYS[2] fence key, KEYS[4], KEYS[5] the queue (see queue.lua).
+-- KEYS[2] the slot's fence floor, KEYS[4], KEYS[5] the queue (see queue.lua).
 -- ARGV[2] fence window ms.
 -- ARGV[4] "force" (ForceRelease, an operator's): remove ARGV[1]'s hold only if
 -- it holds the lock now — no done marker of an earlier release counts, the

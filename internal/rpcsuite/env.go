@@ -70,7 +70,7 @@ func (e *Env) LockKeys(t testing.TB) []string {
 	}
 	var locks []string
 	for _, k := range keys {
-		// Lock hashes end with the hash tag; fence keys (":fence") and the
+		// Lock hashes end with the hash tag; fence floors (":fence") and the
 		// done markers of releases (":done:<owner>") are not locks.
 		if strings.HasSuffix(k, "}") {
 			locks = append(locks, k)
