@@ -394,7 +394,8 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			// its release.
 			// (or a path slow enough that the release ran after the TTL)
 			if h := holds[c.Holder]; h != nil && !h.told && !anyIn(lossAt, h.asked, c.End) && !anyIn(frozen[c.proc()], h.asked, c.End) &&
-				!anyIn(outage, h.asked, c.End) && !slowDuring(faults, c.proc(), h.asked, c.End) {
+				!anyIn(outage, h.asked, c.End) && !slowDuring(faults, c.proc(), h.asked, c.End) &&
+				!(lim.Redlock && redlockCopiesLost(faults, partial[c.Key], byKey[c.Key], h, c.End)) {
 				r.UnlockLies = append(r.UnlockLies, fmt.Sprintf("%s %s: Unlock at %s said not held, and nothing had ended the hold", c.Holder, c.Key, ts(c.Start)))
 			}
 		}
@@ -568,6 +569,40 @@ type ownedInterval struct {
 func othersNear(ivs []ownedInterval, holder string, t int64) bool {
 	for _, iv := range ivs {
 		if iv.holder != holder && iv.covers(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// redlockCopiesLost reports whether h's copies on two masters may have
+// gone while it was held, which loses a Redlock lease however its renewals
+// go: two masters faulted in its time (a restart empties one, a hang or
+// cut longer than the lease lets its copy expire, and a renewal restores a
+// copy only while a quorum still holds it), or one faulted while another
+// master was held by someone else's minority copy when h was acquired (the
+// acquire then got exactly a majority, one of which the fault took).
+func redlockCopiesLost(faults []Fault, partial []ownedInterval, others []*holdSpan, h *holdSpan, end int64) bool {
+	nodes := map[string]bool{}
+	for _, f := range faults {
+		switch f.Kind {
+		case FaultNodeRestart, FaultNodeHang, FaultNodeNet:
+			if downFault(f) && f.Start <= end && f.End >= h.asked {
+				nodes[f.Target] = true
+			}
+		}
+	}
+	if len(nodes) >= 2 {
+		return true
+	}
+	if len(nodes) == 0 {
+		return false
+	}
+	if othersNear(partial, h.holder, h.acq) {
+		return true
+	}
+	for _, o := range others {
+		if o != h && o.minority > 0 && o.unlockAt <= h.acq && o.minority >= h.acq {
 			return true
 		}
 	}

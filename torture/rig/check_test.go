@@ -117,6 +117,22 @@ func TestCheckRules(t *testing.T) {
 			t.Fatalf("unlock lies %v after the holder was told of the loss", r.UnlockLies)
 		}
 	})
+	t.Run("Redlock copies lost", func(t *testing.T) {
+		// a's Unlock says not held (its renewals found too few copies):
+		// honest when two masters were faulted in its time, not with one.
+		lim := lim
+		lim.Redlock = true
+		unlock := Event{Ev: "call", Worker: "a", Key: "k", Holder: "a#1", Op: "unlock", Start: ms(400), End: ms(401), Res: ResNotHeld}
+		ev := []Event{acq("a", "a#1", 0, 1, 10), end("a", "a#1", 400), unlock}
+		one := []Fault{{Kind: FaultNodeRestart, Target: "n1", Start: ms(100), End: ms(300)}}
+		two := append(one, Fault{Kind: FaultNodeHang, Target: "n2", Start: ms(200), End: ms(350)})
+		if r := Check(ev, nil, one, lim); len(r.UnlockLies) != 1 {
+			t.Fatalf("unlock lies %v: one master faulted, the other two held it", r.UnlockLies)
+		}
+		if r := Check(ev, nil, two, lim); len(r.UnlockLies) != 0 {
+			t.Fatalf("unlock lies %v: two masters faulted in its time", r.UnlockLies)
+		}
+	})
 	t.Run("write after loss", func(t *testing.T) {
 		ev := []Event{{Ev: "write", Worker: "a", Key: "k", Holder: "a#1", Start: ms(5), End: ms(6), Live: false}}
 		if r := Check(ev, nil, nil, lim); len(r.WriteAfter) != 1 {
