@@ -296,9 +296,8 @@ func TestGrantBehindManyOthers(t *testing.T) {
 			}
 			h := p.HoldReply(script(t, "acquire", key), 1500*time.Millisecond)
 			type res struct {
-				err     error
-				replied time.Time
-				got     time.Time
+				err error
+				got time.Time
 			}
 			late := make(chan res, 1)
 			go func() {
