@@ -186,10 +186,7 @@ func TestSlowRepliesWhenGranted(t *testing.T) {
 		t.Run("mutant="+mutant, func(t *testing.T) {
 			srv := redistest.Start(t)
 			holder, direct := locktest.NewLocker(t, srv)
-			p := redistest.StartProxy(t, srv.Addr)
-			c := redis.NewClient(&redis.Options{Addr: p.Addr})
-			t.Cleanup(func() { c.Close() })
-			waiter := locktest.Locker(t, c, core.WithMutants(mutant))
+			waiter, p := locktest.ProxiedLocker(t, srv, core.WithMutants(mutant))
 			warm(t, waiter)
 			ctx := locktest.Context(t)
 			failed := 0
@@ -264,10 +261,7 @@ func TestGrantBehindManyOthers(t *testing.T) {
 			srv := redistest.Start(t)
 			holder, direct := locktest.NewLocker(t, srv)
 			others, _ := locktest.NewLocker(t, srv)
-			p := redistest.StartProxy(t, srv.Addr)
-			c := redis.NewClient(&redis.Options{Addr: p.Addr})
-			t.Cleanup(func() { c.Close() })
-			l := locktest.Locker(t, c, core.WithMutants(mutant))
+			l, p := locktest.ProxiedLocker(t, srv, core.WithMutants(mutant))
 			warm(t, l)
 			ctx := locktest.Context(t)
 			const key, ahead = "behind", 70

@@ -31,6 +31,16 @@ func NewLocker(t testing.TB, srv *redistest.Server, opts ...core.Option) (*core.
 	return Locker(t, c, opts...), c
 }
 
+// ProxiedLocker returns a Locker whose client reaches srv through a fault
+// proxy of its own (closed with t), and the proxy.
+func ProxiedLocker(t testing.TB, srv *redistest.Server, opts ...core.Option) (*core.Locker, *redistest.Proxy) {
+	t.Helper()
+	p := redistest.StartProxy(t, srv.Addr)
+	c := redis.NewClient(&redis.Options{Addr: p.Addr})
+	t.Cleanup(func() { c.Close() })
+	return Locker(t, c, opts...), p
+}
+
 // Cycle locks key with l and unlocks it, failing b on an error: the core
 // cycle the adapters' benchmarks compare a locked route with.
 func Cycle(b *testing.B, l *core.Locker, key string) {
