@@ -110,7 +110,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 	case ended > 0:
 		return 0, 0, "", errEnded
 	case granted >= r.quorum:
-		if err := r.raiseFences(ctx, k, owner, fence, ttlD, res, errs); err != nil {
+		if err := r.raiseFences(ctx, k, owner, fence, ttlD); err != nil {
 			return 0, 0, "", err
 		}
 		return fence, 0, "", nil
@@ -124,17 +124,17 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 	return 0, 0, "", r.unavailableNodes(errs)
 }
 
-// raiseFences makes fence the floor of every granting node's fence floor, so
+// raiseFences makes fence the floor of a quorum of nodes' fence floors, so
 // that the next holder's fence, issued by a quorum that shares a node with
-// this one, is above it, and the fence their lock hash answers (Inspect,
-// re-entry). It needs a quorum of nodes to confirm.
-func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner string, fence int64, ttl time.Duration, got []nodeAcquire, errs []error) error {
+// that one, is above it; on the nodes that hold the lock for owner it is
+// also the fence their lock hash answers (Inspect, re-entry). Any quorum
+// will do, not only the nodes that granted (a straggler still granting, or
+// one that was busy, confirms as well): an acquire decided on exactly a
+// quorum of grants is then not failed by one of them slow to confirm.
+func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner string, fence int64, ttl time.Duration) error {
 	arg := strconv.FormatInt(fence, 10)
 	confirmed := 0
 	res, ferrs := fanOutUntil(ctx, r, perNode(ttl), func(cctx context.Context, i int, n *single) (bool, error) {
-		if errs[i] != nil || got[i].fence == 0 {
-			return false, nil
-		}
 		err := fenceScript.Run(cctx, n.c, []string{k.names[1], k.hash()}, arg, n.windowArg, owner).Err()
 		return err == nil, err
 	}, func(ok bool, _ error) bool {
@@ -325,9 +325,9 @@ func ttlOf(ttl any) time.Duration {
 // Renewals need a majority too: a lease whose majority is gone is lost
 // (its context cancelled with ErrLockLost); a node that answers without the
 // lock while a majority holds it gets it back. The fence is the largest of
-// the majority's, made the floor of their fence floors before Lock returns,
-// so fences increase across holders as long as a majority of nodes keeps
-// its data. Outcomes: busy on a majority, ErrNotObtained; too few nodes
+// the majority's, made the fence floor of a majority of the nodes before
+// Lock returns, so fences increase across holders as long as a majority of
+// nodes keeps its data. Outcomes: busy on a majority, ErrNotObtained; too few nodes
 // answering, ErrUnavailable joined with a *NodeError per node that did not.
 // opts are New's.
 //

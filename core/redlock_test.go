@@ -509,3 +509,51 @@ func TestRedlockWaitersTakeTurns(t *testing.T) {
 		})
 	}
 }
+
+// An acquire decided on exactly a quorum of grants (the third master held by
+// another owner) does not fail when one of the granting masters is slow to
+// confirm the fence floor: any quorum of masters may carry it, the busy one
+// too. Before, only the granting masters were asked, so the slow one made a
+// healthy majority answer ErrUnavailable. Control: the busy master slow to
+// confirm as well leaves one confirmation, too few.
+func TestRedlockFenceFloorOnAnyQuorum(t *testing.T) {
+	srvs, cs := masters(t, 3)
+	ctx := locktest.Context(t)
+	for _, control := range []bool{false, true} {
+		key := "quorum:" + strconv.FormatBool(control)
+		// The third master: held by another owner, so it answers busy.
+		if err := cs[2].HSet(ctx, "lockgate:{"+key+"}", "owner", "someone-else", "fence", 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+		cs[2].PExpire(ctx, "lockgate:{"+key+"}", time.Minute)
+		var clients []redis.UniversalClient
+		for i, s := range srvs {
+			addr := s.Addr
+			if i == 1 || i == 2 && control {
+				p := redistest.StartProxy(t, s.Addr)
+				p.HoldReply(script(t, "fence", key), 300*time.Millisecond)
+				addr = p.Addr
+			}
+			c := redis.NewClient(&redis.Options{Addr: addr})
+			t.Cleanup(func() { c.Close() })
+			clients = append(clients, c)
+		}
+		l, err := core.NewRedlock(clients)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		s, err := l.TryLock(ctx, key, core.WithTTL(2*time.Second)) // one attempt
+		switch {
+		case control && !errors.Is(err, core.ErrUnavailable):
+			t.Fatalf("control: two of three masters slow to confirm the fence = %v, want ErrUnavailable", err)
+		case control:
+		case err != nil:
+			t.Fatalf("granted by two masters, one slow to confirm the fence = %v, want the lock", err)
+		default:
+			if err := s.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
