@@ -46,6 +46,28 @@ func redlockOn(t *testing.T, srvs []*redistest.Server, opts ...core.Option) *cor
 	return l
 }
 
+// redlockVia is redlockOn with some masters behind a fault proxy of their
+// own: via(i, p) sets up proxy p for master i and reports whether to use it.
+func redlockVia(t *testing.T, srvs []*redistest.Server, via func(i int, p *redistest.Proxy) bool) *core.Locker {
+	t.Helper()
+	var clients []redis.UniversalClient
+	for i, s := range srvs {
+		addr := s.Addr
+		if p := redistest.StartProxy(t, s.Addr); via(i, p) {
+			addr = p.Addr
+		}
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { c.Close() })
+		clients = append(clients, c)
+	}
+	l, err := core.NewRedlock(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 func TestNewRedlockRejects(t *testing.T) {
 	srvs, cs := masters(t, 3)
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srvs[0].Addr}})
@@ -318,24 +340,13 @@ func TestRedlockHungNode(t *testing.T) {
 func TestRedlockFenceFloor(t *testing.T) {
 	srvs, cs := masters(t, 5)
 	lockerOn := func() *core.Locker {
-		var clients []redis.UniversalClient
-		for i, s := range srvs {
-			addr := s.Addr
-			if i >= 3 {
-				p := redistest.StartProxy(t, s.Addr)
-				p.SetLatency(50 * time.Millisecond)
-				addr = p.Addr
+		return redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool {
+			if i < 3 {
+				return false
 			}
-			c := redis.NewClient(&redis.Options{Addr: addr})
-			t.Cleanup(func() { c.Close() })
-			clients = append(clients, c)
-		}
-		l, err := core.NewRedlock(clients)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		return l
+			p.SetLatency(50 * time.Millisecond)
+			return true
+		})
 	}
 	a, b := lockerOn(), lockerOn()
 	ctx := locktest.Context(t)
@@ -526,23 +537,13 @@ func TestRedlockFenceFloorOnAnyQuorum(t *testing.T) {
 			t.Fatal(err)
 		}
 		cs[2].PExpire(ctx, "lockgate:{"+key+"}", time.Minute)
-		var clients []redis.UniversalClient
-		for i, s := range srvs {
-			addr := s.Addr
+		l := redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool {
 			if i == 1 || i == 2 && control {
-				p := redistest.StartProxy(t, s.Addr)
 				p.HoldReply(script(t, "fence", key), 300*time.Millisecond)
-				addr = p.Addr
+				return true
 			}
-			c := redis.NewClient(&redis.Options{Addr: addr})
-			t.Cleanup(func() { c.Close() })
-			clients = append(clients, c)
-		}
-		l, err := core.NewRedlock(clients)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
+			return false
+		})
 		s, err := l.TryLock(ctx, key, core.WithTTL(2*time.Second)) // one attempt
 		switch {
 		case control && !errors.Is(err, core.ErrUnavailable):

@@ -41,12 +41,12 @@
 // reads the server's clock for the fence, and a first attempt's fence is
 // that reading, compared with the midpoint of the call's round trip (error
 // at most half of it). Locks depend on clocks running at the same rate, not
-// on agreeing (seed 003's clock drift): watch the offset move, not its
+// on agreeing (clock drift): watch the offset move, not its
 // value.
 //
 // # Queries
 //
-// The figures operators watch (seed 003), in PromQL as the Prometheus
+// The figures operators watch, in PromQL as the Prometheus
 // exporter names the instruments (units as suffixes, _total on counters):
 //
 //	# hit rate: calls that got the lock, of all calls

@@ -20,7 +20,7 @@ var (
 	ErrStaleFence = errors.New("seckill: stale fencing token")
 )
 
-// Messages sent to clients for each outcome (the seed's wording).
+// Messages sent to clients for each outcome (the wording of the original single-node service).
 const (
 	MsgAlreadyPurchased = "User has already purchased"
 	MsgOutOfStock       = "Out of stock"

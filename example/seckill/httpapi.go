@@ -143,8 +143,8 @@ func (s fiberV3Server) Shutdown(ctx context.Context) error { return s.app.Shutdo
 
 // Defaults of the service's Config.
 const (
-	DefaultWait      = 2 * time.Second  // the seed's blocking_timeout
-	DefaultTTL       = 10 * time.Second // the seed's timeout
+	DefaultWait      = 2 * time.Second  // how long a request waits for the lock (a blocking timeout)
+	DefaultTTL       = 10 * time.Second // the lock's lease time
 	DefaultBodyLimit = 1024             // bytes; the order endpoint takes no body
 )
 

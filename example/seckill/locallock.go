@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// LocalLocks is the seed's single-node lock: one in-process mutex per key.
+// LocalLocks is a single-node lock: one in-process mutex per key.
 // It serialises requests that reach the same process and nothing else, so
 // behind a load balancer with several nodes one user can still place
 // several orders. The zero value is ready to use; entries are removed when

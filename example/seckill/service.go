@@ -8,8 +8,8 @@ import (
 )
 
 // OrderKey is the lock name of one user's order of one voucher:
-// "order:<user>:<voucher>", as the seed and the adapters' key template
-// "order:{query.user_id}:{path.voucher_id}" spell it.
+// "order:<user>:<voucher>", as the adapters' key template
+// "order:{query.user_id}:{path.voucher_id}" spells it.
 func OrderKey(userID, voucherID int64) string {
 	return fmt.Sprintf("order:%d:%d", userID, voucherID)
 }
@@ -25,7 +25,7 @@ type Service struct {
 	enter func(ctx context.Context, userID, voucherID int64)
 }
 
-// Order places user's order of voucher, as the seed does: count the user's
+// Order places user's order of voucher, as a single-node service does: count the user's
 // orders for the voucher (its own statement); if there is one, fail with
 // ErrAlreadyPurchased; else PlaceOrder in one transaction. When ctx carries
 // a lockgate lease (core.FromContext), the order records the lease's fence

@@ -167,7 +167,7 @@ func (s *Store) exec(ctx context.Context, st string) error {
 }
 
 // EnsureUniqueIndex adds the unique index on orders(user_id, voucher_id):
-// the database backstop of the seed's "AP mode" (serve -unique-index). It
+// the database backstop of an availability-first ("AP") mode (serve -unique-index). It
 // fails when the orders already hold duplicates.
 func (s *Store) EnsureUniqueIndex(ctx context.Context) error {
 	if err := s.exec(ctx, `CREATE UNIQUE INDEX IF NOT EXISTS orders_one_per_user ON orders (user_id, voucher_id)`); err != nil {
@@ -236,14 +236,14 @@ func (s *Store) VoucherExists(ctx context.Context, id int64) (bool, error) {
 
 // CountOrders returns how many orders user holds for voucher. It runs as a
 // statement of its own, outside any write transaction: the "check" of the
-// seed's check-then-insert.
+// single-node service's check-then-insert.
 func (s *Store) CountOrders(ctx context.Context, userID, voucherID int64) (int64, error) {
 	var n int64
 	err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM orders WHERE user_id = ? AND voucher_id = ?`), userID, voucherID).Scan(&n)
 	return n, err
 }
 
-// PlaceOrder is the "insert" of the seed's check-then-insert, in one
+// PlaceOrder is the "insert" of the check-then-insert, in one
 // transaction: when fence > 0 it records fence as the last seen for
 // lockKey and fails with ErrStaleFence if a higher one is already
 // recorded; it takes one from the voucher's stock with an atomic
