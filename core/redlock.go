@@ -134,23 +134,22 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner string, fence int64, ttl time.Duration) error {
 	arg := strconv.FormatInt(fence, 10)
 	confirmed := 0
-	res, ferrs := fanOutUntil(ctx, r, perNode(ttl), func(cctx context.Context, i int, n *single) (bool, error) {
-		err := fenceScript.Run(cctx, n.c, []string{k.names[1], k.hash()}, arg, n.windowArg, owner).Err()
-		return err == nil, err
-	}, func(ok bool, _ error) bool {
-		if ok {
+	_, errs := fanOutUntil(ctx, r, perNode(ttl), func(cctx context.Context, i int, n *single) (struct{}, error) {
+		return struct{}{}, fenceScript.Run(cctx, n.c, []string{k.names[1], k.hash()}, arg, n.windowArg, owner).Err()
+	}, func(_ struct{}, err error) bool {
+		if err == nil {
 			confirmed++
 		}
 		return confirmed >= r.quorum
 	})
-	raised := 0
-	for i := range res {
-		if ferrs[i] == nil && res[i] {
+	raised := 0 // (decided is not told of the last answer: count them here)
+	for _, err := range errs {
+		if err == nil {
 			raised++
 		}
 	}
 	if raised < r.quorum {
-		return r.unavailableNodes(ferrs)
+		return r.unavailableNodes(errs)
 	}
 	return nil
 }
