@@ -3,8 +3,12 @@ package core
 import (
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
+	"net"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // acquisition is one Lock or TryLock call that goes to Redis.
@@ -22,6 +26,11 @@ type acquisition struct {
 	// refreshes of the queue entry: sentAt[i] is when refresh i+1 was sent
 	// (monotonic ns), the moment a hold granted on it is valid from
 	sentAt []int64
+
+	// uncertain: an attempt of this owner failed after it may have reached
+	// Redis (no answer in time, a cut connection): it may have run, or
+	// still run, unseen; the hold's release then leaves a done marker
+	uncertain bool
 
 	unavail  error         // the last attempt failed (Redlock: too few nodes answered)
 	retryIn  time.Duration // a queued waiter's wait before it tries again after a failure
@@ -112,6 +121,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		a.again()
 		return nil, nil
 	}
+	if err == errLate || err == nil && r.err != nil && r.err != errEnded && r.err != errSplit {
+		a.uncertain = true
+	}
 	switch {
 	case err == errLate:
 		err = unavailable("acquire", errNoAnswer)
@@ -140,13 +152,14 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 			a.again()
 			a.unavail = err
 			return nil, nil
-		case a.waited && r.err != errEnded:
-			// A queued waiter keeps its place and its owner through a
-			// failure (a node restarting, a failover, a cut connection): it
-			// tries again soon, and its next answer tells whether this
-			// attempt took the lock; unavailable only if the budget ends
-			// first. (errEnded, its own wait undone, ends it: nothing of a
-			// wait is undone while it goes on.)
+		case a.waited && r.err != errEnded, a.waits && transient(r.err):
+			// A waiting call keeps its owner (and, queued, its place)
+			// through a failure that may pass (a node restarting, a
+			// failover, a cut connection): it tries again soon, and its
+			// next answer tells whether this attempt took the lock;
+			// unavailable only if the budget ends first. (errEnded, its own
+			// wait undone, ends it: nothing of a wait is undone while it
+			// goes on.)
 			a.unavail = err
 			a.retryIn = min(max(2*a.retryIn, retryMin), refresh(a.o.ttl))
 			return nil, nil
@@ -186,6 +199,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt int64, claim bool) (*Lease, error) {
 	l := a.l
 	s := newHeld(ctx, l, a.key, a.keys, a.owner, a.o, fence, validUntil, renewAt, claim)
+	s.h.uncertain.Store(a.uncertain)
 	if !l.wd.add(s.h) {
 		a.undo()
 		return nil, ErrClosed
@@ -217,6 +231,28 @@ func jitter(d time.Duration) time.Duration {
 
 var noEntry any = ""
 
-// retryMin is how soon a queued waiter first tries again after a failed
+// retryMin is how soon a waiting call first tries again after a failed
 // attempt; the wait doubles up to its refresh interval.
 const retryMin = 25 * time.Millisecond
+
+// transient reports whether err is a failure that may pass by itself and
+// that the client would have re-sent the call after (see once): the
+// connection (a dial, a read or write timeout, a cut), a full pool, or a
+// server that is loading, read-only for now or between masters.
+func transient(err error) bool {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, redis.ErrPoolTimeout) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	for _, p := range transientPrefixes {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
+var transientPrefixes = []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "ERR max number of clients reached"}

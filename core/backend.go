@@ -29,10 +29,12 @@ type backend interface {
 	acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (fence int64, wait time.Duration, holder string, err error)
 	// release gives up owner's hold, handing the lock to the first live
 	// waiter, or owner's place in the queue: held reports whether owner
-	// held the lock (a copy of a release that already happened reports true
-	// again). It marks owner's hold as ended, so that a late copy of its
-	// acquire does nothing.
-	release(ctx context.Context, k *lockKeys, owner string) (held bool, err error)
+	// held the lock. With marker it leaves owner's done marker, so that a
+	// copy of an acquire of owner still in flight does nothing when it
+	// arrives, and a copy of this release reports held again: the caller
+	// asks for it when a call of owner's may have run without its answer
+	// (see once); a release after calls that were all answered needs none.
+	release(ctx context.Context, k *lockKeys, owner string, marker bool) (held bool, err error)
 	// forceRelease is release by an operator (ForceRelease): held only if
 	// owner holds the lock now (a copy of a release that already happened
 	// does not count), and owner's own later release reports not held.
@@ -95,8 +97,8 @@ func (s *single) node(ctx context.Context, key string) (redis.Cmdable, error) {
 // acked sends script and WAIT ackN ackTimeout in one pipeline (the script
 // again with its source if the server's cache lacked it) and returns the
 // script's command and the number of replicas that acknowledged.
-func (s *single) acked(ctx context.Context, script *redis.Script, keys []string, args ...any) (*redis.Cmd, int64, error) {
-	c, err := s.node(ctx, keys[0])
+func (s *single) acked(ctx context.Context, script *script, key string, keys []any, args ...any) (*redis.Cmd, int64, error) {
+	c, err := s.node(ctx, key)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -119,11 +121,11 @@ func (s *single) notReplicated(got int64) error {
 }
 
 // run sends script for one acquire or release.
-func (s *single) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+func (s *single) run(ctx context.Context, script *script, keys []any, args ...any) *redis.Cmd {
 	if s.pipe != nil {
 		return s.pipe.run(ctx, script, keys, args...)
 	}
-	return script.Run(ctx, s.c, keys, args...)
+	return script.run(ctx, s.c, keys, args...)
 }
 
 func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (int64, time.Duration, string, error) {
@@ -136,12 +138,12 @@ func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, en
 	var acks int64
 	var ackErr error
 	if s.ackN > 0 {
-		cmd, acks, ackErr = s.acked(ctx, s.scripts.acquire, keys[:], args...)
+		cmd, acks, ackErr = s.acked(ctx, s.scripts.acquire, k.hash(), keys, args...)
 		if cmd == nil {
 			return 0, 0, "", ackErr
 		}
 	} else {
-		cmd = s.run(ctx, s.scripts.acquire, keys[:], args...)
+		cmd = s.run(ctx, s.scripts.acquire, keys, args...)
 	}
 	v, holder, err := acquireReply(cmd)
 	switch {
@@ -181,20 +183,26 @@ func acquireReply(cmd *redis.Cmd) (int64, string, error) {
 	return 0, "", fmt.Errorf("unexpected acquire reply %v", r)
 }
 
-func (s *single) release(ctx context.Context, k *lockKeys, owner string) (bool, error) {
-	keys := k.script(owner)
-	n, err := s.run(ctx, s.scripts.release, keys[:], owner, s.windowArg, s.markerArg).Int64()
+func (s *single) release(ctx context.Context, k *lockKeys, owner string, marker bool) (bool, error) {
+	m := noMarker
+	if marker {
+		m = s.markerArg
+	}
+	n, err := s.run(ctx, s.scripts.release, k.script(owner), owner, s.windowArg, m).Int64()
 	return n == 0, err
 }
 
+// noMarker is the release script's marker lifetime for a release that
+// leaves no done marker.
+var noMarker any = "0"
+
 func (s *single) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {
-	keys := k.script(owner)
-	n, err := s.scripts.release.Run(ctx, s.c, keys[:], owner, s.windowArg, s.markerArg, "force").Int64()
+	n, err := s.scripts.release.run(ctx, s.c, k.script(owner), owner, s.windowArg, s.markerArg, "force").Int64()
 	return n == 0, err
 }
 
 func (s *single) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
-	n, err := pttlScript.Run(ctx, s.c, k.names[:1], owner).Int64()
+	n, err := pttlScript.run(ctx, s.c, k.boxed[:1], owner).Int64()
 	if err != nil {
 		return 0, err
 	}
@@ -275,10 +283,10 @@ func (s *single) renew(ctx context.Context, batch []renewal, part []int) {
 	}
 	sc := make([]*scriptCall, len(calls))
 	for gi, g := range calls {
-		keys := make([]string, len(g))
+		keys := make([]any, len(g))
 		args := make([]any, 0, 2*len(g))
 		for j, i := range g {
-			keys[j] = batch[i].keys.hash()
+			keys[j] = batch[i].keys.boxed[0]
 			args = append(args, batch[i].ownerArg, batch[i].ttlArg)
 		}
 		sc[gi] = &scriptCall{script: renewScript, keys: keys, args: args}

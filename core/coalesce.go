@@ -21,9 +21,8 @@ import (
 // A queued caller waits for its answer or for its context to end (then its
 // call may still be sent: its caller treats it as a call whose reply was
 // late, and undoes it — the scripts' done markers make an undo that reaches
-// Redis first stop a late acquire). A pipelined call has go-redis's retry
-// semantics (the whole pipeline is re-sent on a timeout), which the scripts
-// are made for: each is safe to run twice.
+// Redis first stop a late acquire). A pipeline of scripts is never re-sent
+// by the client (see once): a failed one is its callers' to undo.
 type coalescer struct {
 	c     *redis.Client
 	spawn func(func()) bool // runs a batch on a goroutine the Locker tracks; false once closed
@@ -44,12 +43,12 @@ type queuedCall struct {
 // run sends script (EVALSHA, falling back to EVAL when the server's script
 // cache lacks it) and returns its answered command, or one failed with
 // ctx's error if ctx ended while it waited in the queue.
-func (p *coalescer) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+func (p *coalescer) run(ctx context.Context, script *script, keys []any, args ...any) *redis.Cmd {
 	p.mu.Lock()
 	if p.inFlight < coalesceSlots {
 		p.inFlight++
 		p.mu.Unlock()
-		cmd := script.Run(ctx, p.c, keys, args...)
+		cmd := script.run(ctx, p.c, keys, args...)
 		p.next(ctx)
 		return cmd
 	}

@@ -214,7 +214,7 @@ func inspectReply(cmd *redis.Cmd) (lockState, error) {
 }
 
 func (s *single) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
-	return inspectReply(inspectScript.Run(ctx, s.c, []string{k.names[0], k.names[3]}))
+	return inspectReply(inspectScript.run(ctx, s.c, []any{k.boxed[0], k.boxed[3]}))
 }
 
 // scan calls fn with each key matching glob that is a hash, on every

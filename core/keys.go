@@ -14,6 +14,7 @@ type lockKeys struct {
 	// (zset) and their entries (hash); an array so that the scripts' KEYS
 	// slices need no allocation.
 	names [4]string
+	boxed [4]any // names, boxed once for the script calls
 }
 
 func (k *lockKeys) hash() string { return k.names[0] }
@@ -23,8 +24,8 @@ func (k *lockKeys) hash() string { return k.names[0] }
 func (k *lockKeys) marker(owner string) string { return k.names[0] + ":done:" + owner }
 
 // script returns the KEYS of the acquire and release scripts for owner.
-func (k *lockKeys) script(owner string) [5]string {
-	return [5]string{k.names[0], k.names[1], k.marker(owner), k.names[2], k.names[3]}
+func (k *lockKeys) script(owner string) []any {
+	return []any{k.boxed[0], k.boxed[1], k.marker(owner), k.boxed[2], k.boxed[3]}
 }
 
 var (
@@ -38,8 +39,17 @@ func (l *Locker) keysFor(name string) lockKeys {
 		// mapping from names to keys one-to-one.
 		name = braceEscaper.Replace(name)
 	}
-	q := l.opts.prefix + "{" + name + "}:qt" // the hash and the queue are slices of it
-	return lockKeys{names: [4]string{q[:len(q)-len(":qt")], l.floorKey(name), q[:len(q)-1], q}}
+	return newLockKeys(l.opts.prefix+"{"+name+"}", l.floorKey(name))
+}
+
+// newLockKeys returns the keys of the lock whose hash is hash and whose
+// slot's fence floor is floor.
+func newLockKeys(hash, floor string) lockKeys {
+	k := lockKeys{names: [4]string{hash, floor, hash + ":q", hash + ":qt"}}
+	for i, n := range k.names {
+		k.boxed[i] = n
+	}
+	return k
 }
 
 func validateKey(name string) error {

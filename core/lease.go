@@ -23,6 +23,15 @@ type hold struct {
 	release  time.Duration // release timeout
 	first    *Lease        // its context is the parent of every re-entry's
 
+	// uncertain: a call of this owner may have run without its answer (an
+	// attempt that failed, a release that failed): its release leaves a
+	// done marker (see backend.release)
+	uncertain atomic.Bool
+	// releaseSent: a release whose answer was lost was sent while the hold
+	// was valid; a later release that finds the lock gone finds that one's
+	// work (no other owner could have taken the lock before it ran)
+	releaseSent atomic.Bool
+
 	count      atomic.Int32 // leases holding it; 0 once the last one unlocked
 	end        atomic.Int32 // why it ended (endLive while held)
 	ttl        atomic.Int64 // current lease time (ns), changed by Extend
@@ -313,6 +322,7 @@ func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 	held, err := l.releaseBounded(ctx, h)
 	if err == nil {
 		l.undos.answered()
+		held = held || h.releaseSent.Load()
 	}
 	switch {
 	case err != nil:
@@ -329,18 +339,35 @@ func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 }
 
 // releaseBounded runs the release script within the hold's release
-// timeout, detached from ctx's cancellation. A release not answered in time
-// goes on in the background; its late answer still ends the hold.
+// timeout, detached from ctx's cancellation, and sends it again (leaving a
+// done marker) after a failure that may pass while time is left. A release
+// not answered in time goes on in the background; its late answer still
+// ends the hold.
 func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 	type result struct {
 		held bool
 		err  error
 	}
 	r, err := bounded(l, context.WithoutCancel(ctx), time.Now().Add(h.release), func(cctx context.Context) result {
-		held, err := l.be.release(cctx, &h.keys, h.owner)
-		return result{held, err}
+		backoff := retryMin
+		for {
+			valid := l.mono() < h.validUntil.Load()
+			held, err := l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
+			if err == nil {
+				return result{held, nil}
+			}
+			// It may have run: any copy from now on leaves a marker.
+			h.uncertain.Store(true)
+			if valid {
+				h.releaseSent.Store(true)
+			}
+			if !transient(err) || !sleepCtx(cctx, backoff) {
+				return result{false, err}
+			}
+			backoff *= 2
+		}
 	}, func(r result) {
-		if r.err == nil && r.held {
+		if r.err == nil && (r.held || h.releaseSent.Load()) {
 			h.end.CompareAndSwap(endLive, endReleased)
 		} else if r.err == nil {
 			h.end.CompareAndSwap(endLive, endNotHeld)
@@ -355,6 +382,18 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 		return false, unavailable("release", r.err)
 	}
 	return r.held, nil
+}
+
+// sleepCtx waits d, or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // leaseCtx is the lease's lifetime context: a cancelable context whose

@@ -158,7 +158,7 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 				err  error
 			}
 			r, err := bounded(l, ctx, time.Time{}, func(cctx context.Context) result {
-				held, err := l.be.release(cctx, &h.keys, h.owner)
+				held, err := l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
 				return result{held, err}
 			}, nil)
 			switch {

@@ -3,8 +3,6 @@ package core
 import (
 	"fmt"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // mutants are defects that were fixed, put back on purpose: the controls
@@ -101,7 +99,7 @@ func parseMutants(list string) (mutants, error) {
 		}
 	}
 	if q != queueSrc {
-		m.scripts = &scripts{redis.NewScript(withQueue(acquireSrc, q)), redis.NewScript(withQueue(releaseSrc, q))}
+		m.scripts = &scripts{newScript(withQueue(acquireSrc, q)), newScript(withQueue(releaseSrc, q))}
 	}
 	return m, nil
 }

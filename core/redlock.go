@@ -135,7 +135,7 @@ func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner string, fe
 	arg := strconv.FormatInt(fence, 10)
 	confirmed := 0
 	_, errs := fanOutUntil(ctx, r, perNode(ttl), func(cctx context.Context, i int, n *single) (struct{}, error) {
-		return struct{}{}, fenceScript.Run(cctx, n.c, []string{k.names[1], k.hash()}, arg, n.windowArg, owner).Err()
+		return struct{}{}, fenceScript.run(cctx, n.c, []any{k.boxed[1], k.boxed[0]}, arg, n.windowArg, owner).Err()
 	}, func(_ struct{}, err error) bool {
 		if err == nil {
 			confirmed++
@@ -154,9 +154,11 @@ func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner string, fe
 	return nil
 }
 
-func (r *redlock) release(ctx context.Context, k *lockKeys, owner string) (bool, error) {
+// release always leaves done markers: an acquire decided by a majority may
+// still run on the other nodes, unseen.
+func (r *redlock) release(ctx context.Context, k *lockKeys, owner string, _ bool) (bool, error) {
 	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *single) (bool, error) {
-		return n.release(cctx, k, owner)
+		return n.release(cctx, k, owner, true)
 	})
 	held, answered := false, 0
 	for i := range res {

@@ -24,13 +24,78 @@ var (
 	//go:embed scripts/queue.lua
 	queueSrc string
 
-	acquireScript = redis.NewScript(withQueue(acquireSrc, queueSrc))
-	releaseScript = redis.NewScript(withQueue(releaseSrc, queueSrc))
-	renewScript   = redis.NewScript(renewSrc)
-	pttlScript    = redis.NewScript(pttlSrc)
-	fenceScript   = redis.NewScript(fenceSrc)
-	inspectScript = redis.NewScript(inspectSrc)
+	acquireScript = newScript(withQueue(acquireSrc, queueSrc))
+	releaseScript = newScript(withQueue(releaseSrc, queueSrc))
+	renewScript   = newScript(renewSrc)
+	pttlScript    = newScript(pttlSrc)
+	fenceScript   = newScript(fenceSrc)
+	inspectScript = newScript(inspectSrc)
 )
+
+// script is a Lua script as the Locker sends it: by its SHA1 (EVALSHA), and
+// by its source when the server's script cache lacks it.
+type script struct {
+	src, sha string
+}
+
+func newScript(src string) *script { return &script{src: src, sha: redis.NewScript(src).Hash()} }
+
+// once is a command the client sends at most once. go-redis re-sends a
+// command whose reply was late or whose connection failed (MaxRetries); a
+// lock script's caller must know whether its call may have run, so the
+// scripts are never re-sent behind its back: a call that fails after it
+// may have reached Redis is the caller's to undo or to send again (see
+// undo.go), and a call answered ran exactly once. A command refused before
+// it ran (MOVED, ASK, READONLY) is still redirected or re-sent by the client.
+type once struct{ *redis.Cmd }
+
+func (once) NoRetry() bool { return true }
+
+// cmd returns the EVALSHA command of s with keys and args, as once.
+func (s *script) cmd(ctx context.Context, keys []any, args []any) once {
+	argv := make([]any, 0, 3+len(keys)+len(args))
+	argv = append(argv, "evalsha", s.sha, len(keys))
+	argv = append(argv, keys...)
+	argv = append(argv, args...)
+	return once{redis.NewCmd(ctx, argv...)}
+}
+
+// evalFallback turns q's EVALSHA into EVAL with the source, for a server
+// whose cache lacked the script (a restart, a failover, SCRIPT FLUSH).
+func (s *script) evalFallback(ctx context.Context, q once) once {
+	argv := q.Args()
+	argv[0], argv[1] = "eval", s.src
+	return once{redis.NewCmd(ctx, argv...)}
+}
+
+// processor is what sends a command: a client, a node's client or a
+// pipeline.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// run sends s once with keys and args on c (EVALSHA, then EVAL if the
+// server lacks the script) and returns its answered command.
+func (s *script) run(ctx context.Context, c processor, keys []any, args ...any) *redis.Cmd {
+	q := s.cmd(ctx, keys, args)
+	_ = c.Process(ctx, q)
+	if noScript(q.Err()) {
+		q = s.evalFallback(ctx, q)
+		_ = c.Process(ctx, q)
+	}
+	return q.Cmd
+}
+
+func noScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
+
+// strs boxes strings as script keys or arguments.
+func strs(ss ...string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
 
 // withQueue splices the queue's shared functions (queue, the source of
 // queue.lua) into a script's source, after its first line (the #!lua flags
@@ -42,14 +107,14 @@ func withQueue(src, queue string) string {
 
 // scripts are the acquire and release scripts a backend sends: the
 // package's own, or a mutant's (see mutants.go).
-type scripts struct{ acquire, release *redis.Script }
+type scripts struct{ acquire, release *script }
 
 var queueScripts = scripts{acquireScript, releaseScript}
 
 // scriptCall is one script call sent in a pipeline; cmd is its answer.
 type scriptCall struct {
-	script *redis.Script
-	keys   []string
+	script *script
+	keys   []any
 	args   []any
 	cmd    *redis.Cmd
 }
@@ -62,11 +127,12 @@ func pipeScripts(ctx context.Context, c redis.Cmdable, calls []*scriptCall, afte
 	send := func(calls []*scriptCall, sha bool) {
 		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, q := range calls {
-				if sha {
-					q.cmd = q.script.EvalSha(ctx, p, q.keys, q.args...)
-				} else {
-					q.cmd = q.script.Eval(ctx, p, q.keys, q.args...)
+				o := q.script.cmd(ctx, q.keys, q.args)
+				if !sha {
+					o = q.script.evalFallback(ctx, o)
 				}
+				q.cmd = o.Cmd
+				_ = p.Process(ctx, o)
 			}
 			if after != nil {
 				after(p)
@@ -77,7 +143,7 @@ func pipeScripts(ctx context.Context, c redis.Cmdable, calls []*scriptCall, afte
 	send(calls, true)
 	var missing []*scriptCall
 	for _, q := range calls {
-		if err := q.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if noScript(q.cmd.Err()) {
 			missing = append(missing, q)
 		}
 	}

@@ -56,7 +56,7 @@ func (l *Locker) undo(k *lockKeys, owner string, o *callOptions) {
 		for {
 			back := l.undos.wait()
 			ctx, cancel := context.WithTimeout(context.Background(), o.releaseTimeout)
-			_, err := l.be.release(ctx, k, owner)
+			_, err := l.be.release(ctx, k, owner, true)
 			cancel()
 			if err == nil {
 				l.undos.answered()

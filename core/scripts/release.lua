@@ -3,11 +3,14 @@
 -- the lock's queue. The lock goes straight to the first live waiter, in this
 -- call (see grant in queue.lua). Nothing is published when no one waits;
 -- when only waiters that do not queue wait (Redlock's), "f" tells them the
--- lock is free. Safe to run twice: the release leaves a done marker for the
--- owner (KEYS[3], for ARGV[3] ms: longer than the client can take to re-send
--- a call), so a copy of this call answers the same, and a late copy of the
--- owner's acquire does nothing. It runs when Redis is at maxmemory
--- (allow-oom): it frees more than the small marker it writes.
+-- lock is free. With ARGV[3] > 0 it is safe to run twice: the release leaves
+-- a done marker for the owner (KEYS[3], for ARGV[3] ms: longer than a call
+-- can stay in flight), so a copy of this call answers the same, and a late
+-- copy of the owner's acquire does nothing. The client asks for the marker
+-- only when a call of the owner's may have run without its answer; with
+-- ARGV[3] = "0" (every call answered: none can still arrive) it writes and
+-- reads none. It runs when Redis is at maxmemory (allow-oom): it frees more
+-- than the small marker it may write.
 -- KEYS[2] the slot's fence floor, KEYS[4], KEYS[5] the queue (see queue.lua).
 -- ARGV[2] fence window ms.
 -- ARGV[4] "force" (ForceRelease, an operator's): remove ARGV[1]'s hold only if
@@ -29,6 +32,7 @@ if v[1] ~= ARGV[1] then
     local w, exp, seq, tag = head(ms)
     if w then grant(w, exp, seq, tag, now, ms, ARGV[2]) end
   end
+  if ARGV[3] == '0' then return -1 end
   local m = redis.call('GET', KEYS[3])
   if m == '1' then return 0 end
   if not m then
@@ -37,7 +41,9 @@ if v[1] ~= ARGV[1] then
   return -1
 end
 redis.call('DEL', KEYS[1])
-redis.call('SET', KEYS[3], ARGV[4] == 'force' and '0' or '1', 'PX', ARGV[3])
+if ARGV[3] ~= '0' then
+  redis.call('SET', KEYS[3], ARGV[4] == 'force' and '0' or '1', 'PX', ARGV[3])
+end
 if not v[2] then return 0 end -- no one joined the queue while it was held
 local now, ms = clock()
 local w, exp, seq, tag = head(ms)
