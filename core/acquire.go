@@ -78,11 +78,12 @@ func (a *acquisition) ended(ctx context.Context) error {
 	return ctxErr(ctx)
 }
 
-type acquireResult struct {
+// acquireReply is an acquire's answer: the fence (> 0) when the owner holds
+// the lock, or (fence 0) how long to wait and the holder's tag when busy.
+type acquireReply struct {
 	fence  int64
 	wait   time.Duration
 	holder string
-	err    error
 }
 
 // attempt sends the acquire script once (for a waiting caller, a refresh of
@@ -103,26 +104,27 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	if l.opts.observer != nil {
 		wall = time.Now()
 	}
-	r, err := bounded(l, ctx, a.deadline, func(cctx context.Context) acquireResult {
-		fence, wait, holder, err := l.be.acquire(cctx, &a.keys, owner, o.ttlArg, entry, seq, a.tag)
-		return acquireResult{fence, wait, holder, err}
-	}, func(r acquireResult) {
-		if r.err == errEnded || r.err == nil && r.fence == 0 && !a.waits {
+	r, err := bounded(l, ctx, a.deadline, func(cctx context.Context) (acquireReply, error) {
+		return l.be.acquire(cctx, &a.keys, owner, o.ttlArg, entry, seq, a.tag)
+	}, func(r acquireReply, err error) {
+		if err == errEnded || err == nil && r.fence == 0 && !a.waits {
 			return // nothing to undo
 		}
 		a.undoOwner(owner)
 	})
-	if err == nil && (r.err == nil || r.err == errSplit) {
+	if err == nil || err == errSplit {
 		l.undos.answered() // Redis answers: undos waiting for it go now
 	}
-	if err == nil && r.err == errSplit {
+	switch {
+	case err == errSplit:
 		// Redlock: some nodes granted, too few for a majority.
 		a.undoOwner(owner)
 		a.again()
 		return nil, nil
-	}
-	if err == errLate || err == nil && r.err != nil && r.err != errEnded && r.err != errSplit {
-		a.uncertain = true
+	case err == ErrClosed:
+		return nil, err
+	case err != nil && err != errEnded:
+		a.uncertain = true // it may have run, or may still run
 	}
 	switch {
 	case err == errLate:
@@ -135,11 +137,10 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		}
 		return nil, err
 	case err != nil:
-		return nil, err
-	case r.err != nil:
 		// The call's context is not the caller's (bounded detaches it):
 		// a context error here is the budget ending before Redis answered.
-		err := unavailable("acquire", r.err)
+		cause := err
+		err := unavailable("acquire", cause)
 		switch {
 		case ctx.Err() != nil:
 			err = errors.Join(err, ctxErr(ctx))
@@ -152,7 +153,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 			a.again()
 			a.unavail = err
 			return nil, nil
-		case a.waited && r.err != errEnded, a.waits && transient(r.err):
+		case a.waited && cause != errEnded, a.waits && transient(cause):
 			// A waiting call keeps its owner (and, queued, its place)
 			// through a failure that may pass (a node restarting, a
 			// failover, a cut connection): it tries again soon, and its

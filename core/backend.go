@@ -26,7 +26,7 @@ type backend interface {
 	// caller's holder tag (nil when the Locker has no tag function: then
 	// nothing is stored or answered); a busy answer then carries the
 	// holder's as holder.
-	acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (fence int64, wait time.Duration, holder string, err error)
+	acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (acquireReply, error)
 	// release gives up owner's hold, handing the lock to the first live
 	// waiter, or owner's place in the queue: held reports whether owner
 	// held the lock. With marker it leaves owner's done marker, so that a
@@ -128,7 +128,7 @@ func (s *single) run(ctx context.Context, script *script, keys []any, args ...an
 	return script.run(ctx, s.c, keys, args...)
 }
 
-func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (int64, time.Duration, string, error) {
+func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (acquireReply, error) {
 	keys := k.script(owner)
 	args := []any{owner, ttl, s.windowArg, entry, seq, tag}
 	if tag == nil {
@@ -140,30 +140,30 @@ func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, en
 	if s.ackN > 0 {
 		cmd, acks, ackErr = s.acked(ctx, s.scripts.acquire, k.hash(), keys, args...)
 		if cmd == nil {
-			return 0, 0, "", ackErr
+			return acquireReply{}, ackErr
 		}
 	} else {
 		cmd = s.run(ctx, s.scripts.acquire, keys, args...)
 	}
-	v, holder, err := acquireReply(cmd)
+	v, holder, err := readAcquire(cmd)
 	switch {
 	case err == redis.Nil:
-		return 0, 0, "", errEnded
+		return acquireReply{}, errEnded
 	case err != nil:
-		return 0, 0, "", err
+		return acquireReply{}, err
 	case v > 0 && ackErr != nil:
-		return 0, 0, "", ackErr // held, maybe: the caller undoes it
+		return acquireReply{}, ackErr // held, maybe: the caller undoes it
 	case v > 0 && s.ackN > 0 && acks < int64(s.ackN):
-		return 0, 0, "", s.notReplicated(acks)
+		return acquireReply{}, s.notReplicated(acks)
 	case v > 0:
-		return v, 0, "", nil
+		return acquireReply{fence: v}, nil
 	}
-	return 0, time.Duration(-v) * time.Millisecond, holder, nil
+	return acquireReply{wait: time.Duration(-v) * time.Millisecond, holder: holder}, nil
 }
 
-// acquireReply reads the acquire script's answer: a number, or (busy, asked
+// readAcquire reads the acquire script's answer: a number, or (busy, asked
 // with a tag) the number and the holder's tag.
-func acquireReply(cmd *redis.Cmd) (int64, string, error) {
+func readAcquire(cmd *redis.Cmd) (int64, string, error) {
 	r, err := cmd.Result()
 	if err != nil {
 		return 0, "", err

@@ -17,27 +17,29 @@ var errLate = errors.New("no answer in time")
 
 // bounded runs call (which talks to Redis with the context it is given)
 // so that the caller waits at most until deadline (zero: no deadline) or
-// the end of ctx, plus replyGrace, whatever the client's timeouts and
-// retries. The context given to call keeps ctx's values but not its
-// cancellation, and ends at deadline+replyGrace, so that go-redis stops
-// retrying then.
+// the end of ctx, plus replyGrace, whatever the client's timeouts. The
+// context given to call keeps ctx's values but not its cancellation, and
+// ends at deadline+replyGrace. It is the one way every call of the Locker
+// reaches Redis within its caller's budget (Lock, Unlock, Extend, TTL,
+// Inspect and the operators' calls, Shutdown, the server check).
 //
 // A client that honours context deadlines (ContextTimeoutEnabled) bounds
 // the call itself: it runs on the caller's goroutine, and a call cut short
 // returns the client's timeout error. Otherwise it runs on a goroutine of
 // the Locker: if the wait ends first, bounded returns errLate and the
-// result, when it comes, goes to orphan (which undoes what the call may
-// have done). Errors: errLate, or ErrClosed when the Locker is closed.
-func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call func(context.Context) T, orphan func(T)) (T, error) {
+// answer, when it comes, goes to orphan (which undoes what the call may
+// have done). Errors: call's own, errLate, or ErrClosed when the Locker is
+// closed (neither of which a call returns itself).
+func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call func(context.Context) (T, error), orphan func(T, error)) (T, error) {
 	var zero T
 	if deadline.IsZero() && (ctx.Done() == nil || l.ctxDeadlines) {
-		return call(ctx), nil // nothing but the client's timeouts can bound it
+		return call(ctx) // nothing but the client's timeouts can bound it
 	}
 	base := context.WithoutCancel(ctx)
 	if l.ctxDeadlines {
 		cctx, cancel := context.WithDeadline(base, deadline.Add(replyGrace))
 		defer cancel()
-		return call(cctx), nil
+		return call(cctx)
 	}
 	var cctx context.Context
 	var cancel context.CancelFunc
@@ -47,7 +49,7 @@ func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call fun
 		cctx, cancel = context.WithDeadline(base, deadline.Add(replyGrace))
 	}
 	defer cancel()
-	f := startFlight(l, func() T { return call(cctx) }, orphan)
+	f := startFlight(l, func() (T, error) { return call(cctx) }, orphan)
 	if f == nil {
 		return zero, ErrClosed
 	}
@@ -56,7 +58,7 @@ func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call fun
 	for {
 		select {
 		case <-f.done:
-			return f.res, nil
+			return f.res, f.err
 		case <-stop:
 		case <-grace:
 		case <-done:
@@ -69,8 +71,8 @@ func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call fun
 			}
 			continue
 		}
-		if res, ok := f.giveUp(); ok {
-			return res, nil
+		if res, err, ok := f.giveUp(); ok {
+			return res, err
 		}
 		return zero, errLate
 	}

@@ -12,8 +12,9 @@ import (
 type flight[T any] struct {
 	done   chan struct{}
 	res    T
+	err    error
 	state  atomic.Int32 // flightRunning, flightDelivered, flightOrphaned
-	orphan func(T)
+	orphan func(T, error)
 }
 
 const (
@@ -25,12 +26,12 @@ const (
 // startFlight runs call on a goroutine of l. orphan (may be nil) receives
 // the result if the caller stopped waiting first. It returns nil, running
 // nothing, once l is closed.
-func startFlight[T any](l *Locker, call func() T, orphan func(T)) *flight[T] {
+func startFlight[T any](l *Locker, call func() (T, error), orphan func(T, error)) *flight[T] {
 	f := &flight[T]{done: make(chan struct{}), orphan: orphan}
 	if !l.goBackground(func() {
-		f.res = call()
+		f.res, f.err = call()
 		if !f.state.CompareAndSwap(flightRunning, flightDelivered) && f.orphan != nil {
-			f.orphan(f.res)
+			f.orphan(f.res, f.err)
 		}
 		close(f.done)
 	}) {
@@ -41,10 +42,10 @@ func startFlight[T any](l *Locker, call func() T, orphan func(T)) *flight[T] {
 
 // giveUp stops waiting: the result goes to orphan, unless it has just
 // arrived, in which case it is returned with ok true.
-func (f *flight[T]) giveUp() (res T, ok bool) {
+func (f *flight[T]) giveUp() (res T, err error, ok bool) {
 	if f.state.CompareAndSwap(flightRunning, flightOrphaned) {
-		return res, false
+		return res, nil, false
 	}
 	<-f.done // delivered meanwhile
-	return f.res, true
+	return f.res, f.err, true
 }

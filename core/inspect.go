@@ -75,12 +75,6 @@ func (l *Locker) inspect(ctx context.Context, key string) (lockState, error) {
 	return r, nil
 }
 
-// result is a backend call's answer and error, as bounded carries them.
-type result[T any] struct {
-	v   T
-	err error
-}
-
 // boundedCall runs an operator's call (Inspect, ForceRelease, List) within
 // ctx's deadline, plus replyGrace, whatever the client's timeouts, as
 // Lease.TTL does: errLate when Redis has not answered by then (a late
@@ -88,14 +82,7 @@ type result[T any] struct {
 // that they may have).
 func boundedCall[T any](l *Locker, ctx context.Context, call func(context.Context) (T, error)) (T, error) {
 	deadline, _ := ctx.Deadline()
-	r, err := bounded(l, ctx, deadline, func(cctx context.Context) result[T] {
-		v, err := call(cctx)
-		return result[T]{v, err}
-	}, nil)
-	if err != nil {
-		return r.v, err
-	}
-	return r.v, r.err
+	return bounded(l, ctx, deadline, call, nil)
 }
 
 // opError is the error of an operator's call op: ErrClosed as it is,

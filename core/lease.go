@@ -195,24 +195,17 @@ func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	if s == nil || s.h.end.Load() != endLive {
 		return 0, ErrNotHeld
 	}
-	type result struct {
-		d   time.Duration
-		err error
-	}
 	deadline, _ := ctx.Deadline()
-	r, err := bounded(s.h.l, ctx, deadline, func(cctx context.Context) result {
-		d, err := s.h.l.be.pttl(cctx, &s.h.keys, s.h.owner)
-		return result{d, err}
+	d, err := bounded(s.h.l, ctx, deadline, func(cctx context.Context) (time.Duration, error) {
+		return s.h.l.be.pttl(cctx, &s.h.keys, s.h.owner)
 	}, nil)
 	switch {
 	case err == errLate:
 		return 0, unavailable("ttl", errNoAnswer)
-	case err != nil:
-		return 0, err
-	case r.err != nil && r.err != ErrNotHeld:
-		return 0, unavailable("ttl", r.err)
+	case err != nil && err != ErrNotHeld && err != ErrClosed:
+		return 0, unavailable("ttl", err)
 	}
-	return r.d, r.err
+	return d, err
 }
 
 // Extend renews the lease by hand to ttl from now (and makes ttl the lease
@@ -233,16 +226,15 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	sent := h.l.mono()
 	b := []renewal{{keys: &h.keys, ownerArg: h.ownerArg, ttl: ttl, ttlArg: ms(ttl)}}
 	deadline, _ := ctx.Deadline()
-	_, err := bounded(h.l, ctx, deadline, func(cctx context.Context) struct{} {
+	_, err := bounded(h.l, ctx, deadline, func(cctx context.Context) (struct{}, error) {
 		h.l.be.renew(cctx, b, []int{0})
-		return struct{}{}
+		return struct{}{}, b[0].err
 	}, nil)
-	if err == nil {
-		err = b[0].err
-	} else if err == errLate {
+	if err == errLate {
 		err = errNoAnswer
 	}
 	switch {
+	case err == ErrClosed:
 	case err != nil:
 		err = unavailable("extend", err)
 	case !b[0].held:
@@ -344,17 +336,13 @@ func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 // not answered in time goes on in the background; its late answer still
 // ends the hold.
 func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
-	type result struct {
-		held bool
-		err  error
-	}
-	r, err := bounded(l, context.WithoutCancel(ctx), time.Now().Add(h.release), func(cctx context.Context) result {
+	held, err := bounded(l, context.WithoutCancel(ctx), time.Now().Add(h.release), func(cctx context.Context) (bool, error) {
 		backoff := retryMin
 		for {
 			valid := l.mono() < h.validUntil.Load()
 			held, err := l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
 			if err == nil {
-				return result{held, nil}
+				return held, nil
 			}
 			// It may have run: any copy from now on leaves a marker.
 			h.uncertain.Store(true)
@@ -362,26 +350,26 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 				h.releaseSent.Store(true)
 			}
 			if !transient(err) || !sleepCtx(cctx, backoff) {
-				return result{false, err}
+				return false, err
 			}
 			backoff *= 2
 		}
-	}, func(r result) {
-		if r.err == nil && (r.held || h.releaseSent.Load()) {
+	}, func(held bool, err error) {
+		if err == nil && (held || h.releaseSent.Load()) {
 			h.end.CompareAndSwap(endLive, endReleased)
-		} else if r.err == nil {
+		} else if err == nil {
 			h.end.CompareAndSwap(endLive, endNotHeld)
 		}
 	})
 	switch {
 	case err == errLate:
 		return false, unavailable("release", fmt.Errorf("no answer within %v", h.release))
-	case err != nil:
+	case err == ErrClosed:
 		return false, err
-	case r.err != nil:
-		return false, unavailable("release", r.err)
+	case err != nil:
+		return false, unavailable("release", err)
 	}
-	return r.held, nil
+	return held, nil
 }
 
 // sleepCtx waits d, or until ctx ends (false).

@@ -153,23 +153,18 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			type result struct {
-				held bool
-				err  error
-			}
-			r, err := bounded(l, ctx, time.Time{}, func(cctx context.Context) result {
-				held, err := l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
-				return result{held, err}
+			held, err := bounded(l, ctx, time.Time{}, func(cctx context.Context) (bool, error) {
+				return l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
 			}, nil)
 			switch {
 			case err == errLate:
 				errs[i] = unavailable("release", ctxErr(ctx))
-			case err != nil:
+			case err == ErrClosed:
 				errs[i] = err
-			case r.err != nil:
-				errs[i] = unavailable("release", r.err)
+			case err != nil:
+				errs[i] = unavailable("release", err)
 			}
-			if errs[i] == nil && r.held {
+			if errs[i] == nil && held {
 				l.hints.observe(time.Since(h.acquired))
 			}
 			l.released(ctx, h, false, errs[i])
@@ -329,22 +324,18 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 // holds reports whether owner (another Locker's) holds a's lock in this
 // Locker's Redis, within a's deadline.
 func (l *Locker) holds(ctx context.Context, a *acquisition, owner string) (bool, error) {
-	type result struct {
-		err error
-	}
-	r, err := bounded(l, ctx, a.deadline, func(cctx context.Context) result {
-		_, err := l.be.pttl(cctx, &a.keys, owner)
-		return result{err}
+	_, err := bounded(l, ctx, a.deadline, func(cctx context.Context) (time.Duration, error) {
+		return l.be.pttl(cctx, &a.keys, owner)
 	}, nil)
 	switch {
 	case err == errLate:
 		return false, unavailable("acquire", errNoAnswer)
-	case err != nil:
-		return false, err
-	case r.err == ErrNotHeld:
+	case err == ErrNotHeld:
 		return false, nil
-	case r.err != nil:
-		return false, unavailable("acquire", r.err)
+	case err == ErrClosed:
+		return false, err
+	case err != nil:
+		return false, unavailable("acquire", err)
 	}
 	return true, nil
 }

@@ -58,22 +58,15 @@ func (r *redlock) unavailableNodes(errs []error) error {
 	return errors.Join(es...)
 }
 
-type nodeAcquire struct {
-	fence  int64
-	wait   time.Duration
-	holder string
-}
-
-func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (int64, time.Duration, string, error) {
+func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (acquireReply, error) {
 	ttlD := ttlOf(ttl)
 	if e, _ := entry.(string); e != "" {
 		entry = "n" // Redlock waiters do not queue: they are told when the lock is free
 	}
 	grants := 0
-	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *single) (nodeAcquire, error) {
-		f, w, h, err := n.acquire(cctx, k, owner, ttl, entry, seq, tag)
-		return nodeAcquire{f, w, h}, err
-	}, func(a nodeAcquire, err error) bool {
+	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *single) (acquireReply, error) {
+		return n.acquire(cctx, k, owner, ttl, entry, seq, tag)
+	}, func(a acquireReply, err error) bool {
 		// A majority's grants decide it (the rest are given back by a
 		// release, or renewed with the others); anything else waits for
 		// every node, so that busy is told from unavailable.
@@ -108,20 +101,20 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 	}
 	switch {
 	case ended > 0:
-		return 0, 0, "", errEnded
+		return acquireReply{}, errEnded
 	case granted >= r.quorum:
 		if err := r.raiseFences(ctx, k, owner, fence, ttlD); err != nil {
-			return 0, 0, "", err
+			return acquireReply{}, err
 		}
-		return fence, 0, "", nil
+		return acquireReply{fence: fence}, nil
 	case answered >= r.quorum:
 		// Busy on a quorum, or a split between owners: nobody holds it.
 		if granted > 0 {
-			return 0, 0, "", errSplit // the caller retries after a random delay
+			return acquireReply{}, errSplit // the caller retries after a random delay
 		}
-		return 0, wait, holder, nil
+		return acquireReply{wait: wait, holder: holder}, nil
 	}
-	return 0, 0, "", r.unavailableNodes(errs)
+	return acquireReply{}, r.unavailableNodes(errs)
 }
 
 // raiseFences makes fence the floor of a quorum of nodes' fence floors, so
@@ -280,7 +273,7 @@ func (r *redlock) restore(ctx context.Context, n *single, b renewal) {
 	if owner == "" {
 		return
 	}
-	_, _, _, _ = n.acquire(ctx, b.keys, owner, b.ttlArg, noEntry, 0, nil)
+	_, _ = n.acquire(ctx, b.keys, owner, b.ttlArg, noEntry, 0, nil)
 }
 
 func (r *redlock) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {

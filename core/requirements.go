@@ -29,7 +29,6 @@ type serverCheck struct {
 
 type serverFacts struct {
 	version, policy string
-	err             error
 }
 
 // checkServer checks the server once, within the caller's deadline. A
@@ -53,13 +52,13 @@ func (l *Locker) checkServer(ctx context.Context, deadline time.Time) error {
 	if c.ok.Load() {
 		return nil
 	}
-	f, err := bounded(l, ctx, deadline, func(cctx context.Context) serverFacts {
+	f, err := bounded(l, ctx, deadline, func(cctx context.Context) (serverFacts, error) {
 		return readServer(cctx, l.client)
 	}, nil)
 	if err == ErrClosed {
 		return err
 	}
-	if err != nil || f.err != nil || f.version == "" {
+	if err != nil || f.version == "" {
 		return nil
 	}
 	unsupported, warning := judgeServer(f)
@@ -90,7 +89,7 @@ func judgeServer(f serverFacts) (unsupported, warning error) {
 // readServer reads the server's version (INFO server) and eviction policy
 // (CONFIG GET, when the server allows it) in one round trip. On a Cluster
 // the node that answers stands for the others.
-func readServer(ctx context.Context, c redis.UniversalClient) serverFacts {
+func readServer(ctx context.Context, c redis.UniversalClient) (serverFacts, error) {
 	var info *redis.StringCmd
 	var policy *redis.MapStringStringCmd
 	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -100,7 +99,7 @@ func readServer(ctx context.Context, c redis.UniversalClient) serverFacts {
 	})
 	text, err := info.Result()
 	if err != nil {
-		return serverFacts{err: err}
+		return serverFacts{}, err
 	}
 	f := serverFacts{}
 	for _, line := range strings.Split(text, "\n") {
@@ -113,7 +112,7 @@ func readServer(ctx context.Context, c redis.UniversalClient) serverFacts {
 	if m, err := policy.Result(); err == nil {
 		f.policy = m["maxmemory-policy"]
 	}
-	return f
+	return f, nil
 }
 
 // versionLess reports whether dotted version a is older than b.
