@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,7 +46,7 @@ func (c *chaos) lanes() []lane {
 	short := [2]time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
 	all := []lane{
 		{kinds: []string{FaultPause, FaultKill}, gap: [2]time.Duration{300 * time.Millisecond, time.Second}},
-		{kinds: []string{FaultWorkerLatency, FaultSlowReply}, gap: [2]time.Duration{300 * time.Millisecond, 1500 * time.Millisecond}},
+		{kinds: []string{FaultWorkerLatency, FaultSlowReply, FaultCommandLatency}, gap: [2]time.Duration{300 * time.Millisecond, 1500 * time.Millisecond}},
 	}
 	if c.cfg.Crowd > 0 {
 		all = append(all, lane{kinds: []string{FaultKillWaiters}, gap: [2]time.Duration{time.Second, 3 * time.Second}})
@@ -101,6 +103,7 @@ func (c *chaos) run(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	<-ctx.Done() // a run without faults (NoFaults) still runs its workload
 }
 
 // inject applies one fault and logs it.
@@ -157,6 +160,20 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 			case <-timeout:
 			}
 		}
+	case FaultCommandLatency:
+		// One process's command replies late now and then, below the read
+		// timeout, while its Pub/Sub connection is untouched: a grant
+		// published while a waiter's queueing reply is held arrives first,
+		// and waiters queued after it may have joined the room. The
+		// crowd's when there is one (a grant early for one of its waiters
+		// meets a room subscribed by the others).
+		w := rng.IntN(c.cfg.Workers)
+		if c.cfg.Crowd > 0 {
+			w = c.cfg.Workers
+		}
+		f.Target, f.D = c.procs.name(w), int64(frac(0.3, 0.8))
+		lasting := 500*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond)))
+		commandLatency(c.dep.proxies[w], rand.New(rand.NewPCG(rng.Uint64(), 0)), time.Duration(f.D), lasting)
 	case FaultRestart:
 		srvs[0].Restart()
 	case FaultHangShort:
@@ -255,6 +272,50 @@ func network(ps []*redistest.Proxy, kind string, rng *rand.Rand, rt time.Duratio
 		return int64(d)
 	}
 	return 0
+}
+
+// commandLatency holds command replies on ps for d, one in three (drawn
+// from rng), for a while: replies on the process's other connections
+// overtake a held one, as a slow moment of one connection lets them. A
+// Pub/Sub connection's messages are never held (the proxy passes them
+// through), nor its subscriptions, nor any connection's handshake.
+func commandLatency(ps []*redistest.Proxy, rng *rand.Rand, d, lasting time.Duration) {
+	var on atomic.Bool
+	on.Store(true)
+	var mu sync.Mutex // guards rng
+	match := func(cmd []string) bool {
+		if !on.Load() || len(cmd) == 0 {
+			return false
+		}
+		switch strings.ToUpper(cmd[0]) {
+		case "SUBSCRIBE", "SSUBSCRIBE", "PSUBSCRIBE", "MONITOR", "HELLO", "AUTH", "CLIENT", "SELECT":
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return rng.IntN(3) == 0
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				// One hold at a time, so that each command is drawn once;
+				// the next is set as soon as a command takes this one.
+				select {
+				case <-p.HoldReply(match, d).Matched():
+				case <-stop:
+					return // the hold left waits for a command it never matches (on is false)
+				}
+			}
+		}()
+	}
+	time.Sleep(lasting)
+	on.Store(false)
+	close(stop)
+	wg.Wait()
 }
 
 func hang(s *redistest.Server, d time.Duration) {

@@ -208,6 +208,17 @@ func TestLivenessRules(t *testing.T) {
 		if r := Check(ev, nil, []Fault{slow}, lim); len(r.Stalls) != 1 {
 			t.Errorf("stalls %v: a 299ms gap, where a 50ms-slow waiter explains 250ms", r.Stalls)
 		}
+		// Command latency on b's own path (its Pub/Sub untouched) explains
+		// a claim three of its replies late, not a wait out of it: the
+		// 299ms gap is within 150ms + 3 x 60ms, not within 150ms + 3 x 40ms.
+		cmd := Fault{Kind: FaultCommandLatency, Target: "b", Start: ms(50), End: ms(350), D: int64(60 * time.Millisecond)}
+		if r := Check(handoff(400), nil, []Fault{cmd}, lim); len(r.Stalls) != 0 {
+			t.Errorf("stalls %v: b's command replies 60ms late", r.Stalls)
+		}
+		cmd.D = int64(40 * time.Millisecond)
+		if r := Check(handoff(400), nil, []Fault{cmd}, lim); len(r.Stalls) != 1 {
+			t.Errorf("stalls %v: b's command replies 40ms late explain 270ms, not 299ms", r.Stalls)
+		}
 		// A waiter that died in the queue may hold a grant until its entry expires.
 		died := []Event{{Ev: "begin", Worker: "d", Key: "k", Holder: "d#1", Op: "lock", Start: ms(2), TTL: int64(500 * time.Millisecond)}, queued("d", "d#1", 3)}
 		if r := Check(append(handoff(400), died...), nil, []Fault{{Kind: FaultKill, Target: "d", Start: ms(50), End: ms(51)}}, lim); len(r.Stalls) != 0 {

@@ -110,6 +110,12 @@ const (
 	FaultWorkerLatency = "worker_latency" // latency on every reply to one worker (below the read timeout)
 	FaultSlowReply     = "slow_reply"     // the next script's reply to one worker held below the read timeout (no re-send)
 	FaultKillWaiters   = "kill_waiters"   // the crowd of waiters SIGKILLed while queued (and started again)
+	// Only when named in RunConfig.Faults (not in a default run):
+	FaultCommandLatency = "command_latency" // one in three of one process's command replies held 0.3–0.8 read timeouts, its Pub/Sub connection untouched
+
+	// NoFaults, as RunConfig.Faults' only kind, runs the workload without
+	// any fault.
+	NoFaults = "none"
 
 	// Cluster topology: faults of one master (no replicas: its slots wait
 	// for it), and resharding.

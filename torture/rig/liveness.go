@@ -40,7 +40,7 @@ type history struct {
 // for a worker's path (every worker's).
 func downFault(f Fault) bool {
 	switch f.Kind {
-	case FaultPause, FaultKill, FaultKillWaiters, FaultWorkerLatency, FaultSlowReply, FaultLatency:
+	case FaultPause, FaultKill, FaultKillWaiters, FaultWorkerLatency, FaultSlowReply, FaultCommandLatency, FaultLatency:
 		return false
 	case FaultNodeNet:
 		return f.D == 0 // a cut or a late reply; with a latency, slow only
@@ -55,10 +55,26 @@ func slowOn(f Fault, proc string) bool {
 		return true
 	case FaultNodeNet:
 		return f.D > 0
-	case FaultWorkerLatency, FaultSlowReply:
+	case FaultWorkerLatency, FaultSlowReply, FaultCommandLatency:
 		return slotOf(f.Target) == slotOf(proc)
 	}
 	return false
+}
+
+// excusesOwnWaits reports whether a fault slowing a waiter's path excuses
+// a stall of its own wait. Command latency does not: its Pub/Sub connection
+// is untouched, so a grant reaches it at once, and the most a claim can
+// take is three of its replies (the queueing attempt's; a check of the
+// lock's owner after the room subscribed, and the attempt it wakes).
+func excusesOwnWaits(f Fault) bool { return f.Kind != FaultCommandLatency }
+
+// slowClaims is how many times a fault's latency a waiter on the slowed
+// path may take to claim a grant (see allowed).
+func slowClaims(f Fault) int64 {
+	if f.Kind == FaultCommandLatency {
+		return 3
+	}
+	return 2
 }
 
 // slotOf is the worker slot of a process ("w6" of "w6.42"): the proxies a
@@ -127,7 +143,7 @@ func (r *Report) liveness(h *history) {
 	slowFor := func(proc string) []interval {
 		var out []interval
 		for _, f := range h.faults {
-			if slowOn(f, proc) {
+			if slowOn(f, proc) && excusesOwnWaits(f) {
 				out = append(out, interval{f.Start, f.End + settle})
 			}
 		}
@@ -181,7 +197,8 @@ func (r *Report) liveness(h *history) {
 		byKey[hs.key] = append(byKey[hs.key], hs)
 	}
 	// A waiter on a slow path learns of its grant that much later: a
-	// handover to it may take its latency more.
+	// handover to it may take twice its latency more (three times with
+	// command latency, see excusesOwnWaits).
 	type slowWait struct {
 		interval
 		d int64
@@ -190,7 +207,7 @@ func (r *Report) liveness(h *history) {
 	for _, w := range waits {
 		for _, f := range h.faults {
 			if slowOn(f, w.c.proc()) && f.Start <= w.c.End && f.End+settle >= w.queued {
-				slowWaits[w.c.Key] = append(slowWaits[w.c.Key], slowWait{interval{max(f.Start, w.queued), min(f.End+settle, w.c.End)}, f.D})
+				slowWaits[w.c.Key] = append(slowWaits[w.c.Key], slowWait{interval{max(f.Start, w.queued), min(f.End+settle, w.c.End)}, slowClaims(f) * f.D})
 			}
 		}
 	}
@@ -198,7 +215,7 @@ func (r *Report) liveness(h *history) {
 		a := int64(lim.Stall)
 		for _, s := range slowWaits[key] {
 			if s.start <= f.end && s.end >= f.start {
-				a = max(a, int64(lim.Stall)+2*s.d)
+				a = max(a, int64(lim.Stall)+s.d)
 			}
 		}
 		return a

@@ -34,6 +34,12 @@ type RunConfig struct {
 	Hold    time.Duration   // when set, how long the workers' holds last (default: mostly a few ms)
 	Waits   []time.Duration // when set, each call's wait budget is one of these
 	TryLock bool            // the workers (not the crowd) only TryLock
+	// CrowdTTL, when set, is the crowd's lease time (the workers' stay
+	// TTL/TTLs).
+	CrowdTTL time.Duration
+	// Pace, when set, is how long a lone worker waits after each request
+	// (0.5–1.5 times it; default 0–2ms): its arrivals are spaced.
+	Pace time.Duration
 	// CrowdRestart is how long the crowd stays dead after kill_waiters
 	// (default: restarted at once).
 	CrowdRestart time.Duration
@@ -103,9 +109,10 @@ func (c *RunConfig) defaults() error {
 	return nil
 }
 
-// enabled reports whether faults of kind are injected.
+// enabled reports whether faults of kind are injected: every kind of the
+// topology by default, but command_latency only when named.
 func (c *RunConfig) enabled(kind string) bool {
-	return len(c.Faults) == 0 || slices.Contains(c.Faults, kind)
+	return len(c.Faults) == 0 && kind != FaultCommandLatency || slices.Contains(c.Faults, kind)
 }
 
 // Run starts everything a run needs (Redis, the proxies, the resource, the
@@ -162,6 +169,12 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		}
 		if cfg.TryLock {
 			args = append(args, "-trylock")
+		}
+		if cfg.CrowdTTL > 0 {
+			args = append(args, "-crowd-ttl", cfg.CrowdTTL.String())
+		}
+		if cfg.Pace > 0 {
+			args = append(args, "-pace", cfg.Pace.String())
 		}
 		return args
 	}}

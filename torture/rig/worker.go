@@ -43,6 +43,8 @@ type WorkerConfig struct {
 	Waits       []time.Duration // when set, each call's wait is one of them (uniformly; with TTLs of the same length, the one paired with its TTL)
 	TryLock     bool            // a lone worker only ever TryLocks
 	Hold        time.Duration   // when set, how long a lone worker's holds last
+	CrowdTTL    time.Duration   // when set, the crowd's lease time (instead of TTL/TTLs)
+	Pace        time.Duration   // when set, a lone worker waits 0.5–1.5 times it after each request
 	ReadTimeout time.Duration
 	CtxTimeout  bool // the client's ContextTimeoutEnabled
 	Crowd       int  // > 0: this many goroutines wait on the hot keys at once (the crowd)
@@ -93,6 +95,8 @@ func WorkerMain(ctx context.Context, args []string) error {
 	ttls := fs.String("ttls", "", "comma-separated lease times to draw each call's from (overrides the mix)")
 	waits := fs.String("waits", "", "comma-separated wait budgets to draw each call's from (overrides the mix)")
 	fs.BoolVar(&cfg.TryLock, "trylock", false, "a lone worker only TryLocks")
+	fs.DurationVar(&cfg.CrowdTTL, "crowd-ttl", 0, "the crowd's lease time (0: as -ttl/-ttls)")
+	fs.DurationVar(&cfg.Pace, "pace", 0, "a lone worker's wait after each request (0: 0-2ms)")
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", 300*time.Millisecond, "go-redis read timeout")
 	fs.BoolVar(&cfg.CtxTimeout, "ctx-timeout", false, "go-redis ContextTimeoutEnabled")
 	fs.IntVar(&cfg.Crowd, "crowd", 0, "goroutines waiting at once (0: one actor)")
@@ -167,7 +171,11 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				a.step(ctx)
-				time.Sleep(time.Duration(a.rng.IntN(3)) * time.Millisecond) // think time between requests
+				think := time.Duration(a.rng.IntN(3)) * time.Millisecond // between requests
+				if cfg.Pace > 0 && cfg.Crowd == 0 {
+					think = cfg.Pace/2 + time.Duration(a.rng.Int64N(int64(cfg.Pace)))
+				}
+				sleep(ctx, think)
 			}
 		}()
 	}
@@ -231,6 +239,9 @@ func (a *actor) step(stop context.Context) {
 	if len(w.cfg.TTLs) > 0 {
 		pair = rng.IntN(len(w.cfg.TTLs))
 		ttl = w.cfg.TTLs[pair]
+	}
+	if w.cfg.Crowd > 0 && w.cfg.CrowdTTL > 0 {
+		ttl = w.cfg.CrowdTTL
 	}
 	if ttl == 0 {
 		ttl = pick(rng, coldTTLs, coldTTLWt)

@@ -82,7 +82,8 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Topology, "topology", "single", "single (one Redis), sentinel (master, replica, sentinel; forced failovers), redlock (3 masters; one master's faults) or cluster (3 masters; pauses, restarts, slot migrations)")
 	fs.StringVar(&faults, "faults", "", "comma-separated fault kinds to inject (default all of the topology): "+
 		strings.Join([]string{rig.FaultPause, rig.FaultKill, rig.FaultKillWaiters, rig.FaultWorkerLatency, rig.FaultSlowReply, rig.FaultRestart, rig.FaultHangShort, rig.FaultHangLong, rig.FaultLateReply, rig.FaultCut, rig.FaultLatency,
-			rig.FaultFailover, rig.FaultMasterHang, rig.FaultNodeRestart, rig.FaultNodeHang, rig.FaultNodeNet, rig.FaultMasterPause, rig.FaultMasterRestart, rig.FaultMigrate}, ", "))
+			rig.FaultFailover, rig.FaultMasterHang, rig.FaultNodeRestart, rig.FaultNodeHang, rig.FaultNodeNet, rig.FaultMasterPause, rig.FaultMasterRestart, rig.FaultMigrate}, ", ")+
+		"; only when named: "+rig.FaultCommandLatency+"; "+rig.NoFaults+" for none")
 	fs.BoolVar(&unfenced, "unfenced", false, "the resource accepts every write (no fencing)")
 	fs.DurationVar(&cfg.TTL, "ttl", 0, "lease time (0: a mix per call, 50ms to 60s)")
 	fs.DurationVar(&cfg.Wait, "wait", 0, "wait budget of Lock (0: a mix per call, NoWait to 10s)")
@@ -92,6 +93,8 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&waits, "waits", "", "comma-separated wait budgets each call draws from (overrides the mix)")
 	fs.BoolVar(&cfg.TryLock, "trylock", false, "the workers (not the crowd) only TryLock")
 	fs.DurationVar(&cfg.CrowdRestart, "crowd-restart", 0, "how long the crowd stays dead after kill_waiters")
+	fs.DurationVar(&cfg.CrowdTTL, "crowd-ttl", 0, "the crowd's lease time (0: as -ttl/-ttls)")
+	fs.DurationVar(&cfg.Pace, "pace", 0, "how long each worker waits after each request, 0.5-1.5 times it (0: 0-2ms)")
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", 300*time.Millisecond, "the workers' go-redis read timeout")
 	fs.StringVar(&cfg.Mutants, "mutants", "", "fixed defects to put back in the workers (a binary built with -tags lockgate_mutants): the liveness controls")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the logs (default a new temporary one, printed)")
