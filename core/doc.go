@@ -28,13 +28,16 @@
 // lock in Redis. Only that key: goroutines sharing a lease's context and
 // locking another key are separate owners. NewOwner hides the chain.
 //
-// Retries: go-redis re-sends a command whose reply came later than its read
-// timeout, so every script may run twice. Each is idempotent per call: a
-// repeated acquire finds its own owner and answers the same fence; a
-// release leaves a short-lived done marker for its owner (lockgate:{N}:done:
-// <owner>, kept longer than the client's retries can take: with go-redis's
-// defaults about a minute), so a repeated release answers the same and a
-// late copy of an acquire takes nothing.
+// Retries: the Locker sends its scripts so that go-redis never re-sends
+// them (go-redis's per-command NoRetry), so an answered call ran exactly
+// once; a call that failed may still run, and the Locker resolves it: a
+// waiting Lock tries again under the same owner within its budget (a
+// repeated acquire finds its own owner and answers the same fence), Unlock
+// sends its release again within its release timeout, and from the first
+// failure on each release of that owner leaves a short-lived done marker
+// (lockgate:{N}:done:<owner>, with go-redis's defaults about a minute), so
+// a repeated release answers the same and a late copy of an acquire takes
+// nothing. A cycle whose calls were all answered leaves no marker.
 //
 // Budgets: Lock returns by the end of its wait budget (WithWait, or ctx's
 // deadline when earlier) plus at most 50ms for a reply already on its way,

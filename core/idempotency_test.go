@@ -281,3 +281,51 @@ func warm(t *testing.T, l *core.Locker) {
 		t.Fatal(err)
 	}
 }
+
+// The client never re-sends a lock script behind the Locker's back: a
+// TryLock whose reply comes later than the client's read timeout reaches
+// Redis once (go-redis, with its default retries, would send it again), is
+// answered as unavailable, and what it did is undone — the lock is free
+// afterwards. Control: the same late reply to a script sent as go-redis
+// sends one by itself (redis.Script.Run) makes Redis run it twice.
+func TestLateReplyIsNotResent(t *testing.T) {
+	srv := redistest.Start(t)
+	p, c := lateClient(t, srv, lateReadTimeout)
+	l := locktest.Locker(t, c)
+	other, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	warm(t, l)
+
+	acquire := script(t, "acquire", "once")
+	runs := p.Watch(acquire)
+	h := p.HoldReply(acquire, lateReply)
+	_, err := l.TryLock(ctx, "once")
+	if !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("TryLock whose reply came after the read timeout = %v, want ErrUnavailable", err)
+	}
+	within(t, h.Released(), 2*time.Second, "the held acquire")
+	if n := runs.Count(); n != 1 {
+		t.Fatalf("%d acquire scripts reached Redis, want exactly one (the client re-sent it)", n)
+	}
+	// The undo released what the attempt took: another owner gets it.
+	s, err := other.Lock(ctx, "once", core.WithWait(2*time.Second))
+	if err != nil {
+		t.Fatalf("the lock after an undone late TryLock: %v", err)
+	}
+	s.Unlock(ctx)
+
+	// Control: go-redis's own script call re-sends on the late reply.
+	plain := redis.NewScript(`return redis.call('INCR', KEYS[1])`)
+	if err := plain.Load(ctx, c).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctl := redistest.MatchCommand("evalsha", plain.Hash(), "ctl")
+	ctlRuns := p.Watch(ctl)
+	p.HoldReply(ctl, lateReply)
+	if err := plain.Run(ctx, c, []string{"ctl"}).Err(); err != nil {
+		t.Logf("the control's call: %v", err)
+	}
+	if n := ctlRuns.Count(); n < 2 {
+		t.Fatalf("control: a go-redis script call with a late reply reached Redis %d times, want 2 or more", n)
+	}
+}
