@@ -144,7 +144,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		switch {
 		case ctx.Err() != nil:
 			err = errors.Join(err, ctxErr(ctx))
-		case l.redlock != nil && a.waits:
+		case !l.be.queues() && a.waits:
 			// Redlock: too few nodes answered this time; retry within the
 			// budget (under a new owner: what this one was granted is given
 			// back), and tell unavailable only if that is still so when

@@ -53,6 +53,18 @@ type backend interface {
 	// scan calls fn with the keys of lock hashes matching glob, on every
 	// node, until fn returns false (List).
 	scan(ctx context.Context, glob string, fn func(key string) bool) error
+	// queues reports whether waiters queue in Redis and are handed the lock
+	// by a release (one deployment). Waiters that do not (Redlock's, whose
+	// nodes could grant different waiters) are told the lock is free, take
+	// turns within their Locker, and give back partial grants and retry
+	// under a new owner after a random delay.
+	queues() bool
+	// replicaAck reports whether grants and renewals count only once replicas
+	// acknowledged them (WithReplicaAck): a grant told by a message is then
+	// claimed by an attempt, which waits for the replicas, and a lease lost
+	// is given back, since renewals that were not acknowledged still
+	// extended it on the master.
+	replicaAck() bool
 }
 
 // errEnded is acquire's answer to a late copy of a call whose hold was
@@ -191,6 +203,10 @@ func (s *single) release(ctx context.Context, k *lockKeys, owner string, marker 
 	n, err := s.run(ctx, s.scripts.release, k.script(owner), owner, s.windowArg, m).Int64()
 	return n == 0, err
 }
+
+func (s *single) queues() bool { return true }
+
+func (s *single) replicaAck() bool { return s.ackN > 0 }
 
 // noMarker is the release script's marker lifetime for a release that
 // leaves no done marker.

@@ -23,8 +23,6 @@ type Locker struct {
 	epoch  time.Time // origin of the monotonic clock used for validity
 	wd     *watchdog
 	rooms  []*waitRoom // one per Redis deployment: one, or a Redlock's nodes
-	// redlock is be when the Locker is a Redlock (NewRedlock), else nil
-	redlock *redlock
 	hints   holdTimes
 	server  serverCheck
 	// markerTTL is how long a done marker lives: longer than the client

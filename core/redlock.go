@@ -147,6 +147,10 @@ func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner string, fe
 	return nil
 }
 
+func (r *redlock) queues() bool { return false }
+
+func (r *redlock) replicaAck() bool { return r.nodes[0].replicaAck() }
+
 // release always leaves done markers: an acquire decided by a majority may
 // still run on the other nodes, unseen.
 func (r *redlock) release(ctx context.Context, k *lockKeys, owner string, _ bool) (bool, error) {
@@ -366,7 +370,6 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	}
 	r.spawn = l.goBackground
 	l.be = r
-	l.redlock = r
 	return l, nil
 }
 

@@ -37,7 +37,7 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	if err := l.checkServer(ctx, a.deadline); err != nil {
 		return nil, err
 	}
-	if l.redlock != nil && a.waits && !l.mut.noTurns {
+	if !l.be.queues() && a.waits && !l.mut.noTurns {
 		// One waiter of this lock at a time tries, a fresh call too: it
 		// waits its turn behind the Locker's earlier waiters (see turns).
 		turn, leave := l.turns.wait(a.key)
@@ -107,7 +107,7 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 			a.busySeen, a.holder, a.holderAt = true, g.life, time.Now()
 			continue
 		case <-w.wake:
-			if l.redlock != nil {
+			if !l.be.queues() {
 				// Every waiter of every Locker hears a Redlock release:
 				// spread their attempts (the holder timer, after a random
 				// delay), or they split the nodes.
@@ -157,7 +157,7 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 		}
 		return a.attempt(ctx)
 	}
-	if a.l.opts.ackN > 0 {
+	if a.l.be.replicaAck() {
 		// Replicas must acknowledge the hold before it is used: claim it
 		// now (the acquire script renews its own owner's hold) and WAIT.
 		return a.attempt(ctx)

@@ -175,7 +175,7 @@ func (w *watchdog) schedule() {
 
 		for _, h := range lost {
 			w.lose(h, ErrLockLost)
-			if w.l.opts.ackN > 0 {
+			if w.l.be.replicaAck() {
 				// Renewals that replicas did not acknowledge still extended
 				// the lock on the master: give it back rather than leave it
 				// held by nobody until its TTL runs out.
