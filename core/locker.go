@@ -23,8 +23,8 @@ type Locker struct {
 	epoch  time.Time // origin of the monotonic clock used for validity
 	wd     *watchdog
 	rooms  []*waitRoom // one per Redis deployment: one, or a Redlock's nodes
-	hints   holdTimes
-	server  serverCheck
+	hints  holdTimes
+	server serverCheck
 	// markerTTL is how long a done marker lives: longer than the client
 	// can take to re-send a call
 	markerTTL time.Duration
