@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -94,6 +95,18 @@ func peers() []peer {
 			open:   openLockgate(false),
 		},
 		{
+			name: "lockgate/held=1k", module: "github.com/lockgate/lockgate", servers: 1, uncontended: true,
+			config: "as lockgate, holding 1 000 other leases (TTL 3s) for the whole run: the watchdog renews them every second, in batches of up to 1000 per round trip (keys left/cycle counts them)",
+			waits:  "as lockgate.",
+			open:   openLockgateHolding(1000),
+		},
+		{
+			name: "lockgate/held=10k", module: "github.com/lockgate/lockgate", servers: 1, uncontended: true,
+			config: "as lockgate/held=1k, holding 10 000 leases",
+			waits:  "as lockgate.",
+			open:   openLockgateHolding(10000),
+		},
+		{
 			name: "lockgate/redlock3", module: "github.com/lockgate/lockgate", servers: 3, uncontended: true, contended: true,
 			config: "core.NewRedlock over 3 independent redis-servers (majority 2), core.WithWait(2s), otherwise defaults",
 			waits:  "asks all three in parallel; a waiter does not queue (grants on independent nodes could go to different waiters) but flags the lock, and a release on any node tells it by SPUBLISH that the lock is free; an owner split between nodes gives its grants back and retries after a random 1–11ms.",
@@ -167,6 +180,31 @@ func openLockgate(ctxTimeout bool) func(e *env, i int, cnt *counters) (locker, e
 			return nil, err
 		}
 		return &lockgateLocker{c: c, l: l}, nil
+	}
+}
+
+// heldTTL is the lease time of the leases a lockgate/held=N locker keeps:
+// short, so that the watchdog renews them (every TTL/3) during a run.
+const heldTTL = 3 * time.Second
+
+// openLockgateHolding is lockgate holding n other leases (heldTTL) while it
+// runs: the cost of the watchdog's renewals and of the state of many
+// leases on the path every request takes.
+func openLockgateHolding(n int) func(e *env, i int, cnt *counters) (locker, error) {
+	return func(e *env, i int, cnt *counters) (locker, error) {
+		lk, err := openLockgate(true)(e, i, cnt)
+		if err != nil {
+			return nil, err
+		}
+		g := lk.(*lockgateLocker)
+		ctx := context.Background()
+		for k := range n {
+			if _, err := g.l.Lock(ctx, "bench:held:"+strconv.Itoa(i)+":"+strconv.Itoa(k), core.WithTTL(heldTTL)); err != nil {
+				g.close()
+				return nil, fmt.Errorf("holding lease %d of %d: %w", k, n, err)
+			}
+		}
+		return g, nil
 	}
 }
 
