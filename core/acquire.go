@@ -116,57 +116,8 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		l.undos.answered() // Redis answers: undos waiting for it go now
 	}
 	switch {
-	case err == errSplit:
-		// Redlock: some nodes granted, too few for a majority.
-		a.undoOwner(owner)
-		a.again()
-		return nil, nil
-	case err == ErrClosed:
-		return nil, err
-	case err != nil && err != errEnded:
-		a.uncertain = true // it may have run, or may still run
-	}
-	switch {
-	case err == errLate:
-		err = unavailable("acquire", errNoAnswer)
-		if a.unavail != nil {
-			err = errors.Join(err, a.unavail) // a Redlock's earlier attempts name their nodes
-		}
-		if ctx.Err() != nil {
-			err = errors.Join(err, ctxErr(ctx))
-		}
-		return nil, err
 	case err != nil:
-		// The call's context is not the caller's (bounded detaches it):
-		// a context error here is the budget ending before Redis answered.
-		cause := err
-		err := unavailable("acquire", cause)
-		switch {
-		case ctx.Err() != nil:
-			err = errors.Join(err, ctxErr(ctx))
-		case !l.be.queues() && a.waits:
-			// Redlock: too few nodes answered this time; retry within the
-			// budget (under a new owner: what this one was granted is given
-			// back), and tell unavailable only if that is still so when
-			// the budget ends.
-			a.undo()
-			a.again()
-			a.unavail = err
-			return nil, nil
-		case a.waited && cause != errEnded, a.waits && transient(cause):
-			// A waiting call keeps its owner (and, queued, its place)
-			// through a failure that may pass (a node restarting, a
-			// failover, a cut connection): it tries again soon, and its
-			// next answer tells whether this attempt took the lock;
-			// unavailable only if the budget ends first. (errEnded, its own
-			// wait undone, ends it: nothing of a wait is undone while it
-			// goes on.)
-			a.unavail = err
-			a.retryIn = min(max(2*a.retryIn, retryMin), refresh(a.o.ttl))
-			return nil, nil
-		}
-		a.undo() // it may have taken the lock (or queued) before failing
-		return nil, err
+		return nil, a.failed(ctx, owner, err)
 	case r.fence == 0:
 		a.busySeen, a.holder, a.holderAt = true, r.wait, time.Now()
 		a.unavail, a.retryIn = nil, 0
@@ -175,11 +126,74 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		}
 		return nil, nil
 	}
+	return a.took(ctx, r.fence, sent, wall)
+}
+
+// failed handles an attempt of owner that ended in err: nil when the call
+// goes on (it tries again within its budget), else its error.
+func (a *acquisition) failed(ctx context.Context, owner string, err error) error {
+	l := a.l
+	switch {
+	case err == errSplit:
+		// Redlock: some nodes granted, too few for a majority.
+		a.undoOwner(owner)
+		a.again()
+		return nil
+	case err == ErrClosed:
+		return err
+	case err != errEnded:
+		a.uncertain = true // it may have run, or may still run
+	}
+	if err == errLate {
+		err = unavailable("acquire", errNoAnswer)
+		if a.unavail != nil {
+			err = errors.Join(err, a.unavail) // a Redlock's earlier attempts name their nodes
+		}
+		if ctx.Err() != nil {
+			err = errors.Join(err, ctxErr(ctx))
+		}
+		return err
+	}
+	// The call's context is not the caller's (bounded detaches it): a
+	// context error here is the budget ending before Redis answered.
+	cause := err
+	err = unavailable("acquire", cause)
+	switch {
+	case ctx.Err() != nil:
+		err = errors.Join(err, ctxErr(ctx))
+	case !l.be.queues() && a.waits:
+		// Redlock: too few nodes answered this time; retry within the
+		// budget (under a new owner: what this one was granted is given
+		// back), and tell unavailable only if that is still so when the
+		// budget ends.
+		a.undo()
+		a.again()
+		a.unavail = err
+		return nil
+	case a.waited && cause != errEnded, a.waits && transient(cause):
+		// A waiting call keeps its owner (and, queued, its place) through
+		// a failure that may pass (a node restarting, a failover, a cut
+		// connection): it tries again soon, and its next answer tells
+		// whether this attempt took the lock; unavailable only if the
+		// budget ends first. (errEnded, its own wait undone, ends it:
+		// nothing of a wait is undone while it goes on.)
+		a.unavail = err
+		a.retryIn = min(max(2*a.retryIn, retryMin), refresh(a.o.ttl))
+		return nil
+	}
+	a.undo() // it may have taken the lock (or queued) before failing
+	return err
+}
+
+// took makes the lease of an attempt sent at sent (monotonic ns; wall:
+// the wall clock then, when observed) that answered fence.
+func (a *acquisition) took(ctx context.Context, fence, sent int64, wall time.Time) (*Lease, error) {
+	l, o := a.l, a.o
 	if !wall.IsZero() && a.attempts == 1 {
 		// A first attempt's fence is the server's clock when the script
 		// ran (a later one's may be a grant's, issued earlier), against
 		// the midpoint of the round trip (the answer was just delivered).
-		a.offset = time.UnixMicro(r.fence).Sub(wall.Add(time.Since(wall) / 2))
+		a.offset = time.UnixMicro(fence).Sub(wall.Add(time.Since(wall) / 2))
 		a.sampled = true
 	}
 	validUntil := sent + int64(o.ttl-l.drift(o.ttl))
@@ -192,7 +206,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		a.undo()
 		return nil, a.ended(ctx)
 	}
-	return a.newHold(ctx, r.fence, validUntil, sent+int64(o.ttl/3), false)
+	return a.newHold(ctx, fence, validUntil, sent+int64(o.ttl/3), false)
 }
 
 // newHold makes the hold of a lock this call obtained and its first lease

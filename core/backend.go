@@ -208,6 +208,24 @@ func (s *single) queues() bool { return true }
 
 func (s *single) replicaAck() bool { return s.ackN > 0 }
 
+// byHashTag groups part's leases by hash tag: the keys of one script call
+// on a sharded client must share a slot.
+func byHashTag(batch []renewal, part []int) [][]int {
+	var calls [][]int
+	byTag := map[string]int{}
+	for _, i := range part {
+		tag := hashTag(batch[i].keys.hash())
+		g, ok := byTag[tag]
+		if !ok {
+			g = len(calls)
+			byTag[tag] = g
+			calls = append(calls, nil)
+		}
+		calls[g] = append(calls[g], i)
+	}
+	return calls
+}
+
 // noMarker is the release script's marker lifetime for a release that
 // leaves no done marker.
 var noMarker any = "0"
@@ -267,21 +285,9 @@ func (s *single) groups(ctx context.Context, batch []renewal) [][]int {
 // keys of one script must share a slot, so leases are grouped by hash tag
 // and the groups pipelined.
 func (s *single) renew(ctx context.Context, batch []renewal, part []int) {
-	var calls [][]int // indexes into batch, one script call each
-	if _, plain := s.c.(*redis.Client); plain {
-		calls = [][]int{part}
-	} else {
-		byTag := map[string]int{}
-		for _, i := range part {
-			tag := hashTag(batch[i].keys.hash())
-			g, ok := byTag[tag]
-			if !ok {
-				g = len(calls)
-				byTag[tag] = g
-				calls = append(calls, nil)
-			}
-			calls[g] = append(calls[g], i)
-		}
+	calls := [][]int{part} // indexes into batch, one script call each
+	if _, plain := s.c.(*redis.Client); !plain {
+		calls = byHashTag(batch, part)
 	}
 	var pc redis.Cmdable = s.c
 	var after func(redis.Pipeliner)

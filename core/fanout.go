@@ -66,13 +66,7 @@ func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call f
 			res[a.i], errs[a.i] = a.v, a.err
 			pending--
 			if pending > 0 && decided != nil && decided(a.v, a.err) {
-				left := pending
-				early = r.spawn(func() {
-					defer cancel()
-					for ; left > 0; left-- {
-						<-ch
-					}
-				})
+				early = r.spawn(drain(ch, pending, cancel))
 				pending = 0
 			}
 		case <-cctx.Done():
@@ -80,4 +74,16 @@ func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call f
 		}
 	}
 	return res, errs
+}
+
+// drain returns a function that reads the left answers still to come on
+// ch, then cancels their context: the calls of a fan-out decided early
+// finish in the background.
+func drain[A any](ch <-chan A, left int, cancel context.CancelFunc) func() {
+	return func() {
+		defer cancel()
+		for ; left > 0; left-- {
+			<-ch
+		}
+	}
 }

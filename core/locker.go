@@ -288,35 +288,43 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 		}
 	}
 	a.keys = l.keysFor(key)
-	if s := reentry(ctx, key); s != nil {
-		h := s.h
-		same := h.l == l
-		if !same {
-			// Held through another Locker: the same lock only if the other's
-			// owner holds this key here, as one read-only look tells (a
-			// Locker on another deployment or prefix names another lock,
-			// which is acquired afresh; nothing is ever taken under the
-			// other's owner).
-			held, err := l.holds(ctx, a, h.owner)
-			if err != nil {
-				l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Pattern: o.pattern, Wait: time.Since(start), Err: err})
-				return nil, err
-			}
-			same = held
-		}
-		if same {
-			if r := h.reenter(ctx); r != nil {
-				l.observe(ctx, Event{Kind: EventAcquired, Key: key, Pattern: o.pattern, Wait: time.Since(start), Reentrant: true, Fence: r.h.fence})
-				return r, nil
-			}
-			// The hold ended meanwhile: a fresh acquisition.
-		}
+	if s, err := l.reenter(ctx, a, start); s != nil || err != nil {
+		return s, err
 	}
 	a.owner = newOwnerID()
 	a.waits = wait && o.wait > 0
 	s, err := a.run(ctx)
 	l.observe(ctx, a.event(start, s, err))
 	return s, err
+}
+
+// reenter re-enters the hold of a's lock that a lease in ctx's chain has,
+// if there is one; nil and nil when a is a fresh acquisition.
+func (l *Locker) reenter(ctx context.Context, a *acquisition, start time.Time) (*Lease, error) {
+	s := reentry(ctx, a.key)
+	if s == nil {
+		return nil, nil
+	}
+	h := s.h
+	if h.l != l {
+		// Held through another Locker: the same lock only if the other's
+		// owner holds this key here, as one read-only look tells (a Locker
+		// on another deployment or prefix names another lock, which is
+		// acquired afresh; nothing is ever taken under the other's owner).
+		held, err := l.holds(ctx, a, h.owner)
+		if err != nil {
+			l.observe(ctx, Event{Kind: EventNotObtained, Key: a.key, Pattern: a.o.pattern, Wait: time.Since(start), Err: err})
+			return nil, err
+		}
+		if !held {
+			return nil, nil
+		}
+	}
+	r := h.reenter(ctx)
+	if r != nil {
+		l.observe(ctx, Event{Kind: EventAcquired, Key: a.key, Pattern: a.o.pattern, Wait: time.Since(start), Reentrant: true, Fence: r.h.fence})
+	}
+	return r, nil // nil: the hold ended meanwhile, a fresh acquisition
 }
 
 // holds reports whether owner (another Locker's) holds a's lock in this

@@ -238,35 +238,43 @@ func (r *redlock) renew(ctx context.Context, batch []renewal, part []int) {
 		return undecided == 0
 	})
 	for _, i := range part {
-		held, answered := 0, 0
-		var nerrs []error
+		r.judgeRenewal(ctx, batch, per, errs, i)
+	}
+}
+
+// judgeRenewal sets batch[i]'s outcome from the nodes' answers (per, and
+// errs for the nodes that did not answer in time): held on a quorum (the
+// nodes that lost it get it back), not held when a quorum answered without
+// it, else the nodes' errors.
+func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]renewal, errs []error, i int) {
+	held, answered := 0, 0
+	var nerrs []error
+	for ni := range r.nodes {
+		if errs[ni] != nil {
+			nerrs = append(nerrs, &NodeError{Node: r.names[ni], Err: errNoAnswer})
+			continue
+		}
+		if err := per[ni][i].err; err != nil {
+			nerrs = append(nerrs, &NodeError{Node: r.names[ni], Err: err})
+			continue
+		}
+		answered++
+		if per[ni][i].held {
+			held++
+		}
+	}
+	switch {
+	case held >= r.quorum:
+		batch[i].held, batch[i].err = true, nil
 		for ni := range r.nodes {
-			if errs[ni] != nil {
-				nerrs = append(nerrs, &NodeError{Node: r.names[ni], Err: errNoAnswer})
-				continue
-			}
-			if err := per[ni][i].err; err != nil {
-				nerrs = append(nerrs, &NodeError{Node: r.names[ni], Err: err})
-				continue
-			}
-			answered++
-			if per[ni][i].held {
-				held++
+			if errs[ni] == nil && per[ni][i].err == nil && !per[ni][i].held {
+				r.restore(ctx, r.nodes[ni], batch[i])
 			}
 		}
-		switch {
-		case held >= r.quorum:
-			batch[i].held, batch[i].err = true, nil
-			for ni := range r.nodes {
-				if errs[ni] == nil && per[ni][i].err == nil && !per[ni][i].held {
-					r.restore(ctx, r.nodes[ni], batch[i])
-				}
-			}
-		case answered >= r.quorum: // a majority answered, too few hold it
-			batch[i].held, batch[i].err = false, nil
-		default:
-			batch[i].held, batch[i].err = false, errors.Join(nerrs...)
-		}
+	case answered >= r.quorum: // a majority answered, too few hold it
+		batch[i].held, batch[i].err = false, nil
+	default:
+		batch[i].held, batch[i].err = false, errors.Join(nerrs...)
 	}
 }
 

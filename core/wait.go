@@ -63,31 +63,22 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	}
 	defer l.leave(w)
 	a.waiting(ctx)
+	return a.wait(ctx, w)
+}
+
+// wait is the queued part of run: until the lock is handed to the waiter
+// w, the budget ends, ctx ends or the Locker closes.
+func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
+	l := a.l
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	every := refresh(a.o.ttl)
 	for {
 		remaining := time.Until(a.deadline)
 		if remaining <= 0 {
 			a.undo() // leave the queue (and pass the lock on, if it came meanwhile)
 			return nil, a.expired()
 		}
-		// The next refresh is due every after the last one was sent, however
-		// often other events (handovers to other waiters) come in between:
-		// a waiter that refreshed only after a quiet spell would lose its
-		// place while the lock passes quickly from waiter to waiter.
-		sleep := min(remaining, time.Duration(a.sentAt[len(a.sentAt)-1]+int64(every)-l.mono()))
-		if l.mut.restartRefresh {
-			sleep = min(remaining, every)
-		}
-		if a.busySeen {
-			// The holder's TTL runs out then, unless renewed: the lock is
-			// free for the first waiter though no release tells anyone.
-			sleep = min(sleep, max(a.holder-time.Since(a.holderAt), 0)+time.Millisecond)
-		}
-		if a.retryIn > 0 {
-			sleep = min(sleep, a.retryIn) // the last attempt failed
-		}
+		sleep := a.sleep(remaining)
 		timer.Reset(sleep)
 		select {
 		case <-ctx.Done():
@@ -131,6 +122,30 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 		default:
 		}
 	}
+}
+
+// sleep is how long a queued waiter sleeps before its next attempt unless
+// something wakes it, at most remaining (the budget's end).
+func (a *acquisition) sleep(remaining time.Duration) time.Duration {
+	l := a.l
+	every := refresh(a.o.ttl)
+	// The next refresh is due every after the last one was sent, however
+	// often other events (handovers to other waiters) come in between: a
+	// waiter that refreshed only after a quiet spell would lose its place
+	// while the lock passes quickly from waiter to waiter.
+	sleep := min(remaining, time.Duration(a.sentAt[len(a.sentAt)-1]+int64(every)-l.mono()))
+	if l.mut.restartRefresh {
+		sleep = min(remaining, every)
+	}
+	if a.busySeen {
+		// The holder's TTL runs out then, unless renewed: the lock is free
+		// for the first waiter though no release tells anyone.
+		sleep = min(sleep, max(a.holder-time.Since(a.holderAt), 0)+time.Millisecond)
+	}
+	if a.retryIn > 0 {
+		sleep = min(sleep, a.retryIn) // the last attempt failed
+	}
+	return sleep
 }
 
 // granted builds the lease a release handed to this waiter: its hold
