@@ -49,7 +49,7 @@ type acquisition struct {
 // busy is the error of a call that last saw the lock busy.
 func (a *acquisition) busy() error {
 	left := max(a.holder-time.Since(a.holderAt), 0)
-	return &BusyError{Key: a.key, RetryAfter: a.l.hints.hint(left), HolderTTL: left}
+	return &BusyError{Key: a.key, RetryAfter: a.l.holdTimes.hint(left), HolderTTL: left}
 }
 
 // expired is the error of a call whose deadline passed while no attempt
@@ -92,7 +92,7 @@ type acquireReply struct {
 func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	l, o := a.l, a.o
 	a.attempts++
-	sent := l.mono()
+	sent := l.monoNow()
 	entry, seq := noEntry, 0
 	if a.waits {
 		entry = o.entryArg
@@ -113,7 +113,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		a.undoOwner(owner)
 	})
 	if err == nil || err == errSplit {
-		l.undos.answered() // Redis answers: undos waiting for it go now
+		l.undoWake.answered() // Redis answers: undos waiting for it go now
 	}
 	switch {
 	case err != nil:
@@ -137,7 +137,7 @@ func (a *acquisition) failed(ctx context.Context, owner string, err error) error
 	case err == errSplit:
 		// Redlock: some nodes granted, too few for a majority.
 		a.undoOwner(owner)
-		a.again()
+		a.freshOwner()
 		return nil
 	case err == ErrClosed:
 		return err
@@ -167,7 +167,7 @@ func (a *acquisition) failed(ctx context.Context, owner string, err error) error
 		// back), and tell unavailable only if that is still so when the
 		// budget ends.
 		a.undo()
-		a.again()
+		a.freshOwner()
 		a.unavail = err
 		return nil
 	case a.waited && cause != errEnded, a.waits && transient(cause):
@@ -197,7 +197,7 @@ func (a *acquisition) took(ctx context.Context, fence, sent int64, wall time.Tim
 		a.sampled = true
 	}
 	validUntil := sent + int64(o.ttl-l.drift(o.ttl))
-	if l.mono() >= validUntil {
+	if l.monoNow() >= validUntil {
 		// The reply came too late to leave any validity: give it back.
 		a.undo()
 		return nil, unavailable("acquire", errors.New("reply arrived after the lease's validity"))
@@ -228,12 +228,12 @@ func (a *acquisition) undo() { a.undoOwner(a.owner) }
 
 func (a *acquisition) undoOwner(owner string) { a.l.undo(&a.keys, owner, a.o) }
 
-// again readies a Redlock acquisition whose attempt may have left grants
+// freshOwner readies a Redlock acquisition whose attempt may have left grants
 // (given back by the caller under the old owner) for another attempt: under
 // a new owner, since the old one's done markers make its attempts no-ops,
 // and after a random delay (the wait loop's holder timer), so that owners
 // that split the nodes do not split them again.
-func (a *acquisition) again() {
+func (a *acquisition) freshOwner() {
 	a.owner = newOwnerID()
 	a.busySeen, a.holder, a.holderAt = true, jitter(0), time.Now()
 }

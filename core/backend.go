@@ -80,9 +80,9 @@ type renewal struct {
 	err      error
 }
 
-// single is the backend on one Redis deployment (a master, a Sentinel
+// deployment is the backend on one Redis deployment (a master, a Sentinel
 // failover client or a Cluster).
-type single struct {
+type deployment struct {
 	c       redis.UniversalClient
 	scripts *scripts // the acquire and release scripts
 	// the scripts' Locker-wide arguments, boxed once
@@ -99,7 +99,7 @@ type single struct {
 // node is where a call on key goes when it must share a round trip with a
 // WAIT: the client, or on a Cluster the client of the key's master (WAIT
 // names no key, so a cluster pipeline would send it anywhere).
-func (s *single) node(ctx context.Context, key string) (redis.Cmdable, error) {
+func (s *deployment) node(ctx context.Context, key string) (redis.Cmdable, error) {
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
 		return cc.MasterForKey(ctx, key)
 	}
@@ -109,7 +109,7 @@ func (s *single) node(ctx context.Context, key string) (redis.Cmdable, error) {
 // acked sends script and WAIT ackN ackTimeout in one pipeline (the script
 // again with its source if the server's cache lacked it) and returns the
 // script's command and the number of replicas that acknowledged.
-func (s *single) acked(ctx context.Context, script *script, key string, keys []any, args ...any) (*redis.Cmd, int64, error) {
+func (s *deployment) acked(ctx context.Context, script *script, key string, keys []any, args ...any) (*redis.Cmd, int64, error) {
 	c, err := s.node(ctx, key)
 	if err != nil {
 		return nil, 0, err
@@ -122,25 +122,25 @@ func (s *single) acked(ctx context.Context, script *script, key string, keys []a
 }
 
 // wait queues WAIT ackN ackTimeout on p.
-func (s *single) wait(ctx context.Context, p redis.Pipeliner) *redis.Cmd {
+func (s *deployment) wait(ctx context.Context, p redis.Pipeliner) *redis.Cmd {
 	return p.Do(ctx, "wait", s.ackN, s.ackTimeout.Milliseconds())
 }
 
 // notReplicated is the error of a grant or renewal acknowledged by got of
 // the ackN replicas asked for.
-func (s *single) notReplicated(got int64) error {
+func (s *deployment) notReplicated(got int64) error {
 	return fmt.Errorf("%w (%d of %d within %v)", ErrNotReplicated, got, s.ackN, s.ackTimeout)
 }
 
 // run sends script for one acquire or release.
-func (s *single) run(ctx context.Context, script *script, keys []any, args ...any) *redis.Cmd {
+func (s *deployment) run(ctx context.Context, script *script, keys []any, args ...any) *redis.Cmd {
 	if s.pipe != nil {
 		return s.pipe.run(ctx, script, keys, args...)
 	}
 	return script.run(ctx, s.c, keys, args...)
 }
 
-func (s *single) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (acquireReply, error) {
+func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (acquireReply, error) {
 	keys := k.script(owner)
 	args := []any{owner, ttl, s.windowArg, entry, seq, tag}
 	if tag == nil {
@@ -195,7 +195,7 @@ func readAcquire(cmd *redis.Cmd) (int64, string, error) {
 	return 0, "", fmt.Errorf("unexpected acquire reply %v", r)
 }
 
-func (s *single) release(ctx context.Context, k *lockKeys, owner string, marker bool) (bool, error) {
+func (s *deployment) release(ctx context.Context, k *lockKeys, owner string, marker bool) (bool, error) {
 	m := noMarker
 	if marker {
 		m = s.markerArg
@@ -204,9 +204,9 @@ func (s *single) release(ctx context.Context, k *lockKeys, owner string, marker 
 	return n == 0, err
 }
 
-func (s *single) queues() bool { return true }
+func (s *deployment) queues() bool { return true }
 
-func (s *single) replicaAck() bool { return s.ackN > 0 }
+func (s *deployment) replicaAck() bool { return s.ackN > 0 }
 
 // byHashTag groups part's leases by hash tag: the keys of one script call
 // on a sharded client must share a slot.
@@ -230,12 +230,12 @@ func byHashTag(batch []renewal, part []int) [][]int {
 // leaves no done marker.
 var noMarker any = "0"
 
-func (s *single) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {
+func (s *deployment) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {
 	n, err := s.scripts.release.run(ctx, s.c, k.script(owner), owner, s.windowArg, s.markerArg, "force").Int64()
 	return n == 0, err
 }
 
-func (s *single) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
+func (s *deployment) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
 	n, err := pttlScript.run(ctx, s.c, k.boxed[:1], owner).Int64()
 	if err != nil {
 		return 0, err
@@ -253,7 +253,7 @@ func (s *single) pttl(ctx context.Context, k *lockKeys, owner string) (time.Dura
 // node, so the batch is one part; on a Cluster leases are grouped by the
 // node that serves their slot, so that a hung node delays only its own
 // leases' renewals.
-func (s *single) groups(ctx context.Context, batch []renewal) [][]int {
+func (s *deployment) groups(ctx context.Context, batch []renewal) [][]int {
 	cc, ok := s.c.(*redis.ClusterClient)
 	if !ok {
 		all := make([]int, len(batch))
@@ -284,7 +284,7 @@ func (s *single) groups(ctx context.Context, batch []renewal) [][]int {
 // script call for all its leases; on a sharded client (Cluster, Ring) the
 // keys of one script must share a slot, so leases are grouped by hash tag
 // and the groups pipelined.
-func (s *single) renew(ctx context.Context, batch []renewal, part []int) {
+func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
 	calls := [][]int{part} // indexes into batch, one script call each
 	if _, plain := s.c.(*redis.Client); !plain {
 		calls = byHashTag(batch, part)

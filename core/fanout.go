@@ -10,7 +10,7 @@ import (
 // that did not has its error set to a timeout. A late answer is dropped:
 // the scripts are safe to repeat and to undo, and an acquire's undo goes to
 // every node (see attempt).
-func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *single) (T, error)) ([]T, []error) {
+func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *deployment) (T, error)) ([]T, []error) {
 	return fanOutUntil(ctx, r, d, call, nil)
 }
 
@@ -19,7 +19,7 @@ func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(c
 // node that hangs then delays nobody. The calls still in flight go on in
 // the background within d (a healthy node gets the lock too); their nodes'
 // errors stay a timeout.
-func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *single) (T, error), decided func(v T, err error) bool) ([]T, []error) {
+func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *deployment) (T, error), decided func(v T, err error) bool) ([]T, []error) {
 	res := make([]T, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	type answer struct {

@@ -200,13 +200,13 @@ func inspectReply(cmd *redis.Cmd) (lockState, error) {
 	return st, nil
 }
 
-func (s *single) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
+func (s *deployment) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
 	return inspectReply(inspectScript.run(ctx, s.c, []any{k.boxed[0], k.boxed[3]}))
 }
 
 // scan calls fn with each key matching glob that is a hash, on every
 // master, until fn returns false.
-func (s *single) scan(ctx context.Context, glob string, fn func(string) bool) error {
+func (s *deployment) scan(ctx context.Context, glob string, fn func(string) bool) error {
 	stop := errors.New("enough")
 	one := func(ctx context.Context, c redis.Cmdable, fn func(string) bool) error {
 		var cursor uint64

@@ -223,7 +223,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return ErrNotHeld
 	}
 	h := s.h
-	sent := h.l.mono()
+	sent := h.l.monoNow()
 	b := []renewal{{keys: &h.keys, ownerArg: h.ownerArg, ttl: ttl, ttlArg: ms(ttl)}}
 	deadline, _ := ctx.Deadline()
 	_, err := bounded(h.l, ctx, deadline, func(cctx context.Context) (struct{}, error) {
@@ -313,7 +313,7 @@ func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 	l.wd.remove(h)
 	held, err := l.releaseBounded(ctx, h)
 	if err == nil {
-		l.undos.answered()
+		l.undoWake.answered()
 		held = held || h.releaseSent.Load()
 	}
 	switch {
@@ -321,7 +321,7 @@ func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 		// The hold stays live (not renewed): Unlock again retries.
 	case held:
 		h.end.CompareAndSwap(endLive, endReleased)
-		l.hints.observe(time.Since(h.acquired))
+		l.holdTimes.observe(time.Since(h.acquired))
 	default:
 		h.end.CompareAndSwap(endLive, endNotHeld)
 		err = ErrNotHeld
@@ -339,7 +339,7 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 	held, err := bounded(l, context.WithoutCancel(ctx), time.Now().Add(h.release), func(cctx context.Context) (bool, error) {
 		backoff := retryMin
 		for {
-			valid := l.mono() < h.validUntil.Load()
+			valid := l.monoNow() < h.validUntil.Load()
 			held, err := l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
 			if err == nil {
 				return held, nil

@@ -17,14 +17,14 @@ import (
 // waits one Pub/Sub connection, and a goroutine per Redis call whose caller
 // has a budget; Close and Shutdown stop them all.
 type Locker struct {
-	client redis.UniversalClient
-	be     backend
-	opts   lockerOptions
-	epoch  time.Time // origin of the monotonic clock used for validity
-	wd     *watchdog
-	rooms  []*waitRoom // one per Redis deployment: one, or a Redlock's nodes
-	hints  holdTimes
-	server serverCheck
+	client    redis.UniversalClient
+	be        backend
+	opts      lockerOptions
+	epoch     time.Time // origin of the monotonic clock used for validity
+	wd        *watchdog
+	rooms     []*waitRoom // one per Redis deployment: one, or a Redlock's nodes
+	holdTimes holdTimes
+	server    serverCheck
 	// markerTTL is how long a done marker lives: longer than the client
 	// can take to re-send a call
 	markerTTL time.Duration
@@ -40,9 +40,9 @@ type Locker struct {
 	bgClosed bool
 	bg       sync.WaitGroup
 
-	undos undoWaits
-	turns turns   // Redlock: one waiter of a lock at a time tries
-	mut   mutants // defects put back for the controls of tests (mutants.go)
+	undoWake undoWaits
+	turns    turns   // Redlock: one waiter of a lock at a time tries
+	mut      mutants // defects put back for the controls of tests (mutants.go)
 }
 
 // New returns a Locker on client: a *redis.Client, a Sentinel failover
@@ -78,9 +78,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.call.box()
+	o.call.boxArgs()
 	marker := markerTTL(client)
-	be := &single{c: client, scripts: mut.scriptSet(), windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
+	be := &deployment{c: client, scripts: mut.scriptSet(), windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
 	ctxDeadlines := honoursDeadlines(client)
 	if c, ok := client.(*redis.Client); ok && !o.noCoalesce && o.ackN == 0 {
 		be.pipe = &coalescer{c: c}
@@ -93,10 +93,10 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		opts:         o,
 		epoch:        time.Now(),
 		done:         make(chan struct{}),
-		undos:        undoWaits{wake: make(chan struct{})},
+		undoWake:     undoWaits{wake: make(chan struct{})},
 		mut:          mut,
 	}
-	l.rooms = []*waitRoom{newWaitRoom(client, l.mono, &l.mut)}
+	l.rooms = []*waitRoom{newWaitRoom(client, l.monoNow, &l.mut)}
 	l.wd = newWatchdog(l)
 	if be.pipe != nil {
 		be.pipe.spawn = l.goBackground
@@ -163,7 +163,7 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 				errs[i] = unavailable("release", err)
 			}
 			if errs[i] == nil && held {
-				l.hints.observe(time.Since(h.acquired))
+				l.holdTimes.observe(time.Since(h.acquired))
 			}
 			l.released(ctx, h, false, errs[i])
 		}()
@@ -276,7 +276,7 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 		l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Pattern: o.pattern, Err: err})
 		return nil, err
 	}
-	o.box()
+	o.boxArgs()
 
 	a := &acquisition{l: l, key: key, o: &o}
 	if d, ok := ctx.Deadline(); ok {
@@ -358,7 +358,7 @@ func (a *acquisition) event(start time.Time, s *Lease, err error) Event {
 	return ev
 }
 
-func (l *Locker) mono() int64 { return int64(time.Since(l.epoch)) }
+func (l *Locker) monoNow() int64 { return int64(time.Since(l.epoch)) }
 
 func (l *Locker) monoTime(ns int64) time.Time { return l.epoch.Add(time.Duration(ns)) }
 

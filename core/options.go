@@ -365,7 +365,7 @@ func Combine(opts ...LockOption) (LockOption, error) {
 }
 
 // box refreshes the TTL's boxed arguments if the TTL changed.
-func (o *callOptions) box() {
+func (o *callOptions) boxArgs() {
 	if o.ttlArg == nil || o.ttlBoxed != o.ttl {
 		o.ttlArg, o.entryArg, o.ttlBoxed = ms(o.ttl), ms(entryTTL(o.ttl)), o.ttl
 	}

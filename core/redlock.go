@@ -26,7 +26,7 @@ func (e *NodeError) Unwrap() error { return e.Err }
 // all of them in parallel, each bounded by a per-node timeout, and counts
 // when a majority (quorum) agrees.
 type redlock struct {
-	nodes  []*single
+	nodes  []*deployment
 	names  []string
 	quorum int
 	// spawn runs a node's call on a goroutine the Locker tracks (Close
@@ -64,7 +64,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 		entry = "n" // Redlock waiters do not queue: they are told when the lock is free
 	}
 	grants := 0
-	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *single) (acquireReply, error) {
+	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *deployment) (acquireReply, error) {
 		return n.acquire(cctx, k, owner, ttl, entry, seq, tag)
 	}, func(a acquireReply, err error) bool {
 		// A majority's grants decide it (the rest are given back by a
@@ -127,7 +127,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner string, fence int64, ttl time.Duration) error {
 	arg := strconv.FormatInt(fence, 10)
 	confirmed := 0
-	_, errs := fanOutUntil(ctx, r, perNode(ttl), func(cctx context.Context, i int, n *single) (struct{}, error) {
+	_, errs := fanOutUntil(ctx, r, perNode(ttl), func(cctx context.Context, i int, n *deployment) (struct{}, error) {
 		return struct{}{}, fenceScript.run(cctx, n.c, []any{k.boxed[1], k.boxed[0]}, arg, n.windowArg, owner).Err()
 	}, func(_ struct{}, err error) bool {
 		if err == nil {
@@ -154,7 +154,7 @@ func (r *redlock) replicaAck() bool { return r.nodes[0].replicaAck() }
 // release always leaves done markers: an acquire decided by a majority may
 // still run on the other nodes, unseen.
 func (r *redlock) release(ctx context.Context, k *lockKeys, owner string, _ bool) (bool, error) {
-	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *single) (bool, error) {
+	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (bool, error) {
 		return n.release(cctx, k, owner, true)
 	})
 	held, answered := false, 0
@@ -175,7 +175,7 @@ func (r *redlock) release(ctx context.Context, k *lockKeys, owner string, _ bool
 
 // forceRelease: held when a quorum of nodes held owner's hold and removed it.
 func (r *redlock) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {
-	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *single) (bool, error) {
+	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (bool, error) {
 		return n.forceRelease(cctx, k, owner)
 	})
 	removed, answered := 0, 0
@@ -224,7 +224,7 @@ func (r *redlock) renew(ctx context.Context, batch []renewal, part []int) {
 	}
 	holders := make(map[int]int, len(part)) // lease → nodes that hold it, so far
 	undecided := len(part)
-	_, errs := fanOutUntil(ctx, r, d, func(cctx context.Context, i int, n *single) (int, error) {
+	_, errs := fanOutUntil(ctx, r, d, func(cctx context.Context, i int, n *deployment) (int, error) {
 		n.renew(cctx, per[i], part)
 		return i, nil
 	}, func(ni int, _ error) bool {
@@ -280,7 +280,7 @@ func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]ren
 
 // restore takes the lock again on a node that lost it, for the same
 // owner, best effort: a node where another owner holds it stays so.
-func (r *redlock) restore(ctx context.Context, n *single, b renewal) {
+func (r *redlock) restore(ctx context.Context, n *deployment, b renewal) {
 	owner, _ := b.ownerArg.(string)
 	if owner == "" {
 		return
@@ -289,7 +289,7 @@ func (r *redlock) restore(ctx context.Context, n *single, b renewal) {
 }
 
 func (r *redlock) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
-	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *single) (time.Duration, error) {
+	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (time.Duration, error) {
 		return n.pttl(cctx, k, owner)
 	})
 	var ttls []time.Duration
@@ -371,8 +371,8 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	r := &redlock{names: names, quorum: len(clients)/2 + 1, timeout: perNode(l.opts.call.ttl)}
 	l.rooms = nil
 	for _, c := range clients {
-		r.nodes = append(r.nodes, &single{c: c, scripts: l.mut.scriptSet(), windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout})
-		l.rooms = append(l.rooms, newWaitRoom(c, l.mono, &l.mut))
+		r.nodes = append(r.nodes, &deployment{c: c, scripts: l.mut.scriptSet(), windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout})
+		l.rooms = append(l.rooms, newWaitRoom(c, l.monoNow, &l.mut))
 		l.markerTTL = max(l.markerTTL, markerTTL(c))
 		l.ctxDeadlines = l.ctxDeadlines && honoursDeadlines(c)
 	}
@@ -387,7 +387,7 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 // fence of its own, and the lease's was written to a quorum before), the age
 // the youngest grant among them, the waiters the most any node counts.
 func (r *redlock) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
-	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *single) (lockState, error) {
+	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (lockState, error) {
 		return n.inspect(cctx, k)
 	})
 	byOwner := map[string][]lockState{}

@@ -32,7 +32,7 @@ import (
 type waitRoom struct {
 	client  redis.UniversalClient
 	cluster *redis.ClusterClient // client, when it is a Cluster client
-	mono    func() int64         // the Locker's monotonic clock (ns)
+	monoNow func() int64         // the Locker's monotonic clock (ns)
 	mut     *mutants
 
 	mu     sync.Mutex
@@ -88,7 +88,7 @@ type grant struct {
 }
 
 func newWaitRoom(c redis.UniversalClient, mono func() int64, mut *mutants) *waitRoom {
-	r := &waitRoom{client: c, mono: mono, mut: mut, chans: map[string]*lockWaiters{}, shards: map[string]*shard{}}
+	r := &waitRoom{client: c, monoNow: mono, mut: mut, chans: map[string]*lockWaiters{}, shards: map[string]*shard{}}
 	r.cluster, _ = c.(*redis.ClusterClient)
 	r.ctx, r.stop = context.WithCancel(context.Background())
 	return r
@@ -207,7 +207,7 @@ func (r *waitRoom) deliver(ch, payload string) {
 		return
 	}
 	if lw.waiters[g.owner] == nil && !r.mut.dropEarly {
-		lw.keepEarly(g, r.mono())
+		lw.keepEarly(g, r.monoNow())
 	}
 	for owner, w := range lw.waiters {
 		to := w.handed
@@ -234,7 +234,7 @@ func (r *waitRoom) confirmed(sh *shard, ch string) bool {
 	if lw == nil || lw.shard != sh {
 		return false
 	}
-	lw.since = r.mono()
+	lw.since = r.monoNow()
 	return true
 }
 

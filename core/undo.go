@@ -49,17 +49,17 @@ func (u *undoWaits) answered() {
 // Locker is closing.
 func (l *Locker) undo(k *lockKeys, owner string, o *callOptions) {
 	run := func() {
-		l.undos.pending.Add(1)
-		defer l.undos.pending.Add(-1)
+		l.undoWake.pending.Add(1)
+		defer l.undoWake.pending.Add(-1)
 		giveUp := time.Now().Add(o.ttl + l.markerTTL)
 		backoff := 50 * time.Millisecond
 		for {
-			back := l.undos.wait()
+			back := l.undoWake.wait()
 			ctx, cancel := context.WithTimeout(context.Background(), o.releaseTimeout)
 			_, err := l.be.release(ctx, k, owner, true)
 			cancel()
 			if err == nil {
-				l.undos.answered()
+				l.undoWake.answered()
 				return
 			}
 			if !time.Now().Before(giveUp) || l.closed.Load() {

@@ -147,7 +147,7 @@ func (w *watchdog) schedule() {
 	var lost []*hold
 	for {
 		w.mu.Lock()
-		now := w.l.mono()
+		now := w.l.monoNow()
 		dispatched := false
 		for len(w.h) > 0 {
 			h := w.h[0]
@@ -252,7 +252,7 @@ func (w *watchdog) renewBatch(batch []*hold) {
 // remaining validity among them (past it, they are lost anyway), and
 // handles the answers.
 func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
-	sent := w.l.mono()
+	sent := w.l.monoNow()
 	left := int64(math.MaxInt64)
 	for _, i := range part {
 		left = min(left, batch[i].validUntil.Load()-sent)
@@ -263,13 +263,13 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 
 	for _, i := range part {
 		if rs[i].err == nil {
-			w.l.undos.answered()
+			w.l.undoWake.answered()
 			break
 		}
 	}
 	var lost []*hold
 	w.mu.Lock()
-	now := w.l.mono()
+	now := w.l.monoNow()
 	for _, i := range part {
 		h := batch[i]
 		h.pending = false
