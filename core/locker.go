@@ -214,33 +214,23 @@ func (l *Locker) stopBackground() {
 }
 
 // Lock obtains the lock named key, waiting while another owner holds it for
-// at most the wait budget (WithWait, default 2s) or until ctx ends,
-// whichever is first, and returning by then plus at most 50ms for a reply
-// already on its way — whatever the client's timeouts and retries (a call
-// still in flight then is undone if it took the lock). A cancellation of
-// ctx is noticed at once while waiting and within 50ms while a call to
-// Redis is in flight, except with a client that has ContextTimeoutEnabled:
-// its calls run on the caller's goroutine and end when go-redis returns,
-// within the budget. Waiting does not
-// poll: the waiter is handed the lock by the holder's release (Pub/Sub),
-// with its queue refresh (every TTL/3) and the holder's remaining TTL as
-// the fallbacks. Waiters queue in Redis in FIFO order across every Locker
-// (Redlock's: in arrival order within a Locker).
+// at most the wait budget (WithWait, default 2s) or until ctx ends, and
+// returns by then plus at most 50ms, whatever the client's timeouts (a call
+// still in flight then is undone if it took the lock). Waiters queue in
+// Redis, first come first served across Lockers, and the holder's release
+// hands the lock to the first one: waiting does not poll (docs/design.md,
+// "Waiting and handoff").
 //
-// If a lease in ctx's chain (ctx is, or derives from, a Lease's Context)
-// holds key, Lock re-enters it at once without a round trip: same fence,
-// same lifetime (the call's TTL and watchdog options do not apply), one
-// more hold to undo with Unlock. Any other key is a fresh acquisition, also
-// from goroutines that share a lease's context.
+// A Lock whose ctx is, or derives from, the Context of a lease holding key
+// re-enters it without a round trip: same fence and lifetime, one more
+// Unlock to give back. Any other key is a fresh acquisition.
 //
-// Errors: a *BusyError (errors.Is ErrNotObtained) when a busy answer was
-// received and the wait budget ended, joined with the context's error when
-// ctx ended first; an ErrUnavailable error when Redis cannot be reached,
-// fails, or did not answer in time (joined with the context's error when
-// ctx ended); the context's error alone (with its cause, e.g. ErrLockLost)
-// when ctx had ended before any answer — a context already ended sends
-// nothing; ErrInvalid for bad arguments (nothing is sent); ErrUnsupported
-// for a Redis older than 7.0; ErrClosed after Close.
+// Errors: a *BusyError (errors.Is ErrNotObtained) when Redis answered busy
+// until the budget ended; an ErrUnavailable error, naming the cause, when
+// Redis failed or did not answer in time; each joined with ctx's error when
+// ctx ended first, and ctx's error alone (a context already ended sends
+// nothing); ErrInvalid for bad arguments; ErrUnsupported for a Redis older
+// than 7.0; ErrClosed after Close.
 func (l *Locker) Lock(ctx context.Context, key string, opts ...LockOption) (*Lease, error) {
 	return l.lock(ctx, key, opts, true)
 }
