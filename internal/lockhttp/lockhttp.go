@@ -9,6 +9,7 @@ package lockhttp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -32,6 +33,18 @@ const (
 	MsgTooLarge    = "request body too large"
 	MsgBadRequest  = "bad request"
 )
+
+// ContentTypeJSON is the Content-Type of the default answers.
+const ContentTypeJSON = "application/json; charset=utf-8"
+
+// ErrorBody is the body of a default answer, {"error": msg} and a newline,
+// for the adapters that write the bytes themselves (httplock, echolock).
+func ErrorBody(msg string) []byte {
+	b, _ := json.Marshal(struct {
+		Error string `json:"error"`
+	}{msg})
+	return append(b, '\n')
+}
 
 // Decision is how to answer a failed Lock.
 type Decision struct {

@@ -2,8 +2,6 @@ package httplock
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"net/http"
 
 	"github.com/lockgate/lockgate/core"
@@ -13,14 +11,7 @@ import (
 
 // ErrNoLocker is returned by New and NewTemplate for a nil Locker. It
 // matches core.ErrInvalid.
-var ErrNoLocker = fmt.Errorf("httplock: nil Locker: %w", core.ErrInvalid)
-
-type middleware struct {
-	l        *core.Locker
-	o        options
-	route    lockhttp.Route                                    // the template, the combined lock options
-	ctxValue func(r *http.Request, name string) (string, bool) // {ctx.name} from r.Context()
-}
+var ErrNoLocker = lockhttp.ErrNoLocker("httplock: nil Locker")
 
 // New returns middleware that runs the next handler while holding the lock
 // named by the key template (for example "order:{query.user_id}:{path.voucher}";
@@ -49,10 +40,7 @@ type middleware struct {
 // below core.MinTTL, a negative WithReleaseTimeout or WithMaxBodySize, an
 // invalid core option in WithLockOptions).
 func New(l *core.Locker, key string, opts ...Option) (func(http.Handler) http.Handler, error) {
-	if l == nil {
-		return nil, ErrNoLocker
-	}
-	t, err := keyfunc.Compile(key, keyfunc.HTTP())
+	t, err := lockhttp.Compile(l, key, ErrNoLocker)
 	if err != nil {
 		return nil, err
 	}
@@ -64,28 +52,12 @@ func New(l *core.Locker, key string, opts ...Option) (func(http.Handler) http.Ha
 // an ErrBadTemplate error, and so is a nil template. Other errors as for
 // New.
 func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (func(http.Handler) http.Handler, error) {
-	if l == nil {
-		return nil, ErrNoLocker
-	}
-	m := &middleware{l: l, o: defaultOptions()}
-	t, err := m.o.setup.ForHTTP("key template", key)
+	m := &middleware{o: defaultOptions()}
+	route, err := lockhttp.Configure(&m.o, l, key, opts, ErrNoLocker)
 	if err != nil {
 		return nil, err
 	}
-	for i, opt := range opts {
-		if opt == nil {
-			return nil, m.o.setup.Invalid("New", "option %d is nil", i)
-		}
-		opt(&m.o)
-	}
-	if m.route, err = m.o.setup.Route(t, "lock options"); err != nil {
-		return nil, err
-	}
-	if m.o.logger == nil {
-		m.o.logger = slog.Default()
-	}
-	value := m.o.contextValue
-	m.ctxValue = func(r *http.Request, name string) (string, bool) { return value(r.Context(), name) }
+	m.e = lockhttp.Engine[call, struct{}]{Locker: l, Route: route, FailOpen: m.o.FailOpen, Logger: m.o.Logger, Shim: m}
 	return m.wrap, nil
 }
 
@@ -93,10 +65,7 @@ func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (func(ht
 //
 //	mux.Handle("POST /orders/{voucher}", httplock.Must(httplock.New(l, "order:{path.voucher}"))(h))
 func Must(mw func(http.Handler) http.Handler, err error) func(http.Handler) http.Handler {
-	if err != nil {
-		panic(err)
-	}
-	return mw
+	return lockhttp.Must(mw, err)
 }
 
 // FromContext returns the lease held for the request whose context is ctx
@@ -104,54 +73,52 @@ func Must(mw func(http.Handler) http.Handler, err error) func(http.Handler) http
 // lock is held (the handler runs fail-open).
 func FromContext(ctx context.Context) *core.Lease { return core.FromContext(ctx) }
 
+// middleware is the shim of the shared engine (lockhttp.Engine) for
+// net/http.
+type middleware struct {
+	o options
+	e lockhttp.Engine[call, struct{}]
+}
+
+// call is one request through the middleware.
+type call struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	next http.Handler
+}
+
 func (m *middleware) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m.serve(next, w, r)
+		m.e.Serve(call{w, r, next})
 	})
 }
 
-func (m *middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
-	q := lockhttp.Request[*http.Request]{R: r, C: r, MaxBody: m.o.setup.MaxBody(), Path: m.o.pathValue, Ctx: m.ctxValue}
-	if m.route.Body {
-		if status, err := q.ReadBody(); err != nil {
-			m.o.onError(w, r, status, err)
-			return
-		}
-	}
-	key, err := m.route.Template.Key(q.Lookup)
-	if err != nil {
-		m.o.onError(w, r, http.StatusBadRequest, err)
-		return
-	}
-	lease, err := m.l.Lock(r.Context(), key, m.route.LockOpts...)
-	if err != nil {
-		m.failed(next, w, r, err)
-		return
-	}
-	defer m.release(lease, r)
-	next.ServeHTTP(w, r.WithContext(lease.Context()))
+func (m *middleware) Skip(call) bool { return false }
+
+func (m *middleware) Key(c call, route *lockhttp.Route) (string, int, error) {
+	q := lockhttp.Request[*http.Request]{R: c.r, C: c.r, MaxBody: m.o.Setup.MaxBody(), Path: m.o.Path, Ctx: m.o.Ctx}
+	return q.Key(route)
 }
 
-func (m *middleware) failed(next http.Handler, w http.ResponseWriter, r *http.Request, err error) {
-	ctx := r.Context()
-	d := lockhttp.Decide(err, m.o.failOpen, ctx)
-	d.Report(ctx, m.o.logger, m.route.Template.String(), err)
-	switch d.Status {
-	case 0:
-		next.ServeHTTP(w, r)
-	case http.StatusTooManyRequests:
-		setRetryAfter(w, err)
-		m.o.busy.ServeHTTP(w, r)
-	default:
-		m.o.onError(w, r, d.Status, err)
-	}
+func (m *middleware) Context(c call) context.Context { return c.r.Context() }
+
+func (m *middleware) Next(c call) struct{} {
+	c.next.ServeHTTP(c.w, c.r)
+	return struct{}{}
 }
 
-// release unlocks after the handler, on return or panic (a deferred call:
-// the panic goes on to the server as usual). Unlock is detached from the
-// request's cancellation and bounded by the release timeout, so a request
-// already over still releases its lock, and a lease known lost returns at
-// once.
-func (m *middleware) release(lease *core.Lease, r *http.Request) {
-	lockhttp.Release(r.Context(), m.o.logger, lease)
+func (m *middleware) Locked(c call, lease *core.Lease) struct{} {
+	c.next.ServeHTTP(c.w, c.r.WithContext(lease.Context()))
+	return struct{}{}
+}
+
+func (m *middleware) Busy(c call, retryAfter string, _ error) struct{} {
+	c.w.Header().Set("Retry-After", retryAfter)
+	m.o.Busy.ServeHTTP(c.w, c.r)
+	return struct{}{}
+}
+
+func (m *middleware) Error(c call, status int, err error) struct{} {
+	m.o.Error(c.w, c.r, status, err)
+	return struct{}{}
 }
