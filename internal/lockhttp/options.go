@@ -1,7 +1,6 @@
 package lockhttp
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -114,10 +113,6 @@ func (With[C, B, E]) Ctx(f func(c C, name string) (string, bool)) func(*Options[
 		}
 	}
 }
-
-// ErrNoLocker is an adapter's error for a nil Locker: text, matching
-// core.ErrInvalid.
-func ErrNoLocker(text string) error { return fmt.Errorf("%s: %w", text, core.ErrInvalid) }
 
 // Compile is the start of an adapter's New(l, key, ...): noLocker for a
 // nil l, else key compiled for HTTP (keyfunc.HTTP).
