@@ -2,6 +2,7 @@ package lockhttp
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/lockgate/lockgate/core"
@@ -176,11 +177,14 @@ func (s *Setup) ConfigTemplate(key string, t *keyfunc.Template) (*keyfunc.Templa
 // Fields are the settings of an adapter with a Config (fiberlock,
 // echolock), its fields of the same names.
 type Fields struct {
+	Locker                    *core.Locker
 	Key                       string
 	Template                  *keyfunc.Template
 	Wait, TTL, ReleaseTimeout time.Duration
 	LockOptions               []core.LockOption
 	MaxBodySize               int64
+	FailOpen                  bool
+	Logger                    *slog.Logger // nil: slog.Default()
 }
 
 // ConfigRoute checks f, each error naming its field (Config.Wait), and
@@ -197,4 +201,26 @@ func (s *Setup) ConfigRoute(f Fields) (Route, error) {
 	s.LockOptions("Config.LockOptions", f.LockOptions)
 	s.MaxBodySize("Config.MaxBodySize", f.MaxBodySize)
 	return s.Route(t, "Config.LockOptions")
+}
+
+// ConfigEngine is the engine of an adapter with a Config, named adapter
+// ("echolock"), on shim: noLocker for a nil f.Locker (when noLocker is
+// nil, an error matching core.ErrInvalid naming Config.Locker), then the
+// route of f (ConfigRoute).
+func ConfigEngine[C, R any](adapter string, f Fields, noLocker error, shim Shim[C, R]) (Engine[C, R], error) {
+	s := NewSetup(adapter)
+	if f.Locker == nil {
+		if noLocker == nil {
+			noLocker = s.Invalid("Config.Locker", "required")
+		}
+		return Engine[C, R]{}, noLocker
+	}
+	route, err := s.ConfigRoute(f)
+	if err != nil {
+		return Engine[C, R]{}, err
+	}
+	if f.Logger == nil {
+		f.Logger = slog.Default()
+	}
+	return Engine[C, R]{Locker: f.Locker, Route: route, FailOpen: f.FailOpen, Logger: f.Logger, Shim: shim}, nil
 }
