@@ -71,11 +71,7 @@ func (q *Request[C]) Key(route *Route) (string, int, error) {
 			return "", status, err
 		}
 	}
-	key, err := route.Template.Key(q.Lookup)
-	if err != nil {
-		return "", http.StatusBadRequest, err
-	}
-	return key, 0, nil
+	return route.Key(q.Lookup)
 }
 
 // Lookup is the template's lookup (keyfunc.Template.Key).

@@ -3,6 +3,7 @@ package lockhttp
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/lockgate/lockgate/core"
@@ -121,6 +122,21 @@ type Route struct {
 	LockOpts []core.LockOption // the route's lock options combined: one
 	Body     bool              // the key reads the body ({body.*}, {form.*}, bare names)
 }
+
+// Key resolves the route's key with lookup; on failure it returns the
+// status to answer, 400 (a key error).
+func (r *Route) Key(lookup keyfunc.Lookup) (string, int, error) {
+	key, err := r.Template.Key(lookup)
+	if err != nil {
+		return "", http.StatusBadRequest, err
+	}
+	return key, 0, nil
+}
+
+// BodyTooLarge is the error of a body found over its bound before it is
+// read (413): a *keyfunc.Error for the body matching
+// keyfunc.ErrBodyTooLarge.
+func BodyTooLarge() error { return &keyfunc.Error{Part: "body", Err: keyfunc.ErrBodyTooLarge} }
 
 // Route returns the first error recorded, or the route of template t
 // (already valid for HTTP) with the lock options combined after
