@@ -16,15 +16,15 @@ type leaseKey struct{}
 // holding the lock named by the key template (typed placeholders such as
 // {query.user_id:int} canonicalise the value; see package keyfunc).
 //
-// Answers: 400 for a key error (naming the part), 413 for a body over
-// MaxBodySize, LimitReached (429 with Retry-After) when still busy after
-// the wait, 503 when Redis is unavailable (the handler does not run unless
-// FailOpen) or the lock fails otherwise (the Locker closed, an unsupported
-// server: never fail-open), 503 when the user context's deadline passes
-// while waiting, 499 (StatusClientClosedRequest) when it is cancelled. The
-// lease is released after the handler, also when it returns an error or
-// panics (the panic goes on to Fiber's recover middleware), within
-// ReleaseTimeout.
+// Answers, as every adapter's (middleware/README.md in the repository has
+// them all, with the setup errors and the defaults): 400 for a key error
+// (naming the part), 413 for a body over MaxBodySize, LimitReached (429
+// with Retry-After) when still busy after the wait, 503 when the lock
+// cannot be taken (FailOpen runs the handler without it when Redis is
+// unavailable), 499 (StatusClientClosedRequest) when the user context is
+// cancelled while waiting. The lease is released after the handler, also
+// when it returns an error or panics (the panic goes on to Fiber's recover
+// middleware), within ReleaseTimeout.
 //
 // Like Fiber's own middleware, New panics on a bad config, at setup, with
 // the error Validate returns: no Locker, no Key nor Template, a malformed

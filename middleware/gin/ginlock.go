@@ -21,28 +21,22 @@ var ErrNoLocker = fmt.Errorf("ginlock: nil Locker: %w", core.ErrInvalid)
 // placeholders such as {query.user_id:int} canonicalise the value; see
 // package keyfunc for the syntax and keyfunc.HTTP for bare names).
 //
-// Answers (each one aborts the chain): 400 for a key error (naming the
-// part), 413 for a body over WithMaxBodySize, 429 with Retry-After when the
-// lock is still busy after the wait (WithBusyHandler), 503 when Redis is
-// unavailable (the handler does not run, unless WithFailOpen) or the lock
-// fails otherwise (the Locker closed, an unsupported server: never
-// fail-open), 503 when the request's deadline passes while waiting, 499
+// Answers, as every adapter's (middleware/README.md in the repository has
+// them all, with the setup errors and the defaults), each one aborting the
+// chain: 400 for a key error (naming the part), 413 for a body over
+// WithMaxBodySize, 429 with Retry-After when the lock is still busy after
+// the wait (WithBusyHandler), 503 when the lock cannot be taken
+// (WithFailOpen runs the chain without it when Redis is unavailable), 499
 // (StatusClientClosedRequest) when the request is cancelled while waiting.
-// The lease is released after c.Next() returns, also when a handler
-// panics (the panic goes on to gin.Recovery); the release is bounded by
+// The lease is released after c.Next() returns, also when a handler panics
+// (the panic goes on to gin.Recovery); the release is bounded by
 // WithReleaseTimeout.
 //
-// New checks everything at setup: the Locker, the template and every
-// option (each option's own checks, then core.Combine of the lock options),
-// so that a mistake is an error here rather than an answer to every
-// request.
-//
-// Errors: ErrNoLocker for a nil Locker; a *keyfunc.Error (ErrBadTemplate)
-// for an empty or malformed template or one naming a source HTTP cannot
-// read; an error matching core.ErrInvalid and naming the option for a nil
-// or invalid option (WithWait below zero other than core.NoWait, WithTTL
-// below core.MinTTL, a negative WithReleaseTimeout or WithMaxBodySize, an
-// invalid core option in WithLockOptions).
+// New checks everything at setup, so that a mistake is an error here
+// rather than an answer to every request: ErrNoLocker for a nil Locker; a
+// *keyfunc.Error (ErrBadTemplate) for an empty or malformed template or
+// one naming a source HTTP cannot read; an error matching core.ErrInvalid
+// and naming the option for a nil or invalid option.
 func New(l *core.Locker, key string, opts ...Option) (gin.HandlerFunc, error) {
 	t, err := lockhttp.Compile(l, key, ErrNoLocker)
 	if err != nil {
