@@ -1,14 +1,19 @@
-// Package lockhttp is what the HTTP adapters (httplock, fiberlock for Fiber
-// v2 and v3, ginlock, echolock) share at run time: how a failed Lock is
-// answered (Decide), the default texts, and — for the adapters on
-// net/http's *http.Request — reading the request for the key (Request:
-// query, headers, the buffered body's JSON and form fields; 413 for a body
-// over its bound). It holds no framework code; each adapter writes the
-// answer its own way.
+// Package lockhttp is the middleware every HTTP adapter (httplock,
+// fiberlock for Fiber v2 and v3, ginlock, echolock) runs: the Engine (skip,
+// read the key, lock, answer a failure as Decide says, run the chain under
+// the lease, release), set up from functional Options (httplock, ginlock)
+// or a Config's Fields (fiberlock, echolock) checked by Setup; the default
+// texts; and, for the adapters on net/http's *http.Request, reading the
+// request for the key (Request: query, headers, the buffered body's JSON
+// and form fields; 413 for a body over its bound). It holds no framework
+// code: each adapter is a Shim that reads and writes its framework's
+// request and response. middleware/README.md in the repository documents
+// the answers, setup errors and defaults this makes the same for all.
 package lockhttp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -32,6 +37,18 @@ const (
 	MsgTooLarge    = "request body too large"
 	MsgBadRequest  = "bad request"
 )
+
+// ContentTypeJSON is the Content-Type of the default answers.
+const ContentTypeJSON = "application/json; charset=utf-8"
+
+// ErrorBody is the body of a default answer, {"error": msg} and a newline,
+// for the adapters that write the bytes themselves (httplock, echolock).
+func ErrorBody(msg string) []byte {
+	b, _ := json.Marshal(struct {
+		Error string `json:"error"`
+	}{msg})
+	return append(b, '\n')
+}
 
 // Decision is how to answer a failed Lock.
 type Decision struct {

@@ -61,6 +61,19 @@ func (q *Request[C]) ReadBody() (int, error) {
 	return 0, nil
 }
 
+// Key is the route's key for the request: the body read first when the
+// key uses it (ReadBody), then the template's placeholders resolved. On
+// failure it returns the status to answer: ReadBody's, or 400 for a key
+// error.
+func (q *Request[C]) Key(route *Route) (string, int, error) {
+	if route.Body {
+		if status, err := q.ReadBody(); err != nil {
+			return "", status, err
+		}
+	}
+	return route.Key(q.Lookup)
+}
+
 // Lookup is the template's lookup (keyfunc.Template.Key).
 func (q *Request[C]) Lookup(src keyfunc.Source, name string) (string, bool, error) {
 	switch src {

@@ -2,6 +2,8 @@ package lockhttp
 
 import (
 	"fmt"
+	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/lockgate/lockgate/core"
@@ -121,6 +123,21 @@ type Route struct {
 	Body     bool              // the key reads the body ({body.*}, {form.*}, bare names)
 }
 
+// Key resolves the route's key with lookup; on failure it returns the
+// status to answer, 400 (a key error).
+func (r *Route) Key(lookup keyfunc.Lookup) (string, int, error) {
+	key, err := r.Template.Key(lookup)
+	if err != nil {
+		return "", http.StatusBadRequest, err
+	}
+	return key, 0, nil
+}
+
+// BodyTooLarge is the error of a body found over its bound before it is
+// read (413): a *keyfunc.Error for the body matching
+// keyfunc.ErrBodyTooLarge.
+func BodyTooLarge() error { return &keyfunc.Error{Part: "body", Err: keyfunc.ErrBodyTooLarge} }
+
 // Route returns the first error recorded, or the route of template t
 // (already valid for HTTP) with the lock options combined after
 // core.WithPattern(t's text): observations name the route's lock by its
@@ -176,11 +193,14 @@ func (s *Setup) ConfigTemplate(key string, t *keyfunc.Template) (*keyfunc.Templa
 // Fields are the settings of an adapter with a Config (fiberlock,
 // echolock), its fields of the same names.
 type Fields struct {
+	Locker                    *core.Locker
 	Key                       string
 	Template                  *keyfunc.Template
 	Wait, TTL, ReleaseTimeout time.Duration
 	LockOptions               []core.LockOption
 	MaxBodySize               int64
+	FailOpen                  bool
+	Logger                    *slog.Logger // nil: slog.Default()
 }
 
 // ConfigRoute checks f, each error naming its field (Config.Wait), and
@@ -197,4 +217,26 @@ func (s *Setup) ConfigRoute(f Fields) (Route, error) {
 	s.LockOptions("Config.LockOptions", f.LockOptions)
 	s.MaxBodySize("Config.MaxBodySize", f.MaxBodySize)
 	return s.Route(t, "Config.LockOptions")
+}
+
+// ConfigEngine is the engine of an adapter with a Config, named adapter
+// ("echolock"), on shim: noLocker for a nil f.Locker (when noLocker is
+// nil, an error matching core.ErrInvalid naming Config.Locker), then the
+// route of f (ConfigRoute).
+func ConfigEngine[C, R any](adapter string, f Fields, noLocker error, shim Shim[C, R]) (Engine[C, R], error) {
+	s := NewSetup(adapter)
+	if f.Locker == nil {
+		if noLocker == nil {
+			noLocker = s.Invalid("Config.Locker", "required")
+		}
+		return Engine[C, R]{}, noLocker
+	}
+	route, err := s.ConfigRoute(f)
+	if err != nil {
+		return Engine[C, R]{}, err
+	}
+	if f.Logger == nil {
+		f.Logger = slog.Default()
+	}
+	return Engine[C, R]{Locker: f.Locker, Route: route, FailOpen: f.FailOpen, Logger: f.Logger, Shim: shim}, nil
 }

@@ -34,37 +34,25 @@
 // neither answer 503 to every request nor, with FailOpen, run them all
 // without the lock.
 //
-// Defaults: Skipper never skips; Wait, TTL and ReleaseTimeout are the
-// Locker's (2s, 30s and 1s unless set in core.New); MaxBodySize 1 MiB
-// (keyfunc.DefaultMaxBodySize); fail closed; Logger slog.Default(); the
-// answers below.
+// Defaults: each field's doc gives its default. Outcomes are every
+// adapter's; middleware/README.md in the repository has them all, with the
+// setup errors and the defaults. In short: a key error is a 400 naming the
+// part, never the value, and nothing is locked; a body over MaxBodySize a
+// 413; a lock still busy when Wait ends a 429 with Retry-After
+// (BusyHandler); Redis unavailable, the request's deadline passed while
+// waiting, a closed Locker or an unsupported Redis a 503, and the handler
+// does not run (FailOpen runs it without the lock when Redis is
+// unavailable, and only then); a request cancelled while waiting a 499
+// (StatusClientClosedRequest); Skipper returning true runs the handler
+// without the lock, nothing read.
 //
-// Outcomes, as for packages httplock and fiberlock:
-//
-//	request                                 answer                                  handler
-//	key error (missing, empty, too long,    400 {"error": "<part>: <reason>"}       not run, nothing locked
-//	  control characters, a typed value       naming the part, never the value
-//	  that does not parse, body not JSON)
-//	body over MaxBodySize                   413 {"error": "request body too large"} not run
-//	still busy when Wait ends               429 + Retry-After (BusyHandler)          not run
-//	Redis unavailable (core.ErrUnavailable) 503 "lock service unavailable"          not run; FailOpen: run
-//	                                                                                  without the lock, warned
-//	deadline passed while waiting           503 saying so                           not run
-//	request cancelled while waiting         499 StatusClientClosedRequest           not run
-//	Locker closed, unsupported Redis, other 503, logged at error, never fail-open   not run
-//	Skipper returns true                    the handler's                           run, no lock, nothing read
-//	lock taken                              the handler's                           run under the lock
-//
-// Retry-After is core.RetryAfterSeconds (when the lock is likely free,
-// whole seconds, at least 1). Under the lock, c.Request()'s context is the
-// lease's Context: FromContext returns the lease (Key, Fence), a Lock of
-// the same key with it re-enters, and it is cancelled with cause
-// core.ErrLockLost if the lock is lost while the handler runs. The lease is
-// released when the rest of the chain returns — with nil, with an error, or
-// by a panic (which goes on to Echo's Recover middleware) — also when the
-// request's context is already over, within ReleaseTimeout; a failed
-// release is logged at warn. The middleware in front gets the request back
-// as it passed it on.
+// Under the lock, c.Request()'s context is the lease's Context:
+// FromContext returns the lease (Key, Fence), a Lock of the same key with
+// it re-enters, and it is cancelled with cause core.ErrLockLost if the
+// lock is lost while the handler runs. The lease is released when the rest
+// of the chain returns — with nil, with an error, or by a panic (which goes
+// on to Echo's Recover middleware) — within ReleaseTimeout. The middleware
+// in front gets the request back as it passed it on.
 //
 // # Errors and Echo's HTTPErrorHandler
 //

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -29,14 +28,15 @@ func New(l *core.Locker, key string) (echo.MiddlewareFunc, error) {
 // holding the lock named by the key template (typed placeholders such as
 // {query.user_id:int} canonicalise the value; see package keyfunc).
 //
-// Answers: 400 for a key error (naming the part), 413 for a body over
-// MaxBodySize, BusyHandler (429 with Retry-After) when still busy after the
-// wait, 503 when Redis is unavailable (the handler does not run unless
-// FailOpen) or the lock fails otherwise (the Locker closed, an unsupported
-// server: never fail-open), 503 when the request's deadline passes while
-// waiting, 499 (StatusClientClosedRequest) when it is cancelled. The lease
-// is released after the handler returns, returns an error, or panics (the
-// panic goes on to Echo's Recover middleware), within ReleaseTimeout.
+// Answers, as every adapter's (middleware/README.md in the repository has
+// them all, with the setup errors and the defaults): 400 for a key error
+// (naming the part), 413 for a body over MaxBodySize, BusyHandler (429
+// with Retry-After) when still busy after the wait, 503 when the lock
+// cannot be taken (FailOpen runs the handler without it when Redis is
+// unavailable), 499 (StatusClientClosedRequest) when the request is
+// cancelled while waiting. The lease is released after the handler
+// returns, returns an error, or panics (the panic goes on to Echo's
+// Recover middleware), within ReleaseTimeout.
 //
 // NewWithConfig checks the whole Config at setup, so that a mistake is an
 // error here rather than an answer to every request. Errors, each naming
@@ -57,10 +57,7 @@ func NewWithConfig(cfg Config) (echo.MiddlewareFunc, error) {
 //
 //	lock := echolock.Must(echolock.NewWithConfig(echolock.Config{Locker: l, Key: "order:{path.voucher}"}))
 func Must(mw echo.MiddlewareFunc, err error) echo.MiddlewareFunc {
-	if err != nil {
-		panic(err)
-	}
-	return mw
+	return lockhttp.Must(mw, err)
 }
 
 // FromContext returns the lease held for the request whose context is ctx
@@ -68,76 +65,67 @@ func Must(mw echo.MiddlewareFunc, err error) echo.MiddlewareFunc {
 // nil when no lock is held (the handler runs fail-open, or was skipped).
 func FromContext(ctx context.Context) *core.Lease { return core.FromContext(ctx) }
 
+// lockMiddleware is the shim of the shared engine (lockhttp.Engine) for
+// Echo.
 type lockMiddleware struct {
-	cfg   Config
-	route lockhttp.Route // the template, the combined lock options
+	cfg Config
+	e   lockhttp.Engine[call, error]
+}
+
+// call is one request through the middleware.
+type call struct {
+	c    echo.Context
+	next echo.HandlerFunc
 }
 
 // build checks cfg and compiles it.
 func build(cfg Config) (*lockMiddleware, error) {
-	cfg = withDefaults(cfg)
-	s := lockhttp.NewSetup("echolock")
-	if cfg.Locker == nil {
-		return nil, ErrNoLocker
-	}
-	route, err := s.ConfigRoute(lockhttp.Fields{Key: cfg.Key, Template: cfg.Template, Wait: cfg.Wait, TTL: cfg.TTL,
-		ReleaseTimeout: cfg.ReleaseTimeout, LockOptions: cfg.LockOptions, MaxBodySize: cfg.MaxBodySize})
+	m := &lockMiddleware{cfg: withDefaults(cfg)}
+	cfg = m.cfg
+	var err error
+	m.e, err = lockhttp.ConfigEngine[call, error]("echolock", lockhttp.Fields{Locker: cfg.Locker, Key: cfg.Key, Template: cfg.Template,
+		Wait: cfg.Wait, TTL: cfg.TTL, ReleaseTimeout: cfg.ReleaseTimeout, LockOptions: cfg.LockOptions,
+		MaxBodySize: cfg.MaxBodySize, FailOpen: cfg.FailOpen, Logger: cfg.Logger}, ErrNoLocker, m)
 	if err != nil {
 		return nil, err
 	}
-	return &lockMiddleware{cfg: cfg, route: route}, nil
+	return m, nil
 }
 
 func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error { return m.handle(next, c) }
+	return func(c echo.Context) error { return m.e.Serve(call{c, next}) }
 }
 
-func (m *lockMiddleware) handle(next echo.HandlerFunc, c echo.Context) error {
-	cfg := &m.cfg
-	if cfg.Skipper(c) {
-		return next(c)
+func (m *lockMiddleware) Skip(c call) bool { return m.cfg.Skipper(c.c) }
+
+func (m *lockMiddleware) Key(c call, route *lockhttp.Route) (string, int, error) {
+	q := lockhttp.Request[echo.Context]{R: c.c.Request(), C: c.c, MaxBody: m.cfg.MaxBodySize, Path: param, Ctx: m.cfg.ContextValue}
+	key, status, err := q.Key(route)
+	if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+		status = http.StatusRequestEntityTooLarge // Echo's BodyLimit in front cut it off
 	}
-	r := c.Request()
-	q := lockhttp.Request[echo.Context]{R: r, C: c, MaxBody: cfg.MaxBodySize, Path: param, Ctx: cfg.ContextValue}
-	if m.route.Body {
-		if status, err := q.ReadBody(); err != nil {
-			if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
-				status = http.StatusRequestEntityTooLarge // Echo's BodyLimit in front cut it off
-			}
-			return cfg.ErrorHandler(c, status, err)
-		}
-	}
-	key, err := m.route.Template.Key(q.Lookup)
-	if err != nil {
-		return cfg.ErrorHandler(c, http.StatusBadRequest, err)
-	}
-	parent := r.Context()
-	lease, err := cfg.Locker.Lock(parent, key, m.route.LockOpts...)
-	if err != nil {
-		return m.failed(next, c, parent, err)
-	}
-	defer func() {
-		// Runs on return and while a panic unwinds (the panic goes on to
-		// Recover). Outer middleware see the request as they passed it on.
-		// Unlock is detached from parent's cancellation and bounded by the
-		// release timeout; a lease known lost returns at once.
-		c.SetRequest(r)
-		lockhttp.Release(parent, cfg.Logger, lease)
-	}()
-	c.SetRequest(r.WithContext(lease.Context()))
-	return next(c)
+	return key, status, err
 }
 
-func (m *lockMiddleware) failed(next echo.HandlerFunc, c echo.Context, ctx context.Context, err error) error {
-	cfg := &m.cfg
-	d := lockhttp.Decide(err, cfg.FailOpen, ctx)
-	d.Report(ctx, cfg.Logger, m.route.Template.String(), err)
-	switch d.Status {
-	case 0:
-		return next(c)
-	case http.StatusTooManyRequests:
-		c.Response().Header().Set(echo.HeaderRetryAfter, strconv.Itoa(core.RetryAfterSeconds(err)))
-		return cfg.BusyHandler(c, err)
-	}
-	return cfg.ErrorHandler(c, d.Status, err)
+func (m *lockMiddleware) Context(c call) context.Context { return c.c.Request().Context() }
+
+func (m *lockMiddleware) Next(c call) error { return c.next(c.c) }
+
+func (m *lockMiddleware) Locked(c call, lease *core.Lease) error {
+	r := c.c.Request()
+	// On return and while a panic unwinds (the panic goes on to Recover),
+	// before the release: outer middleware see the request as they passed
+	// it on.
+	defer c.c.SetRequest(r)
+	c.c.SetRequest(r.WithContext(lease.Context()))
+	return c.next(c.c)
+}
+
+func (m *lockMiddleware) Busy(c call, retryAfter string, err error) error {
+	c.c.Response().Header().Set(echo.HeaderRetryAfter, retryAfter)
+	return m.cfg.BusyHandler(c.c, err)
+}
+
+func (m *lockMiddleware) Error(c call, status int, err error) error {
+	return m.cfg.ErrorHandler(c.c, status, err)
 }

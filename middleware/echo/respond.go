@@ -1,7 +1,6 @@
 package echolock
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -23,11 +22,8 @@ const StatusClientClosedRequest = lockhttp.StatusClientClosedRequest
 // app's JSONSerializer: the answer is the same as the other adapters'
 // whatever the app is configured with.
 func jsonError(c echo.Context, status int, msg string) error {
-	b, _ := json.Marshal(struct {
-		Error string `json:"error"`
-	}{msg})
 	c.Response().Header().Set(echo.HeaderXContentTypeOptions, "nosniff")
-	return c.Blob(status, "application/json; charset=utf-8", append(b, '\n'))
+	return c.Blob(status, lockhttp.ContentTypeJSON, lockhttp.ErrorBody(msg))
 }
 
 func defaultBusy(c echo.Context, _ error) error {

@@ -31,38 +31,25 @@
 // neither answer 503 to every request nor, with FailOpen, run them all
 // without the lock.
 //
-// Defaults: the Locker's wait (2s), TTL (30s, renewed by the watchdog while
-// the handler runs) and release timeout (1s); fail closed; MaxBodySize
-// keyfunc.DefaultMaxBodySize (1 MiB); slog.Default() for the logs; the
-// {"error": "..."} answers below.
+// Outcomes are every adapter's; middleware/README.md in the repository has
+// them all, with the setup errors and the defaults. In short: a key error
+// is a 400 naming the part, never the value, and nothing is locked; a body
+// over MaxBodySize a 413; a lock still busy when the wait ends
+// (Config.Wait) a 429 with Retry-After (Config.LimitReached replaces it);
+// Redis unavailable, the request context's (c.Context()) deadline passed
+// while waiting, a closed Locker or an unsupported Redis a 503, and the
+// handler does not run (Config.FailOpen runs it without the lock when
+// Redis is unavailable, and only then); a request context cancelled while
+// waiting a 499 (StatusClientClosedRequest). Fiber's request context is
+// never cancelled unless earlier middleware (timeout.New, say) set one
+// that is.
 //
-// Outcomes, as for package httplock:
-//   - key error (missing, empty, too long, control characters, a typed
-//     value that does not parse, body not JSON): 400 with {"error": "..."}
-//     naming the part, never the value; nothing is locked.
-//   - body over MaxBodySize: 413.
-//   - still busy when the wait ends (Config.Wait, default the Locker's 2s):
-//     429 with Retry-After = core.RetryAfterSeconds (when the lock is likely
-//     free, whole seconds, at least 1); Config.LimitReached replaces it.
-//   - Redis unavailable (core.ErrUnavailable): 503 and the handler does not
-//     run; Config.FailOpen runs it without the lock and logs a warning.
-//     Fail-open applies to core.ErrUnavailable only.
-//   - the request context's (c.Context()) deadline passed while waiting (a
-//     plain context.DeadlineExceeded): 503 saying so; it was cancelled (a
-//     plain context.Canceled): 499 (StatusClientClosedRequest, "client
-//     closed request", as nginx). Fiber's request context is never
-//     cancelled unless earlier middleware (timeout.New, say) set one that
-//     is.
-//   - the Locker closed, an unsupported Redis, anything else: 503, logged at
-//     error, never fail-open.
-//   - otherwise the handler runs with FromContext(c) returning the lease
-//     (Key, Fence) and c.Context() set to the lease's Context: a Lock of
-//     the same key with it re-enters, and it is cancelled with cause
-//     core.ErrLockLost if the lock is lost while the handler runs. The lease
-//     is released after the handler returns, returns an error, or panics
-//     (use Fiber's recover middleware in front, as usual), within
-//     Config.ReleaseTimeout (default the Locker's 1s), also when the
-//     request context is already over; a failed release is logged at warn.
+// Otherwise the handler runs with FromContext(c) returning the lease (Key,
+// Fence) and c.Context() set to the lease's Context: a Lock of the same
+// key with it re-enters, and it is cancelled with cause core.ErrLockLost if
+// the lock is lost while the handler runs. The lease is released after the
+// handler returns, returns an error, or panics (use Fiber's recover
+// middleware in front, as usual), within Config.ReleaseTimeout.
 //
 // Internal error texts are never sent to the client; Config.ErrorHandler
 // replaces the default answers.

@@ -2,14 +2,12 @@ package fiberlock
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/gofiber/fiber/v3"
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/fiberkey"
 	"github.com/lockgate/lockgate/internal/lockhttp"
-	"github.com/lockgate/lockgate/keyfunc"
 )
 
 type leaseKey struct{}
@@ -18,16 +16,17 @@ type leaseKey struct{}
 // holding the lock named by the key template (typed placeholders such as
 // {query.user_id:int} canonicalise the value; see package keyfunc).
 //
-// Answers: 400 for a key error (naming the part), 413 for a body over
-// MaxBodySize, LimitReached (429 with Retry-After) when still busy after
-// the wait, 503 when Redis is unavailable (the handler does not run unless
-// FailOpen) or the lock fails otherwise (the Locker closed, an unsupported
-// server: never fail-open), 503 when the request context's (c.Context())
-// deadline passes while waiting, 499 (StatusClientClosedRequest) when it
-// is cancelled. While the rest of the chain runs, c.Context() is the
-// lease's Context and FromContext(c) the lease. The lease is released
-// after the handler, also when it returns an error or panics (the panic
-// goes on to Fiber's recover middleware), within ReleaseTimeout.
+// Answers, as every adapter's (middleware/README.md in the repository has
+// them all, with the setup errors and the defaults): 400 for a key error
+// (naming the part), 413 for a body over MaxBodySize, LimitReached (429
+// with Retry-After) when still busy after the wait, 503 when the lock
+// cannot be taken (FailOpen runs the handler without it when Redis is
+// unavailable), 499 (StatusClientClosedRequest) when the request context
+// (c.Context()) is cancelled while waiting. While the rest of the chain
+// runs, c.Context() is the lease's Context and FromContext(c) the lease.
+// The lease is released after the handler, also when it returns an error
+// or panics (the panic goes on to Fiber's recover middleware), within
+// ReleaseTimeout.
 //
 // Like Fiber's own middleware, New panics on a bad config, at setup, with
 // the error Validate returns: no Locker, no Key nor Template, a malformed
@@ -72,52 +71,51 @@ func FromContext(ctx context.Context) *core.Lease {
 	return core.FromContext(ctx)
 }
 
+// middleware is the shim of the shared engine (lockhttp.Engine) for
+// Fiber v3.
 type middleware struct {
-	cfg   Config
-	route lockhttp.Route // the template, the combined lock options
+	cfg Config
+	e   lockhttp.Engine[fiber.Ctx, error]
 }
 
 // build checks cfg and compiles it.
 func build(cfg Config) (*middleware, error) {
-	cfg = configDefault(cfg)
-	s := lockhttp.NewSetup("fiberlock")
-	if cfg.Locker == nil {
-		return nil, s.Invalid("Config.Locker", "required")
-	}
-	route, err := s.ConfigRoute(lockhttp.Fields{Key: cfg.Key, Template: cfg.Template, Wait: cfg.Wait, TTL: cfg.TTL,
-		ReleaseTimeout: cfg.ReleaseTimeout, LockOptions: cfg.LockOptions, MaxBodySize: int64(cfg.MaxBodySize)})
+	m := &middleware{cfg: configDefault(cfg)}
+	cfg = m.cfg
+	var err error
+	m.e, err = lockhttp.ConfigEngine[fiber.Ctx, error]("fiberlock", lockhttp.Fields{Locker: cfg.Locker, Key: cfg.Key, Template: cfg.Template,
+		Wait: cfg.Wait, TTL: cfg.TTL, ReleaseTimeout: cfg.ReleaseTimeout, LockOptions: cfg.LockOptions,
+		MaxBodySize: int64(cfg.MaxBodySize), FailOpen: cfg.FailOpen, Logger: cfg.Logger}, nil, m)
 	if err != nil {
 		return nil, err
 	}
-	return &middleware{cfg: cfg, route: route}, nil
+	return m, nil
 }
 
-func (m *middleware) handle(c fiber.Ctx) error {
-	cfg := &m.cfg
-	if cfg.Next != nil && cfg.Next(c) {
-		return c.Next()
+func (m *middleware) handle(c fiber.Ctx) error { return m.e.Serve(c) }
+
+func (m *middleware) Skip(c fiber.Ctx) bool { return m.cfg.Next != nil && m.cfg.Next(c) }
+
+func (m *middleware) Key(c fiber.Ctx, route *lockhttp.Route) (string, int, error) {
+	if route.Body && len(c.Body()) > m.cfg.MaxBodySize {
+		return "", fiber.StatusRequestEntityTooLarge, lockhttp.BodyTooLarge()
 	}
-	if m.route.Body && len(c.Body()) > cfg.MaxBodySize {
-		err := &keyfunc.Error{Part: "body", Err: keyfunc.ErrBodyTooLarge}
-		return cfg.ErrorHandler(c, fiber.StatusRequestEntityTooLarge, err)
-	}
-	q := fiberkey.Request[fiber.Ctx]{C: c, Unescaped: unescaped, Ctx: cfg.ContextValue}
-	key, err := m.route.Template.Key(q.Lookup)
-	if err != nil {
-		return cfg.ErrorHandler(c, fiber.StatusBadRequest, err)
-	}
+	q := fiberkey.Request[fiber.Ctx]{C: c, Unescaped: unescaped, Ctx: m.cfg.ContextValue}
+	return route.Key(q.Lookup)
+}
+
+func (m *middleware) Context(c fiber.Ctx) context.Context { return c.Context() }
+
+func (m *middleware) Next(c fiber.Ctx) error { return c.Next() }
+
+func (m *middleware) Locked(c fiber.Ctx, lease *core.Lease) error {
 	parent := c.Context()
-	lease, err := cfg.Locker.Lock(parent, key, m.route.LockOpts...)
-	if err != nil {
-		return m.failed(c, parent, err)
-	}
 	prev := c.Locals(leaseKey{}) // an enclosing fiberlock's, or nil
 	c.Locals(leaseKey{}, lease)
 	c.SetContext(lease.Context())
+	// On return and while a panic unwinds (the panic goes on), before the
+	// release.
 	defer func() {
-		// Runs on return and while a panic unwinds (the panic goes on).
-		// Unlock is detached from parent's cancellation and bounded by the
-		// release timeout; a lease known lost returns at once.
 		if !abandoned(c) {
 			c.SetContext(parent)
 			c.Locals(leaseKey{}, prev)
@@ -128,9 +126,17 @@ func (m *middleware) handle(c fiber.Ctx) error {
 		// the handler) the handler may still be running; its context is
 		// over (the timeout's deadline, then the lease's cancellation, as
 		// for a lost lock). In front of it, the handler has returned.
-		lockhttp.Release(parent, cfg.Logger, lease)
 	}()
 	return c.Next()
+}
+
+func (m *middleware) Busy(c fiber.Ctx, retryAfter string, _ error) error {
+	c.Set(fiber.HeaderRetryAfter, retryAfter)
+	return m.cfg.LimitReached(c)
+}
+
+func (m *middleware) Error(c fiber.Ctx, status int, err error) error {
+	return m.cfg.ErrorHandler(c, status, err)
 }
 
 // abandoned reports whether c was abandoned (fiber.CustomCtx.Abandon, as
@@ -139,20 +145,6 @@ func (m *middleware) handle(c fiber.Ctx) error {
 func abandoned(c fiber.Ctx) bool {
 	a, ok := c.(interface{ IsAbandoned() bool })
 	return ok && a.IsAbandoned()
-}
-
-func (m *middleware) failed(c fiber.Ctx, ctx context.Context, err error) error {
-	cfg := &m.cfg
-	d := lockhttp.Decide(err, cfg.FailOpen, ctx)
-	d.Report(ctx, cfg.Logger, m.route.Template.String(), err)
-	switch d.Status {
-	case 0:
-		return c.Next()
-	case fiber.StatusTooManyRequests:
-		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(core.RetryAfterSeconds(err)))
-		return cfg.LimitReached(c)
-	}
-	return cfg.ErrorHandler(c, d.Status, err)
 }
 
 // unescaped reports whether c's app decodes path parameters itself.

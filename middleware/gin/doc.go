@@ -25,42 +25,17 @@
 // 503 to every request nor, with WithFailOpen, run them all without the
 // lock.
 //
-// Options and their defaults:
-//   - WithWait: the Locker's wait (2s unless set in core.New); core.NoWait
-//     makes a single attempt.
-//   - WithTTL: the Locker's TTL (30s unless set in core.New), renewed by the
-//     watchdog while the handler runs; at least core.MinTTL.
-//   - WithReleaseTimeout: the Locker's (1s unless set in core.New).
-//   - WithMaxBodySize: keyfunc.DefaultMaxBodySize (1 MiB), read only when
-//     the key uses the body or the form.
-//   - WithFailOpen: off (fail closed).
-//   - WithLogger: slog.Default().
-//   - WithLockOptions: none.
-//   - WithBusyHandler: 429 with {"error": "resource is busy, retry later"}.
-//   - WithErrorHandler: the status with {"error": "..."}.
-//   - WithSkip: nil, nothing skipped.
-//   - WithContextValue: c.Get(name), then keyfunc.ContextValue.
-//
-// Outcomes (every answer aborts the chain: the handler does not run):
-//
-//	status  when
-//	400     key error (missing, empty, too long, control characters, a
-//	        typed value that does not parse, body not JSON), naming the
-//	        part, never the value; nothing is locked
-//	413     body over WithMaxBodySize
-//	429     lock still busy when the wait ends; Retry-After is
-//	        core.RetryAfterSeconds (when the lock is likely free, whole
-//	        seconds, at least 1); WithBusyHandler replaces the answer
-//	503     Redis unavailable (core.ErrUnavailable): the handler does not
-//	        run; WithFailOpen runs it without the lock (FromContext nil)
-//	        and logs a warning — fail-open applies to core.ErrUnavailable
-//	        only
-//	503     the request's deadline passed while waiting (a plain
-//	        context.DeadlineExceeded), saying so
-//	499     the request was cancelled while waiting (a plain
-//	        context.Canceled): StatusClientClosedRequest, as nginx logs it
-//	503     the Locker closed, an unsupported Redis, anything else: logged
-//	        at error, never fail-open
+// Each option's doc gives its default. Outcomes are every adapter's;
+// middleware/README.md in the repository has them all, with the setup
+// errors and the defaults. In short, and every answer aborts the chain (the
+// handler does not run): a key error is a 400 naming the part, never the
+// value, and nothing is locked; a body over WithMaxBodySize a 413; a lock
+// still busy when the wait ends (WithWait) a 429 with Retry-After
+// (WithBusyHandler replaces it); Redis unavailable, the request's deadline
+// passed while waiting, a closed Locker or an unsupported Redis a 503
+// (WithFailOpen runs the chain without the lock, FromContext nil, when
+// Redis is unavailable, and only then); a request cancelled while waiting
+// a 499 (StatusClientClosedRequest).
 //
 // Otherwise the chain runs (c.Next()) with c.Request's context set to the
 // lease's Context: FromContext(c.Request.Context()) and FromGin(c) return

@@ -3,8 +3,6 @@ package ginlock
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http"
 
 	"github.com/gin-gonic/gin"
 
@@ -17,45 +15,30 @@ import (
 // matches core.ErrInvalid.
 var ErrNoLocker = fmt.Errorf("ginlock: nil Locker: %w", core.ErrInvalid)
 
-type middleware struct {
-	l     *core.Locker
-	o     options
-	route lockhttp.Route // the template, the combined lock options
-}
-
 // New returns Gin middleware that runs the rest of the chain (c.Next())
 // while holding the lock named by the key template (for example
 // "order:{query.user_id}:{path.voucher}"; {path.x} reads c.Param; typed
 // placeholders such as {query.user_id:int} canonicalise the value; see
 // package keyfunc for the syntax and keyfunc.HTTP for bare names).
 //
-// Answers (each one aborts the chain): 400 for a key error (naming the
-// part), 413 for a body over WithMaxBodySize, 429 with Retry-After when the
-// lock is still busy after the wait (WithBusyHandler), 503 when Redis is
-// unavailable (the handler does not run, unless WithFailOpen) or the lock
-// fails otherwise (the Locker closed, an unsupported server: never
-// fail-open), 503 when the request's deadline passes while waiting, 499
+// Answers, as every adapter's (middleware/README.md in the repository has
+// them all, with the setup errors and the defaults), each one aborting the
+// chain: 400 for a key error (naming the part), 413 for a body over
+// WithMaxBodySize, 429 with Retry-After when the lock is still busy after
+// the wait (WithBusyHandler), 503 when the lock cannot be taken
+// (WithFailOpen runs the chain without it when Redis is unavailable), 499
 // (StatusClientClosedRequest) when the request is cancelled while waiting.
-// The lease is released after c.Next() returns, also when a handler
-// panics (the panic goes on to gin.Recovery); the release is bounded by
+// The lease is released after c.Next() returns, also when a handler panics
+// (the panic goes on to gin.Recovery); the release is bounded by
 // WithReleaseTimeout.
 //
-// New checks everything at setup: the Locker, the template and every
-// option (each option's own checks, then core.Combine of the lock options),
-// so that a mistake is an error here rather than an answer to every
-// request.
-//
-// Errors: ErrNoLocker for a nil Locker; a *keyfunc.Error (ErrBadTemplate)
-// for an empty or malformed template or one naming a source HTTP cannot
-// read; an error matching core.ErrInvalid and naming the option for a nil
-// or invalid option (WithWait below zero other than core.NoWait, WithTTL
-// below core.MinTTL, a negative WithReleaseTimeout or WithMaxBodySize, an
-// invalid core option in WithLockOptions).
+// New checks everything at setup, so that a mistake is an error here
+// rather than an answer to every request: ErrNoLocker for a nil Locker; a
+// *keyfunc.Error (ErrBadTemplate) for an empty or malformed template or
+// one naming a source HTTP cannot read; an error matching core.ErrInvalid
+// and naming the option for a nil or invalid option.
 func New(l *core.Locker, key string, opts ...Option) (gin.HandlerFunc, error) {
-	if l == nil {
-		return nil, ErrNoLocker
-	}
-	t, err := keyfunc.Compile(key, keyfunc.HTTP())
+	t, err := lockhttp.Compile(l, key, ErrNoLocker)
 	if err != nil {
 		return nil, err
 	}
@@ -67,26 +50,12 @@ func New(l *core.Locker, key string, opts ...Option) (gin.HandlerFunc, error) {
 // an ErrBadTemplate error, and so is a nil template. Other errors as for
 // New.
 func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (gin.HandlerFunc, error) {
-	if l == nil {
-		return nil, ErrNoLocker
-	}
-	m := &middleware{l: l, o: defaultOptions()}
-	t, err := m.o.setup.ForHTTP("key template", key)
+	m := &middleware{o: defaultOptions()}
+	route, err := lockhttp.Configure(&m.o, l, key, opts, ErrNoLocker)
 	if err != nil {
 		return nil, err
 	}
-	for i, opt := range opts {
-		if opt == nil {
-			return nil, m.o.setup.Invalid("New", "option %d is nil", i)
-		}
-		opt(&m.o)
-	}
-	if m.route, err = m.o.setup.Route(t, "lock options"); err != nil {
-		return nil, err
-	}
-	if m.o.logger == nil {
-		m.o.logger = slog.Default()
-	}
+	m.e = lockhttp.Engine[*gin.Context, struct{}]{Locker: l, Route: route, FailOpen: m.o.FailOpen, Logger: m.o.Logger, Shim: m}
 	return m.handle, nil
 }
 
@@ -94,10 +63,7 @@ func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (gin.Han
 //
 //	r.POST("/orders/:voucher", ginlock.Must(ginlock.New(l, "order:{path.voucher}")), handler)
 func Must(h gin.HandlerFunc, err error) gin.HandlerFunc {
-	if err != nil {
-		panic(err)
-	}
-	return h
+	return lockhttp.Must(h, err)
 }
 
 // FromContext returns the lease held for the request whose context is ctx,
@@ -118,62 +84,51 @@ func FromGin(c *gin.Context) *core.Lease {
 	return core.FromContext(c.Request.Context())
 }
 
-func (m *middleware) handle(c *gin.Context) {
-	if m.o.skip != nil && m.o.skip(c) {
-		c.Next()
-		return
-	}
-	r := c.Request
-	q := lockhttp.Request[*gin.Context]{R: r, C: c, MaxBody: m.o.setup.MaxBody(), Path: (*gin.Context).Param, Ctx: m.o.contextValue}
-	if m.route.Body {
-		if status, err := q.ReadBody(); err != nil {
-			m.answerError(c, status, err)
-			return
-		}
-	}
-	key, err := m.route.Template.Key(q.Lookup)
-	if err != nil {
-		m.answerError(c, http.StatusBadRequest, err)
-		return
-	}
-	parent := r.Context()
-	lease, err := m.l.Lock(parent, key, m.route.LockOpts...)
-	if err != nil {
-		m.failed(c, parent, err)
-		return
-	}
-	c.Request = r.WithContext(lease.Context())
-	defer func() {
-		// Runs on return and while a panic unwinds (the panic goes on to
-		// gin.Recovery). The middleware in front sees its own request
-		// again. Unlock is detached from parent's cancellation and bounded
-		// by the release timeout, so a request already over still
-		// releases; a lease known lost returns at once.
-		c.Request = r
-		lockhttp.Release(parent, m.o.logger, lease)
-	}()
+// middleware is the shim of the shared engine (lockhttp.Engine) for Gin.
+type middleware struct {
+	o options
+	e lockhttp.Engine[*gin.Context, struct{}]
+}
+
+func (m *middleware) handle(c *gin.Context) { m.e.Serve(c) }
+
+func (m *middleware) Skip(c *gin.Context) bool { return m.o.Skip != nil && m.o.Skip(c) }
+
+func (m *middleware) Key(c *gin.Context, route *lockhttp.Route) (string, int, error) {
+	q := lockhttp.Request[*gin.Context]{R: c.Request, C: c, MaxBody: m.o.Setup.MaxBody(), Path: m.o.Path, Ctx: m.o.Ctx}
+	return q.Key(route)
+}
+
+func (m *middleware) Context(c *gin.Context) context.Context { return c.Request.Context() }
+
+func (m *middleware) Next(c *gin.Context) struct{} {
 	c.Next()
+	return struct{}{}
 }
 
-func (m *middleware) failed(c *gin.Context, ctx context.Context, err error) {
-	d := lockhttp.Decide(err, m.o.failOpen, ctx)
-	d.Report(ctx, m.o.logger, m.route.Template.String(), err)
-	switch d.Status {
-	case 0:
-		c.Next()
-	case http.StatusTooManyRequests:
-		setRetryAfter(c, err)
-		// Abort first: a replacement that only writes (or calls c.Next)
-		// must not let the handler run without the lock.
-		c.Abort()
-		m.o.busy(c)
-	default:
-		m.answerError(c, d.Status, err)
-	}
+func (m *middleware) Locked(c *gin.Context, lease *core.Lease) struct{} {
+	r := c.Request
+	c.Request = r.WithContext(lease.Context())
+	// On return and while a panic unwinds (the panic goes on to
+	// gin.Recovery), before the release: the middleware in front sees its
+	// own request again.
+	defer func() { c.Request = r }()
+	c.Next()
+	return struct{}{}
 }
 
-// answerError aborts the chain and runs the error handler.
-func (m *middleware) answerError(c *gin.Context, status int, err error) {
+func (m *middleware) Busy(c *gin.Context, retryAfter string, _ error) struct{} {
+	c.Header("Retry-After", retryAfter)
+	// Abort first: a replacement that only writes (or calls c.Next) must
+	// not let the handler run without the lock.
 	c.Abort()
-	m.o.onError(c, status, err)
+	m.o.Busy(c)
+	return struct{}{}
+}
+
+// Error aborts the chain and runs the error handler.
+func (m *middleware) Error(c *gin.Context, status int, err error) struct{} {
+	c.Abort()
+	m.o.Error(c, status, err)
+	return struct{}{}
 }

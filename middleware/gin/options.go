@@ -31,22 +31,20 @@ type Option func(*options)
 //     sent to the client.
 type ErrorHandler func(c *gin.Context, status int, err error)
 
-type options struct {
-	setup        lockhttp.Setup // lock options and body bound, checked as given
-	busy         gin.HandlerFunc
-	onError      ErrorHandler
-	skip         func(c *gin.Context) bool
-	failOpen     bool
-	logger       *slog.Logger
-	contextValue func(c *gin.Context, name string) (string, bool)
-}
+// options are the settings New and NewTemplate check: those every adapter
+// has, and Gin's answers, skipper and readers.
+type options = lockhttp.Options[*gin.Context, gin.HandlerFunc, ErrorHandler]
+
+// with makes the options.
+var with lockhttp.With[*gin.Context, gin.HandlerFunc, ErrorHandler]
 
 func defaultOptions() options {
 	return options{
-		busy:         defaultBusy,
-		onError:      defaultError,
-		setup:        lockhttp.NewSetup("ginlock"),
-		contextValue: defaultContextValue,
+		Busy:  defaultBusy,
+		Error: defaultError,
+		Setup: lockhttp.NewSetup("ginlock"),
+		Path:  (*gin.Context).Param,
+		Ctx:   defaultContextValue,
 	}
 }
 
@@ -69,14 +67,14 @@ func defaultContextValue(c *gin.Context, name string) (string, bool) {
 // the one an earlier option set). Another negative value is an error of
 // New.
 func WithWait(d time.Duration) Option {
-	return func(o *options) { o.setup.Wait("WithWait", d) }
+	return with.Wait(d)
 }
 
 // WithTTL sets the lease time of the lock (renewed by the watchdog while the
 // handler runs). 0 sets nothing (the Locker's TTL applies, 30s unless set in
 // core.New). Any other value below core.MinTTL (50ms) is an error of New.
 func WithTTL(d time.Duration) Option {
-	return func(o *options) { o.setup.TTL("WithTTL", d) }
+	return with.TTL(d)
 }
 
 // WithReleaseTimeout bounds how long the release after the handler waits
@@ -85,7 +83,7 @@ func WithTTL(d time.Duration) Option {
 // longer. 0 sets nothing (the Locker's, 1s unless set in core.New); a
 // negative value is an error of New.
 func WithReleaseTimeout(d time.Duration) Option {
-	return func(o *options) { o.setup.ReleaseTimeout("WithReleaseTimeout", d) }
+	return with.ReleaseTimeout(d)
 }
 
 // WithLockOptions passes further per-call options to core.Locker.Lock
@@ -94,7 +92,7 @@ func WithReleaseTimeout(d time.Duration) Option {
 // is a single attempt). Default none. A nil or invalid option is an error
 // of New.
 func WithLockOptions(opts ...core.LockOption) Option {
-	return func(o *options) { o.setup.LockOptions("WithLockOptions", opts) }
+	return with.LockOptions(opts)
 }
 
 // WithBusyHandler replaces the answer to a request whose lock is still busy
@@ -103,11 +101,7 @@ func WithLockOptions(opts ...core.LockOption) Option {
 // seconds, at least 1) already set when h runs, so h only writes the
 // answer. nil keeps the default: 429 with {"error": "..."}.
 func WithBusyHandler(h gin.HandlerFunc) Option {
-	return func(o *options) {
-		if h != nil {
-			o.busy = h
-		}
-	}
+	return with.Busy(h, h != nil)
 }
 
 // WithErrorHandler replaces the 400, 413, 499 and 503 answers (see
@@ -115,18 +109,14 @@ func WithBusyHandler(h gin.HandlerFunc) Option {
 // the key error's text for 400 (it names the part, never the value), fixed
 // texts otherwise — internal errors are never sent.
 func WithErrorHandler(h ErrorHandler) Option {
-	return func(o *options) {
-		if h != nil {
-			o.onError = h
-		}
-	}
+	return with.Error(h, h != nil)
 }
 
 // WithSkip skips the middleware (no key, no lock; the chain goes on) for a
 // request for which skip returns true, like the Skipper of other
 // frameworks' middleware. nil keeps the default: nothing skipped.
 func WithSkip(skip func(c *gin.Context) bool) Option {
-	return func(o *options) { o.skip = skip }
+	return with.Skip(skip)
 }
 
 // WithFailOpen makes the handler run without the lock, logging a warning,
@@ -136,24 +126,20 @@ func WithSkip(skip func(c *gin.Context) bool) Option {
 // context that ended, bad input. Default: fail closed (503, handler not
 // run).
 func WithFailOpen() Option {
-	return func(o *options) { o.failOpen = true }
+	return with.FailOpen()
 }
 
 // WithLogger sets the logger of fail-open runs, lock failures and failed
 // releases. nil keeps the default, slog.Default() at construction.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.logger = l
-		}
-	}
+	return with.Logger(l)
 }
 
 // WithMaxBodySize bounds the body read when the key uses {body.*}, {form.*}
 // or a bare name; a longer body is answered 413. 0 sets nothing (default
 // keyfunc.DefaultMaxBodySize, 1 MiB); a negative value is an error of New.
 func WithMaxBodySize(n int64) Option {
-	return func(o *options) { o.setup.MaxBodySize("WithMaxBodySize", n) }
+	return with.MaxBodySize(n)
 }
 
 // WithContextValue sets how {ctx.name} is read, for authentication
@@ -162,9 +148,5 @@ func WithMaxBodySize(n int64) Option {
 // fmt.Stringer, else keyfunc.ContextValue(c.Request.Context(), name)
 // (values stored with keyfunc.WithValue).
 func WithContextValue(f func(c *gin.Context, name string) (string, bool)) Option {
-	return func(o *options) {
-		if f != nil {
-			o.contextValue = f
-		}
-	}
+	return with.Ctx(f)
 }

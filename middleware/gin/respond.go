@@ -2,11 +2,9 @@ package ginlock
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/lockhttp"
 )
 
@@ -28,8 +26,4 @@ func defaultBusy(c *gin.Context) {
 
 func defaultError(c *gin.Context, status int, err error) {
 	jsonError(c, status, lockhttp.Message(status, err))
-}
-
-func setRetryAfter(c *gin.Context, err error) {
-	c.Header("Retry-After", strconv.Itoa(core.RetryAfterSeconds(err)))
 }

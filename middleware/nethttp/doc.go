@@ -24,32 +24,22 @@
 // never reaches a request, so it can neither answer 503 to every request
 // nor, with WithFailOpen, run them all without the lock.
 //
-// Outcomes:
-//   - key error (missing, empty, too long, control characters, a typed
-//     value that does not parse, body not JSON): 400 with {"error": "..."}
-//     naming the part, never the value; nothing is locked.
-//   - body over the bound: 413.
-//   - lock still busy when the wait ends (WithWait, default the Locker's
-//     2s): 429 with Retry-After = core.RetryAfterSeconds (when the lock is
-//     likely free, whole seconds, at least 1); WithBusyHandler replaces it.
-//   - Redis unavailable (core.ErrUnavailable: unreachable, failing, or no
-//     answer within the wait budget): 503 and the handler does not run;
-//     WithFailOpen runs it without the lock and logs a warning. Fail-open
-//     applies to core.ErrUnavailable only.
-//   - the request's deadline passed while waiting (a plain
-//     context.DeadlineExceeded): 503 saying so.
-//   - the request was cancelled while waiting (a plain context.Canceled):
-//     499 (StatusClientClosedRequest, "client closed request", as nginx).
-//   - the Locker closed, an unsupported Redis, anything else: 503, logged at
-//     error, never fail-open.
-//   - otherwise the handler runs with r.Context() set to the lease's
-//     Context: FromContext returns the lease (Key, Fence), a Lock of the
-//     same key with the context re-enters, and the context is cancelled
-//     with cause core.ErrLockLost if the lock is lost while the handler
-//     runs. The lease is released after the handler returns or panics (the
-//     panic goes on to the server), also when the request's context is
-//     already over, within the release timeout (WithReleaseTimeout, default
-//     the Locker's 1s); a failed release is logged at warn.
+// Outcomes are every adapter's; middleware/README.md in the repository has
+// them all, with the setup errors and the defaults. In short: a key error
+// is a 400 naming the part, never the value, and nothing is locked; a body
+// over WithMaxBodySize a 413; a lock still busy when the wait ends
+// (WithWait) a 429 with Retry-After (WithBusyHandler replaces it); Redis
+// unavailable, the request's deadline passed while waiting, a closed
+// Locker or an unsupported Redis a 503, and the handler does not run
+// (WithFailOpen runs it without the lock when Redis is unavailable, and
+// only then); a request cancelled while waiting a 499
+// (StatusClientClosedRequest). Otherwise the handler runs with r.Context()
+// set to the lease's Context: FromContext returns the lease (Key, Fence), a
+// Lock of the same key with the context re-enters, and the context is
+// cancelled with cause core.ErrLockLost if the lock is lost while the
+// handler runs. The lease is released after the handler returns or panics
+// (the panic goes on to the server), within the release timeout
+// (WithReleaseTimeout).
 //
 // Internal error texts are never sent to the client; WithErrorHandler
 // replaces the default answers.

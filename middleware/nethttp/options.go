@@ -31,24 +31,29 @@ type Option func(*options)
 //     sent to the client.
 type ErrorHandler func(w http.ResponseWriter, r *http.Request, status int, err error)
 
-type options struct {
-	setup        lockhttp.Setup // lock options and body bound, checked as given
-	busy         http.Handler
-	onError      ErrorHandler
-	failOpen     bool
-	logger       *slog.Logger
-	pathValue    func(r *http.Request, name string) string
-	contextValue func(ctx context.Context, name string) (string, bool)
-}
+// options are the settings New and NewTemplate check: those every adapter
+// has, and the net/http answers and readers.
+type options = lockhttp.Options[*http.Request, http.Handler, ErrorHandler]
+
+// with makes the options.
+var with lockhttp.With[*http.Request, http.Handler, ErrorHandler]
 
 func defaultOptions() options {
 	return options{
-		busy:         http.HandlerFunc(defaultBusy),
-		onError:      defaultError,
-		setup:        lockhttp.NewSetup("httplock"),
-		pathValue:    func(r *http.Request, name string) string { return r.PathValue(name) },
-		contextValue: keyfunc.ContextValue,
+		Busy:  http.HandlerFunc(defaultBusy),
+		Error: defaultError,
+		Setup: lockhttp.NewSetup("httplock"),
+		Path:  (*http.Request).PathValue,
+		Ctx:   contextValue(keyfunc.ContextValue),
 	}
+}
+
+// contextValue reads {ctx.name} from r.Context() with f (nil for a nil f).
+func contextValue(f func(ctx context.Context, name string) (string, bool)) func(r *http.Request, name string) (string, bool) {
+	if f == nil {
+		return nil
+	}
+	return func(r *http.Request, name string) (string, bool) { return f(r.Context(), name) }
 }
 
 // WithWait sets how long a request waits for a busy lock before the busy
@@ -57,14 +62,14 @@ func defaultOptions() options {
 // the one an earlier option set). Another negative value is an error of
 // New.
 func WithWait(d time.Duration) Option {
-	return func(o *options) { o.setup.Wait("WithWait", d) }
+	return with.Wait(d)
 }
 
 // WithTTL sets the lease time of the lock (renewed by the watchdog while the
 // handler runs). 0 sets nothing (the Locker's TTL applies, 30s unless set in
 // core.New). Any other value below core.MinTTL (50ms) is an error of New.
 func WithTTL(d time.Duration) Option {
-	return func(o *options) { o.setup.TTL("WithTTL", d) }
+	return with.TTL(d)
 }
 
 // WithReleaseTimeout bounds how long the release after the handler waits
@@ -73,7 +78,7 @@ func WithTTL(d time.Duration) Option {
 // longer. 0 sets nothing (the Locker's, 1s unless set in core.New); a
 // negative value is an error of New.
 func WithReleaseTimeout(d time.Duration) Option {
-	return func(o *options) { o.setup.ReleaseTimeout("WithReleaseTimeout", d) }
+	return with.ReleaseTimeout(d)
 }
 
 // WithLockOptions passes further per-call options to core.Locker.Lock
@@ -82,7 +87,7 @@ func WithReleaseTimeout(d time.Duration) Option {
 // single attempt). Default none. A nil or invalid option is an error of
 // New.
 func WithLockOptions(opts ...core.LockOption) Option {
-	return func(o *options) { o.setup.LockOptions("WithLockOptions", opts) }
+	return with.LockOptions(opts)
 }
 
 // WithBusyHandler replaces the answer to a request whose lock is still busy
@@ -90,11 +95,7 @@ func WithLockOptions(opts ...core.LockOption) Option {
 // the lock is likely free, in whole seconds, at least 1) is already set
 // when h runs. nil keeps the default: 429 with {"error": "..."}.
 func WithBusyHandler(h http.Handler) Option {
-	return func(o *options) {
-		if h != nil {
-			o.busy = h
-		}
-	}
+	return with.Busy(h, h != nil)
 }
 
 // WithErrorHandler replaces the 400, 413, 499 and 503 answers (see
@@ -102,11 +103,7 @@ func WithBusyHandler(h http.Handler) Option {
 // the key error's text for 400 (it names the part, never the value), fixed
 // texts otherwise — internal errors are never sent.
 func WithErrorHandler(h ErrorHandler) Option {
-	return func(o *options) {
-		if h != nil {
-			o.onError = h
-		}
-	}
+	return with.Error(h, h != nil)
 }
 
 // WithFailOpen makes the handler run without the lock, logging a warning,
@@ -116,24 +113,20 @@ func WithErrorHandler(h ErrorHandler) Option {
 // context that ended, bad input. Default: fail closed (503, handler not
 // run).
 func WithFailOpen() Option {
-	return func(o *options) { o.failOpen = true }
+	return with.FailOpen()
 }
 
 // WithLogger sets the logger of fail-open runs, lock failures and failed
 // releases. nil keeps the default, slog.Default() at construction.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.logger = l
-		}
-	}
+	return with.Logger(l)
 }
 
 // WithMaxBodySize bounds the body read when the key uses {body.*}, {form.*}
 // or a bare name; a longer body is answered 413. 0 sets nothing (default
 // keyfunc.DefaultMaxBodySize, 1 MiB); a negative value is an error of New.
 func WithMaxBodySize(n int64) Option {
-	return func(o *options) { o.setup.MaxBodySize("WithMaxBodySize", n) }
+	return with.MaxBodySize(n)
 }
 
 // WithPathValue sets how {path.name} is read, for routers that do not set
@@ -141,11 +134,7 @@ func WithMaxBodySize(n int64) Option {
 // percent-encoded parameter on undecoded, see middleware/chi). nil keeps
 // the default, (*http.Request).PathValue.
 func WithPathValue(f func(r *http.Request, name string) string) Option {
-	return func(o *options) {
-		if f != nil {
-			o.pathValue = f
-		}
-	}
+	return with.Path(f)
 }
 
 // WithContextValue sets how {ctx.name} is read from the request context,
@@ -153,9 +142,5 @@ func WithPathValue(f func(r *http.Request, name string) string) Option {
 // nil keeps the default, keyfunc.ContextValue (values stored with
 // keyfunc.WithValue).
 func WithContextValue(f func(ctx context.Context, name string) (string, bool)) Option {
-	return func(o *options) {
-		if f != nil {
-			o.contextValue = f
-		}
-	}
+	return with.Ctx(contextValue(f))
 }

@@ -1,11 +1,8 @@
 package httplock
 
 import (
-	"encoding/json"
 	"net/http"
-	"strconv"
 
-	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/lockhttp"
 )
 
@@ -17,13 +14,10 @@ const StatusClientClosedRequest = lockhttp.StatusClientClosedRequest
 
 // writeJSONError writes {"error": msg} with status.
 func writeJSONError(w http.ResponseWriter, status int, msg string) {
-	b, _ := json.Marshal(struct {
-		Error string `json:"error"`
-	}{msg})
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Type", lockhttp.ContentTypeJSON)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	w.Write(lockhttp.ErrorBody(msg))
 }
 
 func defaultBusy(w http.ResponseWriter, _ *http.Request) {
@@ -32,8 +26,4 @@ func defaultBusy(w http.ResponseWriter, _ *http.Request) {
 
 func defaultError(w http.ResponseWriter, _ *http.Request, status int, err error) {
 	writeJSONError(w, status, lockhttp.Message(status, err))
-}
-
-func setRetryAfter(w http.ResponseWriter, err error) {
-	w.Header().Set("Retry-After", strconv.Itoa(core.RetryAfterSeconds(err)))
 }

@@ -1,0 +1,90 @@
+package lockhttp
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/lockgate/lockgate/core"
+)
+
+// Shim is what an adapter tells the Engine about its framework. C is the
+// adapter's handle on one request (*gin.Context, *fiber.Ctx, fiber.Ctx, or
+// a small struct of what its handler is given: the writer, the request and
+// the next handler for net/http, the echo.Context and the next handler for
+// Echo), R what the framework's handlers return (error for Echo and Fiber,
+// struct{} for net/http and Gin, whose handlers return nothing).
+//
+// The Engine holds the flow every adapter shares; a Shim only reads and
+// writes its framework's request and response.
+type Shim[C, R any] interface {
+	// Skip reports whether the middleware is skipped for c: the rest of
+	// the chain runs (Next), nothing is read or taken.
+	Skip(c C) bool
+	// Key reads the route's key for c (the body first when route.Body);
+	// on failure it returns the status to answer (400, 413) and the error.
+	Key(c C, route *Route) (key string, status int, err error)
+	// Context is the request's context: the lock is waited for under it
+	// and the lease's Context derives from it.
+	Context(c C) context.Context
+	// Next runs the rest of the chain as it is (skipped, fail-open).
+	Next(c C) R
+	// Locked runs the rest of the chain with lease's Context as the
+	// request's context, and puts c back as it was when the chain returns
+	// or panics, before the lease is released.
+	Locked(c C, lease *core.Lease) R
+	// Busy answers 429: it sets the Retry-After header to retryAfter and
+	// runs the busy answer (err matches core.ErrNotObtained).
+	Busy(c C, retryAfter string, err error) R
+	// Error answers status (400, 413, 499 or 503) for err.
+	Error(c C, status int, err error) R
+}
+
+// Engine is one route's middleware, the same for every adapter: skip,
+// read the key, take the lock, answer a failure as Decide says (logged by
+// Report), or run the rest of the chain under the lease and release it
+// afterwards, also when the chain panics (Release).
+type Engine[C, R any] struct {
+	Locker   *core.Locker
+	Route    Route
+	FailOpen bool
+	Logger   *slog.Logger // not nil
+	Shim     Shim[C, R]
+}
+
+// Serve runs the middleware for one request.
+func (e *Engine[C, R]) Serve(c C) R {
+	s := e.Shim
+	if s.Skip(c) {
+		return s.Next(c)
+	}
+	key, status, err := s.Key(c, &e.Route)
+	if err != nil {
+		return s.Error(c, status, err)
+	}
+	parent := s.Context(c)
+	lease, err := e.Locker.Lock(parent, key, e.Route.LockOpts...)
+	if err != nil {
+		return e.failed(c, parent, err)
+	}
+	// Deferred: the release runs on return and while a panic unwinds (the
+	// panic goes on to the framework), after Locked has put c back. Unlock
+	// is detached from parent's cancellation and bounded by the release
+	// timeout, so a request already over still releases its lock; a lease
+	// known lost returns at once.
+	defer Release(parent, e.Logger, lease)
+	return s.Locked(c, lease)
+}
+
+func (e *Engine[C, R]) failed(c C, ctx context.Context, err error) R {
+	d := Decide(err, e.FailOpen, ctx)
+	d.Report(ctx, e.Logger, e.Route.Template.String(), err)
+	switch d.Status {
+	case 0:
+		return e.Shim.Next(c)
+	case http.StatusTooManyRequests:
+		return e.Shim.Busy(c, strconv.Itoa(core.RetryAfterSeconds(err)), err)
+	}
+	return e.Shim.Error(c, d.Status, err)
+}
