@@ -3,9 +3,11 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -141,7 +143,7 @@ func (a *acquisition) failed(ctx context.Context, owner string, err error) error
 		return nil
 	case err == ErrClosed:
 		return err
-	case err != errEnded:
+	case err != errEnded && !neverRan(err):
 		a.uncertain = true // it may have run, or may still run
 	}
 	if err == errLate {
@@ -157,7 +159,7 @@ func (a *acquisition) failed(ctx context.Context, owner string, err error) error
 	// The call's context is not the caller's (bounded detaches it): a
 	// context error here is the budget ending before Redis answered.
 	cause := err
-	err = unavailable("acquire", cause)
+	err = unavailable("acquire", withCause(cause))
 	switch {
 	case ctx.Err() != nil:
 		err = errors.Join(err, ctxErr(ctx))
@@ -170,7 +172,7 @@ func (a *acquisition) failed(ctx context.Context, owner string, err error) error
 		a.freshOwner()
 		a.unavail = err
 		return nil
-	case a.waited && cause != errEnded, a.waits && transient(cause):
+	case a.waited && cause != errEnded && !definitive(cause), a.waits && transient(cause):
 		// A waiting call keeps its owner (and, queued, its place) through
 		// a failure that may pass (a node restarting, a failover, a cut
 		// connection): it tries again soon, and its next answer tells
@@ -181,7 +183,9 @@ func (a *acquisition) failed(ctx context.Context, owner string, err error) error
 		a.retryIn = min(max(2*a.retryIn, retryMin), refresh(a.o.ttl))
 		return nil
 	}
-	a.undo() // it may have taken the lock (or queued) before failing
+	if !neverRan(cause) || a.uncertain {
+		a.undo() // it (or an earlier attempt) may have taken the lock, or queued
+	}
 	return err
 }
 
@@ -252,9 +256,13 @@ const retryMin = 25 * time.Millisecond
 
 // transient reports whether err is a failure that may pass by itself and
 // that the client would have re-sent the call after (see once): the
-// connection (a dial, a read or write timeout, a cut), a full pool, or a
-// server that is loading, read-only for now or between masters.
+// connection (a read or write timeout, a cut), a full pool, or a server
+// that is loading, read-only for now or between masters. A definitive
+// failure is not transient.
 func transient(err error) bool {
+	if definitive(err) {
+		return false
+	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, redis.ErrPoolTimeout) {
 		return true
 	}
@@ -271,3 +279,45 @@ func transient(err error) bool {
 }
 
 var transientPrefixes = []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "ERR max number of clients reached"}
+
+// definitive reports whether err ends a call at once, however much of its
+// budget is left, because trying again cannot help before someone changes
+// something: no server listens or the name does not resolve (the client
+// has already dialled again itself, DialerRetries times), the server
+// refused the credentials or the command (authentication, ACL), or the
+// lock's key holds another type.
+func definitive(err error) bool {
+	return dialFailed(err) || authFailed(err) || redis.HasErrorPrefix(err, "WRONGTYPE")
+}
+
+// dialFailed reports whether err is a failure to connect: the call was
+// never sent.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// authFailed reports whether err is the server refusing the client's
+// credentials or the command's permissions: the call did not run.
+func authFailed(err error) bool {
+	for _, p := range authPrefixes {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return err != nil && strings.Contains(err.Error(), "Protocol error: unauthenticated")
+}
+
+var authPrefixes = []string{"NOAUTH", "WRONGPASS", "NOPERM"}
+
+// neverRan reports whether a call that failed with err cannot have run.
+func neverRan(err error) bool { return dialFailed(err) || authFailed(err) }
+
+// withCause makes a definitive failure say what it is in words an operator
+// reads: a missing password shows as a protocol error otherwise.
+func withCause(err error) error {
+	if err != nil && strings.Contains(err.Error(), "Protocol error: unauthenticated") {
+		return fmt.Errorf("authentication required: the server asks for a password and the client sent none (%w)", err)
+	}
+	return err
+}

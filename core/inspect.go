@@ -75,14 +75,13 @@ func (l *Locker) inspect(ctx context.Context, key string) (lockState, error) {
 	return r, nil
 }
 
-// boundedCall runs an operator's call (Inspect, ForceRelease, List) within
-// ctx's deadline, plus replyGrace, whatever the client's timeouts, as
-// Lease.TTL does: errLate when Redis has not answered by then (a late
+// boundedCall runs an operator's call (Inspect, ForceRelease) within ctx's
+// deadline or the attempt timeout, whichever is first, plus replyGrace,
+// whatever the client's timeouts, as Lease.TTL does: errLate when Redis has not answered by then (a late
 // answer is dropped: these calls change nothing, or — ForceRelease — say
 // that they may have).
 func boundedCall[T any](l *Locker, ctx context.Context, call func(context.Context) (T, error)) (T, error) {
-	deadline, _ := ctx.Deadline()
-	return bounded(l, ctx, deadline, call, nil)
+	return bounded(l, ctx, l.callDeadline(ctx), call, nil)
 }
 
 // opError is the error of an operator's call op: ErrClosed as it is,
@@ -155,8 +154,9 @@ func (l *Locker) List(ctx context.Context, match string, limit int) ([]string, e
 	glob := l.globFor(match)
 	// The names are collected by the call (on the Locker's goroutine when
 	// the client does not bound it): the caller gets them only from its
-	// answer.
-	names, err := boundedCall(l, ctx, func(cctx context.Context) ([]string, error) {
+	// answer. A scan may take longer than one attempt: only ctx bounds it.
+	deadline, _ := ctx.Deadline()
+	names, err := bounded(l, ctx, deadline, func(cctx context.Context) ([]string, error) {
 		seen := map[string]bool{}
 		var names []string
 		err := l.be.scan(cctx, glob, func(key string) bool {
@@ -168,7 +168,7 @@ func (l *Locker) List(ctx context.Context, match string, limit int) ([]string, e
 			return len(names) < limit
 		})
 		return names, err
-	})
+	}, nil)
 	if err != nil {
 		return names, opError("list", err)
 	}

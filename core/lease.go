@@ -37,13 +37,18 @@ type hold struct {
 	ttl        atomic.Int64 // current lease time (ns), changed by Extend
 	validUntil atomic.Int64 // validity end, ns on the Locker's monotonic clock
 
+	// parentDone is the Done channel of the context given to Lock (nil when
+	// it never ends): once it is closed the hold is no longer renewed
+	parentDone <-chan struct{}
+
 	// watchdog bookkeeping, guarded by the watchdog's mutex
-	renewAt int64  // next renewal due, monotonic ns
-	pending bool   // a renewal is in flight
-	claim   bool   // handed over by a release: renew once to the TTL even without the watchdog
-	pattern string // WithPattern of the acquisition, for observations
-	hidx    int    // index in the watchdog heap, -1 when not scheduled
-	hkey    int64  // heap key: next(h) when last placed
+	renewAt   int64  // next renewal due, monotonic ns
+	abandoned bool   // its context ended without Unlock: not renewed any more
+	pending   bool   // a renewal is in flight
+	claim     bool   // handed over by a release: renew once to the TTL even without the watchdog
+	pattern   string // WithPattern of the acquisition, for observations
+	hidx      int    // index in the watchdog heap, -1 when not scheduled
+	hkey      int64  // heap key: next(h) when last placed
 }
 
 // Why a hold ended.
@@ -56,6 +61,24 @@ const (
 )
 
 var errLostNotHeld = fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
+
+// errAbandoned is why a lease whose context ended without Unlock was lost:
+// its lock was no longer renewed and expired.
+var errAbandoned = fmt.Errorf("%w: the lease's context ended without Unlock, so its lock was no longer renewed", ErrLockLost)
+
+// abandoned reports whether the context given to Lock has ended while the
+// hold is still held (not unlocked).
+func (h *hold) parentEnded() bool {
+	if h.parentDone == nil || h.count.Load() <= 0 {
+		return false
+	}
+	select {
+	case <-h.parentDone:
+		return true
+	default:
+		return false
+	}
+}
 
 // Lease is a held lock. Its methods are safe for concurrent use and on a nil
 // *Lease (which holds nothing: Unlock returns ErrNotHeld, Done is closed).
@@ -76,19 +99,20 @@ type Lease struct {
 // without the watchdog. The caller hands the hold to the watchdog.
 func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner string, o *callOptions, fence, validUntil, renewAt int64, claim bool) *Lease {
 	h := &hold{
-		l:        l,
-		key:      key,
-		keys:     keys,
-		owner:    owner,
-		ownerArg: owner,
-		fence:    fence,
-		acquired: time.Now(),
-		watchdog: o.watchdog,
-		release:  o.releaseTimeout,
-		renewAt:  renewAt,
-		claim:    claim, // granted: claims the whole TTL once, even without the watchdog
-		pattern:  o.pattern,
-		hidx:     -1,
+		l:          l,
+		key:        key,
+		keys:       keys,
+		owner:      owner,
+		ownerArg:   owner,
+		fence:      fence,
+		acquired:   time.Now(),
+		watchdog:   o.watchdog,
+		release:    o.releaseTimeout,
+		renewAt:    renewAt,
+		claim:      claim, // granted: claims the whole TTL once, even without the watchdog
+		pattern:    o.pattern,
+		hidx:       -1,
+		parentDone: ctx.Done(),
 	}
 	h.count.Store(1)
 	h.ttl.Store(int64(o.ttl))
@@ -188,15 +212,14 @@ func (s *Lease) Valid() time.Time {
 	return s.h.l.monoTime(s.h.validUntil.Load())
 }
 
-// TTL asks Redis for the lock's remaining time to live. It returns
-// ErrNotHeld when this owner no longer holds the lock, an ErrUnavailable
-// error when Redis cannot answer.
+// TTL asks Redis for the lock's remaining time to live, within the same
+// budget as Extend. It returns ErrNotHeld when this owner no longer holds
+// the lock, an ErrUnavailable error when Redis cannot answer.
 func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	if s == nil || s.h.end.Load() != endLive {
 		return 0, ErrNotHeld
 	}
-	deadline, _ := ctx.Deadline()
-	d, err := bounded(s.h.l, ctx, deadline, func(cctx context.Context) (time.Duration, error) {
+	d, err := bounded(s.h.l, ctx, s.h.l.callDeadline(ctx), func(cctx context.Context) (time.Duration, error) {
 		return s.h.l.be.pttl(cctx, &s.h.keys, s.h.owner)
 	}, nil)
 	switch {
@@ -209,9 +232,10 @@ func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 }
 
 // Extend renews the lease by hand to ttl from now (and makes ttl the lease
-// time of later watchdog renewals), within ctx's deadline (plus at most
-// 50ms) whatever the client's timeouts. The lock's expiry in Redis only
-// grows.
+// time of later watchdog renewals), within ctx's deadline or the Locker's
+// attempt timeout (WithAttemptTimeout, default 500ms), whichever is first,
+// plus at most 50ms, whatever the client's timeouts. The lock's expiry in
+// Redis only grows.
 // Errors: ErrInvalid for a ttl below MinTTL or above MaxTTL, ErrNotHeld
 // when the lock is no longer held (the lease is then lost), ErrUnavailable
 // when Redis cannot answer.
@@ -225,8 +249,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	h := s.h
 	sent := h.l.monoNow()
 	b := []renewal{{keys: &h.keys, ownerArg: h.ownerArg, ttl: ttl, ttlArg: ms(ttl)}}
-	deadline, _ := ctx.Deadline()
-	_, err := bounded(h.l, ctx, deadline, func(cctx context.Context) (struct{}, error) {
+	_, err := bounded(h.l, ctx, h.l.callDeadline(ctx), func(cctx context.Context) (struct{}, error) {
 		h.l.be.renew(cctx, b, []int{0})
 		return struct{}{}, b[0].err
 	}, nil)
@@ -344,13 +367,15 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 			if err == nil {
 				return held, nil
 			}
-			// It may have run: any copy from now on leaves a marker.
-			h.uncertain.Store(true)
-			if valid {
-				h.releaseSent.Store(true)
+			if !neverRan(err) {
+				// It may have run: any copy from now on leaves a marker.
+				h.uncertain.Store(true)
+				if valid {
+					h.releaseSent.Store(true)
+				}
 			}
 			if !transient(err) || !sleepCtx(cctx, backoff) {
-				return false, err
+				return false, withCause(err)
 			}
 			backoff *= 2
 		}
@@ -402,4 +427,4 @@ func (c *leaseCtx) String() string { return "lockgate.Lease(" + c.lease.h.key + 
 
 // errNoAnswer is the reason of an ErrUnavailable error for a call Redis
 // did not answer within the caller's budget.
-var errNoAnswer = errors.New("no answer within the wait budget")
+var errNoAnswer = errors.New("no answer within the call's budget")

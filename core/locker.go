@@ -40,9 +40,10 @@ type Locker struct {
 	bgClosed bool
 	bg       sync.WaitGroup
 
-	undoWake undoWaits
-	turns    turns   // Redlock: one waiter of a lock at a time tries
-	mut      mutants // defects put back for the controls of tests (mutants.go)
+	undoWake          undoWaits
+	abandonedPatterns sync.Map // patterns whose leases were abandoned, warned once
+	turns             turns    // Redlock: one waiter of a lock at a time tries
+	mut               mutants  // defects put back for the controls of tests (mutants.go)
 }
 
 // New returns a Locker on client: a *redis.Client, a Sentinel failover
@@ -221,6 +222,12 @@ func (l *Locker) stopBackground() {
 // hands the lock to the first one: waiting does not poll (docs/design.md,
 // "Waiting and handoff").
 //
+// The lease lives until Unlock: its Context derives from ctx, and once ctx
+// ends (cancelled, or past its deadline) without Unlock the lock is no
+// longer renewed and expires within one TTL (a warning says so, once per
+// pattern) — not released at once, since a holder that ignores its context
+// may still be writing: the fence guards that (docs/fencing.md).
+//
 // A Lock whose ctx is, or derives from, the Context of a lease holding key
 // re-enters it without a round trip: same fence and lifetime, one more
 // Unlock to give back. Any other key is a fresh acquisition.
@@ -236,8 +243,10 @@ func (l *Locker) Lock(ctx context.Context, key string, opts ...LockOption) (*Lea
 }
 
 // TryLock makes exactly one attempt to obtain (or re-enter) the lock and
-// returns a *BusyError at once if another owner holds it. It is bounded by
-// ctx's deadline, if any. Other errors as for Lock.
+// returns a *BusyError at once if another owner holds it. It returns within
+// the attempt timeout (WithAttemptTimeout, default 500ms) or ctx's
+// deadline, whichever is first, plus at most 50ms. Other errors as for
+// Lock.
 func (l *Locker) TryLock(ctx context.Context, key string, opts ...LockOption) (*Lease, error) {
 	return l.lock(ctx, key, opts, false)
 }
@@ -272,10 +281,12 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 	if d, ok := ctx.Deadline(); ok {
 		a.deadline, a.ctxEnds = d, true
 	}
+	budget := o.attemptTimeout // a single attempt
 	if wait && o.wait > 0 {
-		if d := start.Add(o.wait); !a.ctxEnds || d.Before(a.deadline) {
-			a.deadline, a.ctxEnds = d, false
-		}
+		budget = o.wait
+	}
+	if d := start.Add(budget); !a.ctxEnds || d.Before(a.deadline) {
+		a.deadline, a.ctxEnds = d, false
 	}
 	a.keys = l.keysFor(key)
 	if s, err := l.reenter(ctx, a, start); s != nil || err != nil {
@@ -315,6 +326,17 @@ func (l *Locker) reenter(ctx context.Context, a *acquisition, start time.Time) (
 		l.observe(ctx, Event{Kind: EventAcquired, Key: a.key, Pattern: a.o.pattern, Wait: time.Since(start), Reentrant: true, Fence: r.h.fence})
 	}
 	return r, nil // nil: the hold ended meanwhile, a fresh acquisition
+}
+
+// callDeadline is the deadline of a single call (Extend, TTL, Inspect,
+// ForceRelease) with ctx: ctx's, or the attempt timeout from now when that
+// is earlier.
+func (l *Locker) callDeadline(ctx context.Context) time.Time {
+	d := time.Now().Add(l.opts.call.attemptTimeout)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		return cd
+	}
+	return d
 }
 
 // holds reports whether owner (another Locker's) holds a's lock in this
@@ -367,10 +389,20 @@ func (l *Locker) observe(ctx context.Context, e Event) {
 func (l *Locker) lost(h *hold, why error) {
 	held := time.Since(h.acquired)
 	l.observe(context.Background(), Event{Kind: EventLost, Key: h.key, Pattern: h.pattern, Held: held, Fence: h.fence, Err: why})
-	if why != ErrClosed {
+	if why != ErrClosed && why != errAbandoned {
 		l.logger().Warn("lockgate: lock lost", slog.String("pattern", h.pattern), slog.Int64("fence", h.fence),
 			slog.Duration("held", held), slog.Any("reason", why))
 	}
+}
+
+// warnAbandoned says, once per pattern, that a lease's context ended
+// without Unlock, so that its lock is no longer renewed.
+func (l *Locker) warnAbandoned(h *hold) {
+	if _, seen := l.abandonedPatterns.LoadOrStore(h.pattern, true); seen {
+		return
+	}
+	l.logger().Warn("lockgate: a lease's context ended without Unlock: its lock is no longer renewed and expires within its TTL (Unlock every lease; this is said once per pattern)",
+		slog.String("pattern", h.pattern), slog.Int64("fence", h.fence), slog.Duration("held", time.Since(h.acquired)))
 }
 
 // released tells the Observer (and, when it failed, the log) that the

@@ -26,6 +26,7 @@ const (
 	DefaultTTL            = 30 * time.Second
 	DefaultWait           = 2 * time.Second
 	DefaultReleaseTimeout = time.Second
+	DefaultAttemptTimeout = 500 * time.Millisecond
 	DefaultPrefix         = "lockgate:"
 	DefaultFenceWindow    = 10 * time.Minute
 	DefaultDriftFactor    = 0.01
@@ -58,7 +59,8 @@ type callOptions struct {
 	wait           time.Duration // 0: one attempt
 	watchdog       bool
 	releaseTimeout time.Duration
-	pattern        string // WithPattern: what observations name the lock by
+	attemptTimeout time.Duration // WithAttemptTimeout
+	pattern        string        // WithPattern: what observations name the lock by
 
 	// ttl and a waiter's queue entry lifetime in ms as strings, the
 	// scripts' arguments, boxed once per option set (box).
@@ -93,6 +95,7 @@ func defaultLockerOptions() lockerOptions {
 			wait:           DefaultWait,
 			watchdog:       true,
 			releaseTimeout: DefaultReleaseTimeout,
+			attemptTimeout: DefaultAttemptTimeout,
 			pattern:        UnnamedPattern,
 		},
 		prefix:      DefaultPrefix,
@@ -205,6 +208,22 @@ func WithoutWatchdog() LockOption {
 // default is a fixed lease. Default: renewed by the watchdog.
 func WithWatchdog() LockOption {
 	return callOption(func(o *callOptions) { o.watchdog = true })
+}
+
+// WithAttemptTimeout bounds a single attempt — TryLock, Lock with
+// WithWait(NoWait) — and, given to New, Extend, TTL, Inspect and
+// ForceRelease too, when ctx has no earlier deadline: the call returns by
+// then (plus at most 50ms) whatever the client's timeouts, with an
+// ErrUnavailable error if Redis did not answer. Default 500ms; it must be
+// positive.
+func WithAttemptTimeout(d time.Duration) LockOption {
+	return callOption(func(o *callOptions) {
+		if d <= 0 {
+			o.fail(invalidf("attempt timeout %v is not positive", d))
+			return
+		}
+		o.attemptTimeout = d
+	})
 }
 
 // WithReleaseTimeout bounds how long Unlock waits for the release to be

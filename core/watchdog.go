@@ -144,7 +144,7 @@ func (w *watchdog) schedule() {
 	defer w.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var lost []*hold
+	var lost, abandoned []*hold
 	for {
 		w.mu.Lock()
 		now := w.l.monoNow()
@@ -158,6 +158,15 @@ func (w *watchdog) schedule() {
 			}
 			ttl := time.Duration(h.ttl.Load())
 			if h.renews() && !h.pending && h.renewAt-int64(min(ttl/10, 10*time.Millisecond)) <= now {
+				if h.parentEnded() {
+					// Nobody waits for this lease any more: its lock is
+					// left to expire, within one TTL (see Lock).
+					h.abandoned = true
+					h.renewAt = math.MaxInt64
+					w.fix(h)
+					abandoned = append(abandoned, h)
+					continue
+				}
 				h.pending = true
 				w.queue = append(w.queue, h)
 				w.fix(h)
@@ -173,8 +182,17 @@ func (w *watchdog) schedule() {
 		w.armed = now + int64(wait)
 		w.mu.Unlock()
 
+		for _, h := range abandoned {
+			w.l.warnAbandoned(h)
+		}
+		clear(abandoned)
+		abandoned = abandoned[:0]
 		for _, h := range lost {
-			w.lose(h, ErrLockLost)
+			why := ErrLockLost
+			if h.abandoned {
+				why = errAbandoned
+			}
+			w.lose(h, why)
 			if w.l.be.replicaAck() {
 				// Renewals that replicas did not acknowledge still extended
 				// the lock on the master: give it back rather than leave it

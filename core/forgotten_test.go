@@ -1,0 +1,88 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// A lease whose context ends without Unlock is no longer renewed: its lock
+// expires within one TTL and another owner gets it, the lease is lost
+// (ErrLockLost, told to the Observer), and the log says so once per
+// pattern. Control: the same lease whose context lives on is renewed past
+// several TTLs, and the other owner stays out.
+func TestForgottenUnlockIsNotRenewed(t *testing.T) {
+	const ttl = 600 * time.Millisecond
+	for _, forget := range []bool{true, false} {
+		name := "forgotten"
+		if !forget {
+			name = "control"
+		}
+		t.Run(name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			var buf syncBuffer
+			rec := &locktest.Events{}
+			l, _ := locktest.NewLocker(t, srv, core.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))), core.WithObserver(rec))
+			other, _ := locktest.NewLocker(t, srv)
+			ctx := locktest.Context(t)
+			reqCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			var leases []*core.Lease
+			for _, key := range []string{"forgot:1", "forgot:2"} {
+				s, err := l.Lock(reqCtx, key, core.WithTTL(ttl), core.WithPattern("forgot:{n}"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				leases = append(leases, s)
+			}
+			start := time.Now()
+			if forget {
+				cancel() // the request ends; nobody calls Unlock
+			}
+			got, err := other.Lock(ctx, "forgot:1", core.WithWait(4*ttl))
+			if !forget {
+				if err == nil {
+					got.Unlock(ctx)
+					t.Fatalf("control: another owner took a renewed lease's lock after %v", time.Since(start))
+				}
+				if !errors.Is(err, core.ErrNotObtained) {
+					t.Fatalf("control: %v", err)
+				}
+				for _, s := range leases {
+					if err := s.Unlock(ctx); err != nil {
+						t.Fatalf("control: Unlock of a renewed lease: %v", err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("another owner, within %v of the context's end: %v", 4*ttl, err)
+			}
+			took := time.Since(start)
+			got.Unlock(ctx)
+			if took > ttl+300*time.Millisecond {
+				t.Errorf("the forgotten lock was free after %v, want within one TTL (%v)", took, ttl)
+			}
+			for _, s := range leases {
+				within(t, s.Done(), 2*ttl, "the forgotten lease ending")
+				if err := s.Unlock(ctx); !errors.Is(err, core.ErrLockLost) {
+					t.Errorf("Unlock of the forgotten lease = %v, want ErrLockLost", err)
+				}
+			}
+			lost := ofKind(rec, core.EventLost)
+			if len(lost) != 2 || !errors.Is(lost[0].Err, core.ErrLockLost) {
+				t.Errorf("lost events %+v, want both leases, ErrLockLost", lost)
+			}
+			if n := strings.Count(buf.String(), "without Unlock"); n != 1 {
+				t.Errorf("the warning was logged %d times for one pattern, want once:\n%s", n, buf.String())
+			}
+		})
+	}
+}
