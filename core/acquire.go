@@ -109,7 +109,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	r, err := bounded(l, ctx, a.deadline, func(cctx context.Context) (acquireReply, error) {
 		return l.be.acquire(cctx, &a.keys, owner, o.ttlArg, entry, seq, a.tag)
 	}, func(r acquireReply, err error) {
-		if err == errEnded || err == nil && r.fence == 0 && !a.waits {
+		if err == errEnded || neverRan(err) || err == nil && r.fence == 0 && !a.waits {
 			return // nothing to undo
 		}
 		a.undoOwner(owner)
@@ -286,8 +286,12 @@ var transientPrefixes = []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN
 // has already dialled again itself, DialerRetries times), the server
 // refused the credentials or the command (authentication, ACL), or the
 // lock's key holds another type.
-func definitive(err error) bool {
-	return dialFailed(err) || authFailed(err) || redis.HasErrorPrefix(err, "WRONGTYPE")
+func definitive(err error) bool { return dialFailed(err) || refusedByServer(err) }
+
+// refusedByServer reports whether the server answered err because of how it
+// is set up or what the key holds: credentials, permissions, WRONGTYPE.
+func refusedByServer(err error) bool {
+	return authFailed(err) || redis.HasErrorPrefix(err, "WRONGTYPE")
 }
 
 // dialFailed reports whether err is a failure to connect: the call was
@@ -310,8 +314,9 @@ func authFailed(err error) bool {
 
 var authPrefixes = []string{"NOAUTH", "WRONGPASS", "NOPERM"}
 
-// neverRan reports whether a call that failed with err cannot have run.
-func neverRan(err error) bool { return dialFailed(err) || authFailed(err) }
+// neverRan reports whether a call that failed with err cannot have run (a
+// probe's dial says nothing of the call it stopped).
+func neverRan(err error) bool { return !isProbe(err) && (dialFailed(err) || authFailed(err)) }
 
 // withCause makes a definitive failure say what it is in words an operator
 // reads: a missing password shows as a protocol error otherwise.

@@ -36,11 +36,6 @@ func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call fun
 		return call(ctx) // nothing but the client's timeouts can bound it
 	}
 	base := context.WithoutCancel(ctx)
-	if l.ctxDeadlines {
-		cctx, cancel := context.WithDeadline(base, deadline.Add(replyGrace))
-		defer cancel()
-		return call(cctx)
-	}
 	var cctx context.Context
 	var cancel context.CancelFunc
 	if deadline.IsZero() {
@@ -49,6 +44,27 @@ func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call fun
 		cctx, cancel = context.WithDeadline(base, deadline.Add(replyGrace))
 	}
 	defer cancel()
+	refused := make(chan error, 1) // a probe's failed dial (see reach.go)
+	probe := time.AfterFunc(probeAfter, func() {
+		l.goBackground(func() {
+			if err := l.reach.refused(cctx, l.goBackground); err != nil {
+				refused <- err
+				cancel()
+			}
+		})
+	})
+	defer probe.Stop()
+	if l.ctxDeadlines {
+		v, err := call(cctx)
+		select {
+		case perr := <-refused:
+			if err != nil && !dialFailed(err) {
+				return v, perr // stopped by the probe: it may have run
+			}
+		default:
+		}
+		return v, err
+	}
 	f := startFlight(l, func() (T, error) { return call(cctx) }, orphan)
 	if f == nil {
 		return zero, ErrClosed
@@ -59,6 +75,11 @@ func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call fun
 		select {
 		case <-f.done:
 			return f.res, f.err
+		case perr := <-refused:
+			if res, err, ok := f.giveUp(); ok && (err == nil || dialFailed(err)) {
+				return res, err
+			}
+			return zero, perr
 		case <-stop:
 		case <-grace:
 		case <-done:

@@ -78,7 +78,16 @@ type BusyError struct {
 
 func (e *BusyError) Error() string {
 	return fmt.Sprintf("lockgate: lock %q not obtained: held by another owner (likely free in %v, expires in %v unless renewed)",
-		e.Key, e.RetryAfter, e.HolderTTL)
+		e.Key, roundForText(e.RetryAfter), roundForText(e.HolderTTL))
+}
+
+// roundForText rounds d for a message: to the millisecond under a second,
+// to a tenth of a second above.
+func roundForText(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
 }
 
 // Is reports whether target is ErrNotObtained.

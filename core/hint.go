@@ -31,11 +31,15 @@ func (t *holdTimes) observe(d time.Duration) {
 }
 
 // hint is BusyError.RetryAfter for a holder with holderTTL left: the mean
-// hold time (defaultHint before any), at most holderTTL.
+// hold time, at most holderTTL; before any release of its own the Locker
+// has nothing to go by but the holder's TTL (defaultHint when unknown).
 func (t *holdTimes) hint(holderTTL time.Duration) time.Duration {
 	h := time.Duration(t.mean.Load())
 	if h <= 0 {
 		h = defaultHint
+		if holderTTL > 0 {
+			h = holderTTL
+		}
 	}
 	if holderTTL > 0 && h > holderTTL {
 		h = holderTTL

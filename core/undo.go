@@ -62,7 +62,7 @@ func (l *Locker) undo(k *lockKeys, owner string, o *callOptions) {
 				l.undoWake.answered()
 				return
 			}
-			if !time.Now().Before(giveUp) || l.closed.Load() {
+			if !time.Now().Before(giveUp) || l.closed.Load() || refusedByServer(err) {
 				l.logger().Warn("lockgate: undoing an abandoned acquisition failed; the lock, if it was taken, expires after its TTL",
 					slog.Any("error", err))
 				return

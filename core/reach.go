@@ -1,0 +1,117 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A server that refuses connections is not answered quickly by the client:
+// go-redis dials again (DialerRetries, 5 by default, 100ms apart) and sends
+// again a call that never reached the server (MaxRetries, 3), so such a
+// call takes seconds and, cut short by its budget, could not say why. A
+// call not answered within probeAfter therefore asks whether the server
+// accepts connections at all: one dial, as the client dials (its own
+// Dialer), at most one at a time per Locker, its answer shared for
+// probeValid. A failed dial ends the call at once with that error, and the
+// call itself is stopped (its context cancelled); whatever it did, if it
+// ran after all, is undone as for any late call.
+const (
+	probeAfter   = 100 * time.Millisecond
+	probeTimeout = 200 * time.Millisecond
+	probeValid   = 250 * time.Millisecond
+)
+
+// prober dials a plain client's server (a master, or the master behind
+// Sentinel) on behalf of a slow call. A Cluster or a Redlock node has none.
+type prober struct {
+	dial func(ctx context.Context) error // nil: no probing
+
+	mu   sync.Mutex
+	busy chan struct{} // closed when the dial in flight ends
+	err  error         // the last dial's answer
+	at   time.Time     // when it came
+}
+
+func newProber(c redis.UniversalClient) *prober {
+	cl, ok := c.(*redis.Client)
+	if !ok {
+		return &prober{}
+	}
+	o := cl.Options()
+	if o.Dialer == nil {
+		return &prober{}
+	}
+	return &prober{dial: func(ctx context.Context) error {
+		conn, err := o.Dialer(ctx, o.Network, o.Addr)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}}
+}
+
+// probeError is a probe's failed dial, ending a call that was still in
+// flight: unlike the call's own failed dial it does not say that the call
+// never ran.
+type probeError struct{ err error }
+
+func (e *probeError) Error() string { return e.err.Error() + " (a probe dial, while the call waited)" }
+func (e *probeError) Unwrap() error { return e.err }
+
+// refused dials the server (or takes a dial answered within probeValid, or
+// waits for the one in flight) and returns the dial's error, nil when the
+// server accepts connections. spawn runs the dial on a goroutine the Locker
+// tracks; false when it is closing.
+func (p *prober) refused(ctx context.Context, spawn func(func()) bool) error {
+	if p.dial == nil {
+		return nil
+	}
+	p.mu.Lock()
+	if !p.at.IsZero() && time.Since(p.at) < probeValid {
+		err := p.err
+		p.mu.Unlock()
+		if err != nil {
+			return &probeError{err}
+		}
+		return nil
+	}
+	if p.busy == nil {
+		busy := make(chan struct{})
+		p.busy = busy
+		if !spawn(func() {
+			dctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+			err := p.dial(dctx)
+			cancel()
+			p.mu.Lock()
+			p.err, p.at, p.busy = err, time.Now(), nil
+			p.mu.Unlock()
+			close(busy)
+		}) {
+			p.busy = nil
+			p.mu.Unlock()
+			return nil
+		}
+	}
+	busy := p.busy
+	p.mu.Unlock()
+	select {
+	case <-busy:
+	case <-ctx.Done():
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		return nil
+	}
+	return &probeError{p.err}
+}
+
+func isProbe(err error) bool {
+	var pe *probeError
+	return errors.As(err, &pe)
+}
