@@ -45,15 +45,17 @@ func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call fun
 	}
 	defer cancel()
 	refused := make(chan error, 1) // a probe's failed dial (see reach.go)
-	probe := time.AfterFunc(probeAfter, func() {
-		l.goBackground(func() {
-			if err := l.reach.refused(cctx, l.goBackground); err != nil {
-				refused <- err
-				cancel()
-			}
+	if l.reach.dial != nil {
+		probe := time.AfterFunc(probeAfter, func() {
+			l.goBackground(func() {
+				if err := l.reach.refused(cctx, l.goBackground); err != nil {
+					refused <- err
+					cancel()
+				}
+			})
 		})
-	})
-	defer probe.Stop()
+		defer probe.Stop()
+	}
 	if l.ctxDeadlines {
 		v, err := call(cctx)
 		select {
