@@ -12,14 +12,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// NodeError is one Redlock node's failure within a call: errors.As finds
-// it in an ErrUnavailable error, one per node that did not answer.
+// NodeError is one node's failure within a call (a Redlock node, or a node
+// Ping reached): errors.As finds it in an ErrUnavailable error, one per
+// node that did not answer.
 type NodeError struct {
 	Node string // the node's address, or "node <i>" when the client names none
 	Err  error
 }
 
-func (e *NodeError) Error() string { return "lockgate: redlock node " + e.Node + ": " + e.Err.Error() }
+func (e *NodeError) Error() string { return "lockgate: node " + e.Node + ": " + e.Err.Error() }
 func (e *NodeError) Unwrap() error { return e.Err }
 
 // redlock is the backend over N independent masters: every call goes to

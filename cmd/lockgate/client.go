@@ -49,7 +49,9 @@ type session struct {
 // lockerFor makes the session's Locker (each command calls it once).
 func (s *session) lockerFor() (*core.Locker, error) {
 	client := newClient(s.cfg)
-	l, err := core.New(client, core.WithPrefix(s.cfg.prefix))
+	// A command's calls are bounded by -timeout, not the library's default
+	// attempt timeout: an operator waits for an answer.
+	l, err := core.New(client, core.WithPrefix(s.cfg.prefix), core.WithAttemptTimeout(s.cfg.timeout))
 	if err != nil {
 		client.Close()
 		return nil, err

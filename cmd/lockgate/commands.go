@@ -25,6 +25,15 @@ type command struct {
 // (help is handled by run itself).
 var commands = []*command{
 	{
+		name:     "ping",
+		synopsis: "ping",
+		help: `Check that lockgate can use the deployment: every node it would use
+answers (the master, the master behind Sentinel, every Cluster master),
+and each server is Redis 7.0 or later. Print "ok", or the nodes that
+did not answer and why (exit 1).`,
+		run: ping,
+	},
+	{
 		name:     "inspect",
 		synopsis: "inspect KEY",
 		help: `Show what Redis knows of the lock KEY, without taking or changing it:
@@ -81,6 +90,25 @@ func oneKey(cmd string, args []string) (string, error) {
 		return args[0], nil
 	}
 	return "", usageErr("%s: one KEY expected, got %d arguments %q", cmd, len(args), args)
+}
+
+func ping(ctx context.Context, s *session, args []string, stdout io.Writer) error {
+	args, err := parseArgs(quiet(flag.NewFlagSet("ping", flag.ContinueOnError)), args)
+	if err != nil {
+		return err
+	}
+	if len(args) > 0 {
+		return usageErr("ping: no arguments expected, got %q", args)
+	}
+	l, err := s.lockerFor()
+	if err != nil {
+		return err
+	}
+	if err := l.Ping(ctx); err != nil {
+		return opErr("ping", err)
+	}
+	_, err = fmt.Fprintln(stdout, "ok")
+	return err
 }
 
 func inspect(ctx context.Context, s *session, args []string, stdout io.Writer) error {

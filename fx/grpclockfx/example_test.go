@@ -24,6 +24,7 @@ func Example() {
 			lc.Append(fx.StopHook(c.Close))
 			return c
 		}),
+		fx.Supply(&lockfx.Config{StartWarnOnly: true}), // no Redis here: the start check only warns
 		lockfx.Module,
 		grpclockfx.Options(grpclock.WithRule("/grpc.health.v1.Health/Check", grpclock.Rule{Key: "health:{service}"})),
 		grpclockfx.Module,

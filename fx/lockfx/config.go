@@ -31,6 +31,13 @@ type Config struct {
 	// Observer is told of every lock event (core.WithObserver).
 	// Optional. Default none.
 	Observer core.Observer
+	// StartWarnOnly makes the start check only warn. Optional. Default
+	// false: the application's start runs core's Locker.Ping (every node
+	// the Locker uses answers, each server is Redis 7.0 or later) and fails
+	// if it does not pass, naming the nodes and the causes. With true a
+	// failed check is logged (slog's default logger) and the application
+	// starts; its locks then fail with ErrUnavailable until Redis answers.
+	StartWarnOnly bool
 }
 
 // field is a core option with the Config field (or Options entry) it

@@ -24,7 +24,10 @@ func Example() {
 			lc.Append(fx.StopHook(c.Close)) // the application closes what it built
 			return c
 		}),
-		fx.Supply(&lockfx.Config{Prefix: "shop:", TTL: 10 * time.Second}),
+		// This example has no Redis: its start check only warns. A real
+		// application leaves the check on, so that it does not start
+		// without its lock service.
+		fx.Supply(&lockfx.Config{Prefix: "shop:", TTL: 10 * time.Second, StartWarnOnly: true}),
 		lockfx.Options(core.WithReleaseTimeout(500*time.Millisecond)),
 		lockfx.Module,
 		fx.Invoke(func(l *core.Locker) { fmt.Println("locker ready:", l != nil) }),

@@ -3,6 +3,7 @@ package lockfx
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
@@ -62,9 +63,14 @@ type Params struct {
 // constructor fails, and fx runs no OnStop hook), the Locker owns nothing
 // that outlives it, unless a constructor already took a lock.
 //
+// Its OnStart hook checks the deployment (core's Locker.Ping): a node that
+// does not answer, or a server older than Redis 7.0, fails the
+// application's start (Config.StartWarnOnly only logs it).
+//
 // Errors: core.New's (matching core.ErrInvalid), for a nil client or an
 // invalid option, prefixed with the Config field or Options entry at
-// fault ("lockfx: Config.TTL: ..."). The OnStop hook returns Shutdown's
+// fault ("lockfx: Config.TTL: ..."). The OnStart hook returns Ping's
+// error ("lockfx: start check: ..."). The OnStop hook returns Shutdown's
 // error: releases Redis did not answer within the stop context (those
 // locks expire after their TTL).
 func New(p Params) (*core.Locker, error) {
@@ -82,7 +88,19 @@ func New(p Params) (*core.Locker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lockfx: %s%w", culprit(p.Client, fields), err)
 	}
+	warnOnly := p.Config != nil && p.Config.StartWarnOnly
 	p.Lifecycle.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			err := l.Ping(ctx)
+			switch {
+			case err == nil:
+				return nil
+			case warnOnly:
+				slog.Default().Warn("lockfx: start check failed; starting anyway (Config.StartWarnOnly)", slog.Any("error", err))
+				return nil
+			}
+			return fmt.Errorf("lockfx: start check: %w", err)
+		},
 		OnStop: func(ctx context.Context) error {
 			if err := l.Shutdown(ctx); err != nil {
 				return fmt.Errorf("lockfx: shutdown: %w", err)

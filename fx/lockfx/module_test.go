@@ -289,3 +289,44 @@ func TestOptionsOrderWithinCall(t *testing.T) {
 		app.RequireStop()
 	}
 }
+
+// The application's start checks the deployment: a Redis that refuses
+// connections fails the start, naming the node and the cause; with
+// Config.StartWarnOnly the application starts anyway. Control: a healthy
+// Redis starts.
+func TestStartCheck(t *testing.T) {
+	healthy := redistest.Start(t)
+	down := redistest.Start(t)
+	down.Stop()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		addr     string
+		warnOnly bool
+		fails    bool
+	}{
+		{"control: healthy", healthy.Addr, false, false},
+		{"refused", down.Addr, false, true},
+		{"refused, warn only", down.Addr, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := redis.NewClient(&redis.Options{Addr: tc.addr})
+			t.Cleanup(func() { client.Close() })
+			var l *core.Locker
+			app := fx.New(fx.NopLogger, universal(client), fx.Supply(&lockfx.Config{StartWarnOnly: tc.warnOnly}), lockfx.Module, fx.Populate(&l))
+			err := app.Start(ctx)
+			if tc.fails {
+				if err == nil || !errors.Is(err, core.ErrUnavailable) || !strings.Contains(err.Error(), tc.addr) || !strings.Contains(err.Error(), "refused") {
+					t.Fatalf("start with Redis down = %v, want ErrUnavailable naming %s and the refusal", err, tc.addr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("start = %v", err)
+			}
+			if err := app.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

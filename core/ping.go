@@ -1,0 +1,127 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Ping checks that the Locker can use its deployment, as an application
+// does at start-up: it reaches every node the Locker uses — the master (the
+// one behind Sentinel), every Cluster master, every Redlock node — within
+// ctx's deadline or the attempt timeout (WithAttemptTimeout), whichever is
+// first, and checks each server as the first lock does (Redis 7.0 or later;
+// an eviction policy other than noeviction is logged as a warning).
+//
+// Errors: an ErrUnavailable error joining a *NodeError for each node that
+// did not answer, naming its address and the cause (connection refused,
+// authentication, no answer in time); ErrUnsupported when a server is older
+// than 7.0; ErrClosed after Close.
+func (l *Locker) Ping(ctx context.Context) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	nodes := l.nodes(ctx)
+	errs := make([]error, len(nodes))
+	facts := make([]serverFacts, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := bounded(l, ctx, l.callDeadline(ctx), func(cctx context.Context) (serverFacts, error) {
+				return n.check(cctx)
+			}, nil)
+			if err == errLate {
+				err = errNoAnswer
+			}
+			facts[i], errs[i] = f, withCause(err)
+		}()
+	}
+	wg.Wait()
+	var failed []error
+	for i, err := range errs {
+		switch {
+		case err == ErrClosed:
+			return err
+		case err != nil:
+			failed = append(failed, &NodeError{Node: nodes[i].name, Err: err})
+			continue
+		}
+		unsupported, warning := judgeServer(facts[i])
+		if unsupported != nil {
+			return fmt.Errorf("%w (node %s)", unsupported, nodes[i].name)
+		}
+		if warning != nil {
+			l.logger().Warn("lockgate: "+warning.Error(), slog.String("node", nodes[i].name), slog.String("policy", facts[i].policy))
+			l.observe(ctx, Event{Kind: EventWarning, Err: warning})
+		}
+	}
+	if len(failed) > 0 {
+		return unavailable("ping", errors.Join(failed...))
+	}
+	return nil
+}
+
+// pingNode is one node Ping reaches: its name (an address) and how to ask
+// it for its facts.
+type pingNode struct {
+	name  string
+	check func(ctx context.Context) (serverFacts, error)
+}
+
+// nodes are the nodes Ping reaches: a Redlock's nodes, every master of a
+// Cluster, or the one client.
+func (l *Locker) nodes(ctx context.Context) []pingNode {
+	if r, ok := l.be.(*redlock); ok {
+		ns := make([]pingNode, len(r.nodes))
+		for i, n := range r.nodes {
+			ns[i] = clientNode(r.names[i], n.c)
+		}
+		return ns
+	}
+	switch c := l.client.(type) {
+	case *redis.Client:
+		return []pingNode{clientNode(c.Options().Addr, c)}
+	case *redis.ClusterClient:
+		return clusterNodes(ctx, l, c)
+	}
+	return []pingNode{clientNode("redis", l.client)}
+}
+
+// clusterNodes are a Cluster's masters as the client knows them (it loads
+// the slots first, within the call's budget); a Cluster it cannot load is
+// one node that says why.
+func clusterNodes(ctx context.Context, l *Locker, cc *redis.ClusterClient) []pingNode {
+	masters, err := bounded(l, ctx, l.callDeadline(ctx), func(cctx context.Context) ([]*redis.Client, error) {
+		var mu sync.Mutex
+		var ms []*redis.Client
+		err := cc.ForEachMaster(cctx, func(_ context.Context, m *redis.Client) error {
+			mu.Lock()
+			ms = append(ms, m)
+			mu.Unlock()
+			return nil
+		})
+		return ms, err
+	}, nil)
+	if err != nil || len(masters) == 0 {
+		if err == errLate || err == nil {
+			err = errNoAnswer
+		}
+		return []pingNode{{name: "cluster", check: func(context.Context) (serverFacts, error) { return serverFacts{}, err }}}
+	}
+	ns := make([]pingNode, len(masters))
+	for i, m := range masters {
+		ns[i] = clientNode(m.Options().Addr, m)
+	}
+	return ns
+}
+
+// clientNode asks c's server.
+func clientNode(name string, c redis.UniversalClient) pingNode {
+	return pingNode{name: name, check: func(ctx context.Context) (serverFacts, error) { return readServer(ctx, c) }}
+}
