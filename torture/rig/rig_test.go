@@ -117,11 +117,7 @@ func TestRigControls(t *testing.T) {
 // The liveness controls: workers built with defects the queue issue fixed
 // put back (core's mutants, -tags lockgate_mutants) make the rig fail, each
 // with a workload that meets it. Each runs the same workload without the
-// mutant as its own control of the checker: clean. (Early grants dropped
-// and the bounded sweep of dead entries are not here: the first is caught
-// by -faults command_latency with a crowd of 10s leases in most runs, not
-// all; the second by none of the rig's workloads yet. core's tests put
-// each back and fail.)
+// mutant as its own control of the checker: clean.
 func TestRigMutants(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "torture-mutants")
 	build := exec.Command("go", "build", "-tags", "lockgate_mutants", "-o", bin, "../cmd/torture")
@@ -151,11 +147,38 @@ func TestRigMutants(t *testing.T) {
 		// next arrivals are spaced (0.25-0.75s) past its queue's life
 		// (2 x 116ms + 60ms), so the long waiters' places go with it and a
 		// later arrival gets the lock first.
+		// Early grants dropped, caught as stalls: one in three of the
+		// crowd's command replies held 90-240ms while its Pub/Sub is not,
+		// a crowd of 6 on one key (a waiter that joins the queue is soon
+		// at its head: its grant comes while its queueing reply is held,
+		// and the room, subscribed by the others, drops it), 10s leases
+		// (no refresh, at 3.3s, before the 3s budgets end): the lock
+		// stays granted and unclaimed ~3s, past the allowance of 150ms
+		// plus three latencies.
+		{"drop-early", func(c *rig.RunConfig) {
+			c.Workers, c.Keys, c.Hot, c.Crowd, c.TryLock = 1, 1, 1, 6, true
+			c.CrowdTTL, c.Waits = 10*time.Second, []time.Duration{3 * time.Second}
+			c.Duration, c.Faults = 15*time.Second, []string{rig.FaultCommandLatency}
+		}},
 		{"queue-expiry", func(c *rig.RunConfig) {
 			c.Workers, c.Keys, c.Hot, c.Crowd = 4, 1, 1, 0
 			c.TTLs = []time.Duration{60 * time.Millisecond, time.Minute}
 			c.Waits = []time.Duration{20 * time.Millisecond, 10 * time.Second}
 			c.Hold, c.Pace, c.Faults = 1500*time.Millisecond, 500*time.Millisecond, []string{rig.NoFaults}
+		}},
+		// At most 64 dead entries dropped per call, caught as stalls: a
+		// crowd of 100 (500ms leases: their entries die 266ms after they
+		// do) always queued on one key is killed while a worker holds it
+		// for 3s, and kept dead for 3s; the other worker, queued behind
+		// the crowd (its arrivals paced at 0.5-1.5s), is not granted the
+		// lock at the release, which drops 64 of the dead and tells no
+		// one, and waits on (its refresh is 10s away: 30s leases) until
+		// the next arrival's call drops the rest.
+		{"sweep-64", func(c *rig.RunConfig) {
+			c.Workers, c.Keys, c.Hot, c.Crowd = 2, 1, 1, 100
+			c.TTL, c.Wait, c.Hold, c.Pace = 30*time.Second, 5*time.Second, 3*time.Second, time.Second
+			c.CrowdTTL, c.CrowdRestart = 500*time.Millisecond, 3*time.Second
+			c.Duration, c.Faults = 25*time.Second, []string{rig.FaultKillWaiters}
 		}},
 	} {
 		t.Run(c.mutant, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -199,6 +200,9 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	var events []Event
 	for _, f := range procs.logFiles() {
 		ev, err := readLines[Event](f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // stopped before it logged anything (started as the run ended)
+		}
 		if err != nil {
 			return nil, err
 		}
