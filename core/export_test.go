@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"os"
+	"time"
 )
 
 // ForceReleaseOwner is ForceRelease's second step alone, for the hold of
@@ -40,3 +41,10 @@ func ScriptSource(name string) (string, error) {
 // FenceFloorKey is the key of the fence floor that the lock named name
 // shares with every name of its Cluster slot.
 func FenceFloorKey(l *Locker, name string) string { k := l.keysFor(name); return k.names[1] }
+
+// SetIdleStop sets how long a Locker's watchdog goroutines outlive its last
+// hold, for the test's duration (restore puts the default back).
+func SetIdleStop(d time.Duration) (restore func()) {
+	old := idleStop.Swap(int64(d))
+	return func() { idleStop.Store(old) }
+}

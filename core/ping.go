@@ -93,20 +93,26 @@ func (l *Locker) nodes(ctx context.Context) []pingNode {
 	return []pingNode{clientNode("redis", l.client)}
 }
 
-// clusterNodes are a Cluster's masters as the client knows them (it loads
-// the slots first, within the call's budget); a Cluster it cannot load is
-// one node that says why.
+// clusterNodes are a Cluster's masters as the client knows them: the
+// master of every slot, from the client's slot map (loaded once if it has
+// none; not reloaded, so a hung node the client would ask for the map
+// cannot take the budget). A Cluster it cannot map is one node that says
+// why.
 func clusterNodes(ctx context.Context, l *Locker, cc *redis.ClusterClient) []pingNode {
 	masters, err := bounded(l, ctx, l.callDeadline(ctx), func(cctx context.Context) ([]*redis.Client, error) {
-		var mu sync.Mutex
+		seen := map[string]bool{}
 		var ms []*redis.Client
-		err := cc.ForEachMaster(cctx, func(_ context.Context, m *redis.Client) error {
-			mu.Lock()
-			ms = append(ms, m)
-			mu.Unlock()
-			return nil
-		})
-		return ms, err
+		for _, tag := range slotTags() {
+			m, err := cc.MasterForKey(cctx, tag)
+			if err != nil {
+				return nil, err
+			}
+			if addr := m.Options().Addr; !seen[addr] {
+				seen[addr] = true
+				ms = append(ms, m)
+			}
+		}
+		return ms, nil
 	}, nil)
 	if err != nil || len(masters) == 0 {
 		if err == errLate || err == nil {

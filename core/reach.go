@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"time"
 
@@ -74,7 +75,7 @@ func (p *prober) refused(ctx context.Context, spawn func(func()) bool) error {
 	if !p.at.IsZero() && time.Since(p.at) < probeValid {
 		err := p.err
 		p.mu.Unlock()
-		if err != nil {
+		if refusal(err) {
 			return &probeError{err}
 		}
 		return nil
@@ -105,10 +106,24 @@ func (p *prober) refused(ctx context.Context, spawn func(func()) bool) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.err == nil {
+	if !refusal(p.err) {
 		return nil
 	}
 	return &probeError{p.err}
+}
+
+// refusal reports whether a probe's dial error says the server does not
+// take connections (refused, no route, the name unknown); a dial that
+// timed out says only that the machine is slow, and the call goes on.
+func refusal(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return dialFailed(err)
 }
 
 func isProbe(err error) bool {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,6 +28,11 @@ type watchdog struct {
 	armed   int64   // when the scheduler's timer fires (monotonic ns)
 	started bool
 	closed  bool
+	// idle is closed when the goroutines stop after a spell without holds
+	// (idleStop), so that a Locker that holds nothing owns no goroutine:
+	// one dropped without Close leaks nothing and is collected
+	idle     chan struct{}
+	lastHeld int64 // when the last hold left (monotonic ns): idle from then
 
 	kick chan struct{} // wakes the scheduler
 	send chan struct{} // wakes the sender
@@ -49,10 +55,30 @@ func (w *watchdog) start() {
 		return
 	}
 	w.started = true
+	w.idle = make(chan struct{})
+	w.lastHeld = w.l.monoNow()
 	w.wg.Add(3)
-	go w.schedule()
-	go w.sender()
-	go w.sender()
+	go w.schedule(w.idle)
+	go w.sender(w.idle)
+	go w.sender(w.idle)
+}
+
+// idleStop is how long the watchdog's goroutines outlive the Locker's last
+// hold (ns): they start again with the next one.
+var idleStop atomic.Int64
+
+func init() { idleStop.Store(int64(10 * time.Second)) }
+
+// stopIdle stops the goroutines if the watchdog holds nothing (w.mu held):
+// true when it did.
+func (w *watchdog) stopIdle(idle chan struct{}) bool {
+	if len(w.h) > 0 || len(w.queue) > 0 || w.idle != idle {
+		return false
+	}
+	w.started = false
+	w.idle = nil
+	close(idle)
+	return true
 }
 
 // renews reports whether the watchdog renews h: a lease under the
@@ -94,7 +120,14 @@ func (w *watchdog) remove(h *hold) {
 	if h.hidx >= 0 {
 		heap.Remove(&w.h, h.hidx)
 	}
+	empty := len(w.h) == 0 && w.started
+	if empty {
+		w.lastHeld = w.l.monoNow()
+	}
 	w.mu.Unlock()
+	if empty {
+		signal(w.kick) // the last hold: the scheduler counts its idle time from now
+	}
 }
 
 // renewed records a successful renewal sent at sent (monotonic ns).
@@ -140,7 +173,7 @@ func (h *hold) endWith(why int32, cause error) bool {
 	return true
 }
 
-func (w *watchdog) schedule() {
+func (w *watchdog) schedule(idle chan struct{}) {
 	defer w.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -178,6 +211,13 @@ func (w *watchdog) schedule() {
 		wait := time.Hour
 		if len(w.h) > 0 {
 			wait = time.Duration(w.h[0].hkey - now)
+		} else if len(w.queue) == 0 && len(lost) == 0 {
+			after := time.Duration(idleStop.Load())
+			if time.Duration(now-w.lastHeld) >= after && w.stopIdle(idle) {
+				w.mu.Unlock()
+				return
+			}
+			wait = after - time.Duration(now-w.lastHeld)
 		}
 		w.armed = now + int64(wait)
 		w.mu.Unlock()
@@ -217,11 +257,13 @@ func (w *watchdog) schedule() {
 
 // sender sends due renewals, at most renewChunk per round trip. Two run, so
 // that one batch's bookkeeping overlaps the next one's round trip.
-func (w *watchdog) sender() {
+func (w *watchdog) sender(idle chan struct{}) {
 	defer w.wg.Done()
 	for {
 		select {
 		case <-w.ctx.Done():
+			return
+		case <-idle:
 			return
 		case <-w.send:
 		}
