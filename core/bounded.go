@@ -44,8 +44,9 @@ func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call fun
 		cctx, cancel = context.WithDeadline(base, deadline.Add(replyGrace))
 	}
 	defer cancel()
-	refused := make(chan error, 1) // a probe's failed dial (see reach.go)
-	if l.reach.dial != nil {
+	var refused chan error // a probe's failed dial (see reach.go)
+	if l.reach.watches() {
+		refused = make(chan error, 1)
 		probe := time.AfterFunc(probeAfter, func() {
 			l.goBackground(func() {
 				if err := l.reach.refused(cctx, l.goBackground); err != nil {
@@ -71,6 +72,14 @@ func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call fun
 	if f == nil {
 		return zero, ErrClosed
 	}
+	return f.wait(ctx, cctx, deadline, refused)
+}
+
+// wait waits for the flight's answer until cctx ends (its deadline plus
+// replyGrace), ctx is cancelled (then replyGrace more at most) or a probe
+// finds the server refusing (refused; nil: none runs).
+func (f *flight[T]) wait(ctx, cctx context.Context, deadline time.Time, refused <-chan error) (T, error) {
+	var zero T
 	stop, done := cctx.Done(), ctx.Done()
 	var grace <-chan time.Time
 	for {

@@ -17,9 +17,11 @@ import (
 // call not answered within probeAfter therefore asks whether the server
 // accepts connections at all: one dial, as the client dials (its own
 // Dialer), at most one at a time per Locker, its answer shared for
-// probeValid. A failed dial ends the call at once with that error, and the
-// call itself is stopped (its context cancelled); whatever it did, if it
-// ran after all, is undone as for any late call.
+// probeValid. A refused dial ends the call at once with that error, and
+// the call itself is stopped (its context cancelled); whatever it did, if
+// it ran after all, is undone as for any late call. Only calls made while
+// the client has no connection are watched: the first call after an outage
+// begins may still find dead pooled connections and take its budget.
 const (
 	probeAfter   = 100 * time.Millisecond
 	probeTimeout = 200 * time.Millisecond
@@ -30,6 +32,10 @@ const (
 // Sentinel) on behalf of a slow call. A Cluster or a Redlock node has none.
 type prober struct {
 	dial func(ctx context.Context) error // nil: no probing
+	// idle reports whether the client has no connection to its server: a
+	// call then dials, and only such a call is watched (a call on a live
+	// connection costs no timer)
+	idle func() bool
 
 	mu   sync.Mutex
 	busy chan struct{} // closed when the dial in flight ends
@@ -46,14 +52,20 @@ func newProber(c redis.UniversalClient) *prober {
 	if o.Dialer == nil {
 		return &prober{}
 	}
-	return &prober{dial: func(ctx context.Context) error {
-		conn, err := o.Dialer(ctx, o.Network, o.Addr)
-		if err != nil {
-			return err
-		}
-		return conn.Close()
-	}}
+	return &prober{
+		dial: func(ctx context.Context) error {
+			conn, err := o.Dialer(ctx, o.Network, o.Addr)
+			if err != nil {
+				return err
+			}
+			return conn.Close()
+		},
+		idle: func() bool { return cl.PoolStats().TotalConns == 0 },
+	}
 }
+
+// watches reports whether a call now is to be watched by a probe.
+func (p *prober) watches() bool { return p.dial != nil && p.idle() }
 
 // probeError is a probe's failed dial, ending a call that was still in
 // flight: unlike the call's own failed dial it does not say that the call

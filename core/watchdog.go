@@ -177,41 +177,15 @@ func (w *watchdog) schedule(idle chan struct{}) {
 	defer w.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var lost, abandoned []*hold
+	var due dueHolds
 	for {
 		w.mu.Lock()
 		now := w.l.monoNow()
-		dispatched := false
-		for len(w.h) > 0 {
-			h := w.h[0]
-			if h.validUntil.Load() <= now {
-				heap.Pop(&w.h)
-				lost = append(lost, h)
-				continue
-			}
-			ttl := time.Duration(h.ttl.Load())
-			if h.renews() && !h.pending && h.renewAt-int64(min(ttl/10, 10*time.Millisecond)) <= now {
-				if h.parentEnded() {
-					// Nobody waits for this lease any more: its lock is
-					// left to expire, within one TTL (see Lock).
-					h.abandoned = true
-					h.renewAt = math.MaxInt64
-					w.fix(h)
-					abandoned = append(abandoned, h)
-					continue
-				}
-				h.pending = true
-				w.queue = append(w.queue, h)
-				w.fix(h)
-				dispatched = true
-				continue
-			}
-			break
-		}
+		w.collect(now, &due)
 		wait := time.Hour
 		if len(w.h) > 0 {
 			wait = time.Duration(w.h[0].hkey - now)
-		} else if len(w.queue) == 0 && len(lost) == 0 {
+		} else if len(w.queue) == 0 && len(due.lost) == 0 {
 			after := time.Duration(idleStop.Load())
 			if time.Duration(now-w.lastHeld) >= after && w.stopIdle(idle) {
 				w.mu.Unlock()
@@ -222,29 +196,7 @@ func (w *watchdog) schedule(idle chan struct{}) {
 		w.armed = now + int64(wait)
 		w.mu.Unlock()
 
-		for _, h := range abandoned {
-			w.l.warnAbandoned(h)
-		}
-		clear(abandoned)
-		abandoned = abandoned[:0]
-		for _, h := range lost {
-			why := ErrLockLost
-			if h.abandoned {
-				why = errAbandoned
-			}
-			w.lose(h, why)
-			if w.l.be.replicaAck() {
-				// Renewals that replicas did not acknowledge still extended
-				// the lock on the master: give it back rather than leave it
-				// held by nobody until its TTL runs out.
-				w.l.undo(&h.keys, h.owner, &callOptions{ttl: time.Duration(h.ttl.Load()), releaseTimeout: h.release})
-			}
-		}
-		clear(lost)
-		lost = lost[:0]
-		if dispatched {
-			signal(w.send)
-		}
+		w.settle(&due)
 		timer.Reset(wait)
 		select {
 		case <-w.ctx.Done():
@@ -253,6 +205,72 @@ func (w *watchdog) schedule(idle chan struct{}) {
 		case <-timer.C:
 		}
 	}
+}
+
+// dueHolds are what one pass of the scheduler found: holds past their
+// validity, holds whose context ended without Unlock, and whether renewals
+// were queued for the senders.
+type dueHolds struct {
+	lost, abandoned []*hold
+	dispatched      bool
+}
+
+// collect takes the holds whose next event is due at now off the heap's
+// top (w.mu held): lost, abandoned (no longer renewed), or queued for
+// renewal.
+func (w *watchdog) collect(now int64, due *dueHolds) {
+	for len(w.h) > 0 {
+		h := w.h[0]
+		if h.validUntil.Load() <= now {
+			heap.Pop(&w.h)
+			due.lost = append(due.lost, h)
+			continue
+		}
+		ttl := time.Duration(h.ttl.Load())
+		if !h.renews() || h.pending || h.renewAt-int64(min(ttl/10, 10*time.Millisecond)) > now {
+			return
+		}
+		if h.parentEnded() {
+			// Nobody waits for this lease any more: its lock is left to
+			// expire, within one TTL (see Lock).
+			h.abandoned = true
+			h.renewAt = math.MaxInt64
+			w.fix(h)
+			due.abandoned = append(due.abandoned, h)
+			continue
+		}
+		h.pending = true
+		w.queue = append(w.queue, h)
+		w.fix(h)
+		due.dispatched = true
+	}
+}
+
+// settle acts on what collect found, outside w.mu: warnings, losses, and
+// the senders woken.
+func (w *watchdog) settle(due *dueHolds) {
+	for _, h := range due.abandoned {
+		w.l.warnAbandoned(h)
+	}
+	for _, h := range due.lost {
+		why := ErrLockLost
+		if h.abandoned {
+			why = errAbandoned
+		}
+		w.lose(h, why)
+		if w.l.be.replicaAck() {
+			// Renewals that replicas did not acknowledge still extended the
+			// lock on the master: give it back rather than leave it held by
+			// nobody until its TTL runs out.
+			w.l.undo(&h.keys, h.owner, &callOptions{ttl: time.Duration(h.ttl.Load()), releaseTimeout: h.release})
+		}
+	}
+	if due.dispatched {
+		signal(w.send)
+	}
+	clear(due.lost)
+	clear(due.abandoned)
+	*due = dueHolds{lost: due.lost[:0], abandoned: due.abandoned[:0]}
 }
 
 // sender sends due renewals, at most renewChunk per round trip. Two run, so
