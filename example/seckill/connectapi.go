@@ -56,7 +56,10 @@ func NewConnectHandler(cfg Config) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(seckillv1connect.NewSeckillHandler(connectSeckill{cfg: cfg},
-		connect.WithInterceptors(chain...), connect.WithReadMaxBytes(cfg.BodyLimit)))
+		connect.WithInterceptors(chain...), connect.WithReadMaxBytes(cfg.BodyLimit),
+		// A body that does not decode: "invalid request body" (naming the
+		// field when known), never a Go type.
+		connectlock.PlainCodecs()))
 	return mux, nil
 }
 

@@ -134,6 +134,11 @@ func (cfg Config) rpcOutcome(ctx context.Context, err error) (codes.Code, string
 		return codes.Aborted, MsgStaleFence
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return codes.Canceled, "canceled"
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		// The request's deadline cut the call (a DB call stopped by a
+		// 1-5ms deadline): the client's budget, not a server fault.
+		cfg.Logger.Info("seckill: order stopped by the request's deadline", "err", err)
+		return codes.DeadlineExceeded, "deadline exceeded"
 	}
 	cfg.Logger.Error("seckill: order failed", "err", err)
 	return codes.Internal, MsgInternal

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -246,6 +247,9 @@ func failureError(f *rpclock.Failure) error {
 		return connect.NewError(connect.CodeInvalidArgument, errors.New(f.Message))
 	case rpclock.Busy:
 		e := connect.NewError(connect.CodeResourceExhausted, errors.New(f.Message))
+		// The HTTP header the HTTP adapters send with their busy answer
+		// (whole seconds, at least 1), beside the RetryInfo detail.
+		e.Meta().Set("Retry-After", strconv.Itoa(core.RetryAfterSeconds(f.Err)))
 		if f.HasRetryAfter {
 			if d, err := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(f.RetryAfter)}); err == nil {
 				e.AddDetail(d)
@@ -253,7 +257,11 @@ func failureError(f *rpclock.Failure) error {
 		}
 		return e
 	case rpclock.Unavailable:
-		return connect.NewError(connect.CodeUnavailable, errors.New(f.Message))
+		// Connect answers it 503 over HTTP: a short Retry-After, as the
+		// HTTP adapters' 503.
+		e := connect.NewError(connect.CodeUnavailable, errors.New(f.Message))
+		e.Meta().Set("Retry-After", unavailableRetryAfter)
+		return e
 	case rpclock.Canceled:
 		return connect.NewError(connect.CodeCanceled, f.Err)
 	case rpclock.DeadlineExceeded:
@@ -282,3 +290,8 @@ func (c *handOn) Receive(m any) error {
 	}
 	return nil
 }
+
+// unavailableRetryAfter is the Retry-After header of an Unavailable
+// answer (HTTP 503 over the Connect protocol): one second, as the HTTP
+// adapters' 503.
+const unavailableRetryAfter = "1"

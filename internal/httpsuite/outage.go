@@ -49,6 +49,9 @@ func redisDown(t *testing.T, s Stack) {
 	if msg := errorText(t, r); msg != "lock service unavailable" {
 		t.Fatalf("503 text %q leaks or differs", msg)
 	}
+	if r.RetryAfter != "1" {
+		t.Fatalf("503 Retry-After %q, want 1 (a short pause)", r.RetryAfter)
+	}
 	if c.ran.Load() != 0 {
 		t.Fatal("handler ran with Redis down (fail closed)")
 	}
@@ -81,9 +84,15 @@ func redisDown(t *testing.T, s Stack) {
 	if r.Err != nil || r.Status != http.StatusServiceUnavailable || r.Body != "custom error" {
 		t.Fatalf("CustomError: %d %v %q, want 503 \"custom error\"", r.Status, r.Err, r.Body)
 	}
+	if r.RetryAfter != "1" {
+		t.Fatalf("CustomError 503 Retry-After %q, want 1 (set before the replacement runs)", r.RetryAfter)
+	}
 	r = e.post(base + "/custom400/7")
 	if r.Err != nil || r.Status != http.StatusBadRequest || r.Body != "custom error" {
 		t.Fatalf("CustomError on bad input: %d %v %q, want 400 \"custom error\"", r.Status, r.Err, r.Body)
+	}
+	if r.RetryAfter != "" {
+		t.Fatalf("400 has Retry-After %q: only 429 and 503 carry one", r.RetryAfter)
 	}
 	if c.ran.Load() != 1 {
 		t.Fatalf("handler ran %d times, want once (fail-open)", c.ran.Load())

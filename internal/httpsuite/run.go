@@ -25,6 +25,7 @@ var cases = []struct {
 	{"DifferentKeysOverlap", differentKeysOverlap},
 	{"TypedPlaceholders", typedPlaceholders},
 	{"PathUnescaped", pathUnescaped},
+	{"UnfillablePlaceholder", unfillablePlaceholder},
 	{"NoOwnerFromRequest", noOwnerFromRequest},
 	{"EventsNameTheTemplate", eventsNameTheTemplate},
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/lockgate/lockgate/core"
 )
@@ -37,9 +38,19 @@ type Shim[C, R any] interface {
 	// Busy answers 429: it sets the Retry-After header to retryAfter and
 	// runs the busy answer (err matches core.ErrNotObtained).
 	Busy(c C, retryAfter string, err error) R
-	// Error answers status (400, 413, 499 or 503) for err.
-	Error(c C, status int, err error) R
+	// Error answers status (400, 413, 499, 500 or 503) for err; when
+	// retryAfter is not empty (503: UnavailableRetryAfter) it first sets
+	// the Retry-After header to it.
+	Error(c C, status int, retryAfter string, err error) R
+	// Route is the pattern of the route the router matched for c, as the
+	// router writes it ("/v/:voucher", "POST /v/{voucher}"), or "" when
+	// the adapter cannot tell.
+	Route(c C) string
 }
+
+// UnavailableRetryAfter is the Retry-After header of every 503 answer:
+// one second, a short pause before the client tries again.
+const UnavailableRetryAfter = "1"
 
 // Engine is one route's middleware, the same for every adapter: skip,
 // read the key, take the lock, answer a failure as Decide says (logged by
@@ -51,6 +62,9 @@ type Engine[C, R any] struct {
 	FailOpen bool
 	Logger   *slog.Logger // not nil
 	Shim     Shim[C, R]
+	// Logged holds the routes whose unfillable path placeholder was
+	// logged (once per route); nil logs every time.
+	Logged *sync.Map
 }
 
 // Serve runs the middleware for one request.
@@ -61,7 +75,15 @@ func (e *Engine[C, R]) Serve(c C) R {
 	}
 	key, status, err := s.Key(c, &e.Route)
 	if err != nil {
-		return s.Error(c, status, err)
+		if status == http.StatusBadRequest {
+			if name, ok := MissingPathParam(err); ok {
+				if route := s.Route(c); route == "" || !HasParam(route, name) {
+					err = e.misconfigured(s.Context(c), route, err)
+					return s.Error(c, http.StatusInternalServerError, "", err)
+				}
+			}
+		}
+		return s.Error(c, status, "", err)
 	}
 	parent := s.Context(c)
 	lease, err := e.Locker.Lock(parent, key, e.Route.LockOpts...)
@@ -86,5 +108,30 @@ func (e *Engine[C, R]) failed(c C, ctx context.Context, err error) R {
 	case http.StatusTooManyRequests:
 		return e.Shim.Busy(c, strconv.Itoa(core.RetryAfterSeconds(err)), err)
 	}
-	return e.Shim.Error(c, d.Status, err)
+	retryAfter := ""
+	if d.Status == http.StatusServiceUnavailable {
+		retryAfter = UnavailableRetryAfter
+	}
+	return e.Shim.Error(c, d.Status, retryAfter, err)
+}
+
+// misconfigured logs, once per route, that the route's key template names
+// a path parameter its route does not have, and returns the error of the
+// 500 answer (internal: never sent).
+func (e *Engine[C, R]) misconfigured(ctx context.Context, route string, err error) error {
+	shown := route
+	if shown == "" {
+		shown = "(unknown)"
+	}
+	if e.Logged == nil {
+		e.logMisconfigured(ctx, shown, err)
+	} else if _, loaded := e.Logged.LoadOrStore(route, struct{}{}); !loaded {
+		e.logMisconfigured(ctx, shown, err)
+	}
+	return &MisconfiguredError{Template: e.Route.Template.String(), Route: shown, Err: err}
+}
+
+func (e *Engine[C, R]) logMisconfigured(ctx context.Context, route string, err error) {
+	e.Logger.ErrorContext(ctx, "lockgate: the key template names a path parameter the route does not have; answering 500 to every request of the route",
+		slog.String("pattern", e.Route.Template.String()), slog.String("route", route), slog.Any("error", err))
 }

@@ -36,6 +36,7 @@ const (
 	MsgCanceled    = "client closed request"
 	MsgTooLarge    = "request body too large"
 	MsgBadRequest  = "bad request"
+	MsgInternal    = "internal server error"
 )
 
 // ContentTypeJSON is the Content-Type of the default answers.
@@ -131,6 +132,8 @@ func Message(status int, err error) string {
 		return MsgBadRequest
 	case StatusClientClosedRequest:
 		return MsgCanceled
+	case http.StatusInternalServerError:
+		return MsgInternal
 	case http.StatusServiceUnavailable:
 		if classify(err) == deadline {
 			return MsgDeadline

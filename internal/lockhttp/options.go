@@ -58,6 +58,12 @@ func (With[C, B, E]) MaxBodySize(n int64) func(*Options[C, B, E]) {
 	return func(o *Options[C, B, E]) { o.Setup.MaxBodySize("WithMaxBodySize", n) }
 }
 
+// Route is WithRoute: the pattern of the route the middleware serves, as
+// the router writes it; "" checks nothing.
+func (With[C, B, E]) Route(pattern string) func(*Options[C, B, E]) {
+	return func(o *Options[C, B, E]) { o.Setup.RoutePattern("WithRoute", pattern) }
+}
+
 // FailOpen is WithFailOpen.
 func (With[C, B, E]) FailOpen() func(*Options[C, B, E]) {
 	return func(o *Options[C, B, E]) { o.FailOpen = true }
@@ -149,6 +155,7 @@ func Configure[O ~func(*Options[C, B, E]), C, B, E any](o *Options[C, B, E], l *
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	LogConstant(o.Logger, o.Setup.adapter, route.Template)
 	return route, nil
 }
 

@@ -1,9 +1,11 @@
 package lockhttp
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/lockgate/lockgate/core"
@@ -21,7 +23,17 @@ type Setup struct {
 	adapter  string
 	lockOpts []core.LockOption // in the order given, each already checked
 	maxBody  int64
+	route    string // the route's pattern, when the adapter was told it
+	rname    string // the name of the setting that told it (WithRoute)
 	err      error
+}
+
+// RoutePattern tells the setup the pattern of the route the middleware
+// serves (name is the setting, WithRoute or Config.Route): Route then
+// checks that the template's path placeholders are its parameters
+// (CheckRoute). "" checks nothing.
+func (s *Setup) RoutePattern(name, pattern string) {
+	s.route, s.rname = pattern, name
 }
 
 // NewSetup returns the settings of an adapter named adapter ("httplock"),
@@ -147,6 +159,9 @@ func (s *Setup) Route(t *keyfunc.Template, combined string) (Route, error) {
 	if s.err != nil {
 		return Route{}, s.err
 	}
+	if err := CheckRoute(t, s.route); err != nil {
+		return Route{}, fmt.Errorf("%s: %s: %w", s.adapter, s.rname, err)
+	}
 	opt, err := core.Combine(append([]core.LockOption{core.WithPattern(t.String())}, s.lockOpts...)...)
 	if err != nil {
 		return Route{}, fmt.Errorf("%s: %s: %w", s.adapter, combined, err)
@@ -199,6 +214,7 @@ type Fields struct {
 	Wait, TTL, ReleaseTimeout time.Duration
 	LockOptions               []core.LockOption
 	MaxBodySize               int64
+	Route                     string // the route's pattern: "" checks nothing
 	FailOpen                  bool
 	Logger                    *slog.Logger // nil: slog.Default()
 }
@@ -216,6 +232,7 @@ func (s *Setup) ConfigRoute(f Fields) (Route, error) {
 	s.ReleaseTimeout("Config.ReleaseTimeout", f.ReleaseTimeout)
 	s.LockOptions("Config.LockOptions", f.LockOptions)
 	s.MaxBodySize("Config.MaxBodySize", f.MaxBodySize)
+	s.RoutePattern("Config.Route", f.Route)
 	return s.Route(t, "Config.LockOptions")
 }
 
@@ -238,5 +255,16 @@ func ConfigEngine[C, R any](adapter string, f Fields, noLocker error, shim Shim[
 	if f.Logger == nil {
 		f.Logger = slog.Default()
 	}
-	return Engine[C, R]{Locker: f.Locker, Route: route, FailOpen: f.FailOpen, Logger: f.Logger, Shim: shim}, nil
+	LogConstant(f.Logger, adapter, route.Template)
+	return Engine[C, R]{Locker: f.Locker, Route: route, FailOpen: f.FailOpen, Logger: f.Logger, Shim: shim, Logged: new(sync.Map)}, nil
+}
+
+// LogConstant says at setup, at info, that template t has no placeholder:
+// allowed, but every request of the route takes the same lock, one at a
+// time.
+func LogConstant(logger *slog.Logger, adapter string, t *keyfunc.Template) {
+	if Constant(t) {
+		logger.Log(context.Background(), slog.LevelInfo, adapter+": the key template has no placeholder: every request of the route takes the same lock",
+			slog.String("pattern", t.String()))
+	}
 }

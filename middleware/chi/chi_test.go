@@ -66,10 +66,12 @@ func TestUseBeforeTheRoute(t *testing.T) {
 
 	for _, p := range []string{"/use/7?user_id=1", "/use-urlparam/7?user_id=1", "/r/root/7?user_id=1"} {
 		res := locktest.Do(ctx, ts.Client(), "POST", ts.URL+p, "", "")
-		if res.Err != nil || res.Status != http.StatusBadRequest {
-			t.Fatalf("%s: %d %v %s, want 400", p, res.Status, res.Err, res.Body)
+		// Run before chi matched "{voucher}": no request can fill it, the
+		// server's mistake (500, logged naming the route), not the client's.
+		if res.Err != nil || res.Status != http.StatusInternalServerError {
+			t.Fatalf("%s: %d %v %s, want 500", p, res.Status, res.Err, res.Body)
 		}
-		if msg := locktest.ErrorText(t, res.Body); msg != "path.voucher: missing or empty value" {
+		if msg := locktest.ErrorText(t, res.Body); msg != "internal server error" {
 			t.Fatalf("%s: text %q", p, msg)
 		}
 	}

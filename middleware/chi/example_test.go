@@ -62,5 +62,5 @@ func Example() {
 	// Output:
 	// 200 locked order:42:7
 	// 400 {"error":"query.user_id: missing or empty value"}
-	// 400 {"error":"path.voucher: missing or empty value"}
+	// 500 {"error":"internal server error"}
 }

@@ -85,7 +85,7 @@ func build(cfg Config) (*lockMiddleware, error) {
 	var err error
 	m.e, err = lockhttp.ConfigEngine[call, error]("echolock", lockhttp.Fields{Locker: cfg.Locker, Key: cfg.Key, Template: cfg.Template,
 		Wait: cfg.Wait, TTL: cfg.TTL, ReleaseTimeout: cfg.ReleaseTimeout, LockOptions: cfg.LockOptions,
-		MaxBodySize: cfg.MaxBodySize, FailOpen: cfg.FailOpen, Logger: cfg.Logger}, ErrNoLocker, m)
+		MaxBodySize: cfg.MaxBodySize, Route: cfg.Route, FailOpen: cfg.FailOpen, Logger: cfg.Logger}, ErrNoLocker, m)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +97,9 @@ func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 func (m *lockMiddleware) Skip(c call) bool { return m.cfg.Skipper(c.c) }
+
+// Route is the pattern Echo matched ("/v/:voucher").
+func (m *lockMiddleware) Route(c call) string { return c.c.Path() }
 
 func (m *lockMiddleware) Key(c call, route *lockhttp.Route) (string, int, error) {
 	q := lockhttp.Request[echo.Context]{R: c.c.Request(), C: c.c, MaxBody: m.cfg.MaxBodySize, Path: param, Ctx: m.cfg.ContextValue}
@@ -126,6 +129,9 @@ func (m *lockMiddleware) Busy(c call, retryAfter string, err error) error {
 	return m.cfg.BusyHandler(c.c, err)
 }
 
-func (m *lockMiddleware) Error(c call, status int, err error) error {
+func (m *lockMiddleware) Error(c call, status int, retryAfter string, err error) error {
+	if retryAfter != "" {
+		c.c.Response().Header().Set(echo.HeaderRetryAfter, retryAfter)
+	}
 	return m.cfg.ErrorHandler(c.c, status, err)
 }

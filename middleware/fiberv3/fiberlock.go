@@ -85,7 +85,7 @@ func build(cfg Config) (*middleware, error) {
 	var err error
 	m.e, err = lockhttp.ConfigEngine[fiber.Ctx, error]("fiberlock", lockhttp.Fields{Locker: cfg.Locker, Key: cfg.Key, Template: cfg.Template,
 		Wait: cfg.Wait, TTL: cfg.TTL, ReleaseTimeout: cfg.ReleaseTimeout, LockOptions: cfg.LockOptions,
-		MaxBodySize: int64(cfg.MaxBodySize), FailOpen: cfg.FailOpen, Logger: cfg.Logger}, nil, m)
+		MaxBodySize: int64(cfg.MaxBodySize), Route: cfg.Route, FailOpen: cfg.FailOpen, Logger: cfg.Logger}, nil, m)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +103,9 @@ func (m *middleware) Key(c fiber.Ctx, route *lockhttp.Route) (string, int, error
 	q := fiberkey.Request[fiber.Ctx]{C: c, Unescaped: unescaped, Ctx: m.cfg.ContextValue}
 	return route.Key(q.Lookup)
 }
+
+// Route is the pattern Fiber matched ("/v/:voucher").
+func (m *middleware) Route(c fiber.Ctx) string { return c.Route().Path }
 
 func (m *middleware) Context(c fiber.Ctx) context.Context { return c.Context() }
 
@@ -135,7 +138,10 @@ func (m *middleware) Busy(c fiber.Ctx, retryAfter string, _ error) error {
 	return m.cfg.LimitReached(c)
 }
 
-func (m *middleware) Error(c fiber.Ctx, status int, err error) error {
+func (m *middleware) Error(c fiber.Ctx, status int, retryAfter string, err error) error {
+	if retryAfter != "" {
+		c.Set(fiber.HeaderRetryAfter, retryAfter)
+	}
 	return m.cfg.ErrorHandler(c, status, err)
 }
 

@@ -3,6 +3,7 @@ package ginlock
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -55,7 +56,7 @@ func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (gin.Han
 	if err != nil {
 		return nil, err
 	}
-	m.e = lockhttp.Engine[*gin.Context, struct{}]{Locker: l, Route: route, FailOpen: m.o.FailOpen, Logger: m.o.Logger, Shim: m}
+	m.e = lockhttp.Engine[*gin.Context, struct{}]{Locker: l, Route: route, FailOpen: m.o.FailOpen, Logger: m.o.Logger, Shim: m, Logged: new(sync.Map)}
 	return m.handle, nil
 }
 
@@ -94,6 +95,9 @@ func (m *middleware) handle(c *gin.Context) { m.e.Serve(c) }
 
 func (m *middleware) Skip(c *gin.Context) bool { return m.o.Skip != nil && m.o.Skip(c) }
 
+// Route is the pattern Gin matched ("/v/:voucher").
+func (m *middleware) Route(c *gin.Context) string { return c.FullPath() }
+
 func (m *middleware) Key(c *gin.Context, route *lockhttp.Route) (string, int, error) {
 	q := lockhttp.Request[*gin.Context]{R: c.Request, C: c, MaxBody: m.o.Setup.MaxBody(), Path: m.o.Path, Ctx: m.o.Ctx}
 	return q.Key(route)
@@ -127,8 +131,11 @@ func (m *middleware) Busy(c *gin.Context, retryAfter string, _ error) struct{} {
 }
 
 // Error aborts the chain and runs the error handler.
-func (m *middleware) Error(c *gin.Context, status int, err error) struct{} {
+func (m *middleware) Error(c *gin.Context, status int, retryAfter string, err error) struct{} {
 	c.Abort()
+	if retryAfter != "" {
+		c.Header("Retry-After", retryAfter)
+	}
 	m.o.Error(c, status, err)
 	return struct{}{}
 }

@@ -142,6 +142,18 @@ func WithMaxBodySize(n int64) Option {
 	return with.MaxBodySize(n)
 }
 
+// WithRoute tells the middleware the pattern of the route it serves, as
+// the router writes it ("/v/:voucher"): New and NewTemplate then check that every
+// {path.name} placeholder of the template is a parameter of the route,
+// and a placeholder that no request could fill (a typo,
+// {path.vouchr} on "/v/:voucher") is a setup error matching keyfunc.ErrBadTemplate
+// that names the template and the route. Without it (the default, "")
+// such a placeholder is found at the first request: answered 500, logged
+// at error once per route, naming the template and the route.
+func WithRoute(pattern string) Option {
+	return with.Route(pattern)
+}
+
 // WithContextValue sets how {ctx.name} is read, for authentication
 // middleware that store values their own way. nil keeps the default: the
 // value stored with c.Set(name, v) when it is a string, an integer or a

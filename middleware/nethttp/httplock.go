@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/lockhttp"
@@ -52,7 +53,7 @@ func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (func(ht
 	if err != nil {
 		return nil, err
 	}
-	m.e = lockhttp.Engine[call, struct{}]{Locker: l, Route: route, FailOpen: m.o.FailOpen, Logger: m.o.Logger, Shim: m}
+	m.e = lockhttp.Engine[call, struct{}]{Locker: l, Route: route, FailOpen: m.o.FailOpen, Logger: m.o.Logger, Shim: m, Logged: new(sync.Map)}
 	return m.wrap, nil
 }
 
@@ -90,6 +91,9 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 
 func (m *middleware) Skip(call) bool { return false }
 
+// Route is the pattern http.ServeMux (or chi) matched.
+func (m *middleware) Route(c call) string { return c.r.Pattern }
+
 func (m *middleware) Key(c call, route *lockhttp.Route) (string, int, error) {
 	q := lockhttp.Request[*http.Request]{R: c.r, C: c.r, MaxBody: m.o.Setup.MaxBody(), Path: m.o.Path, Ctx: m.o.Ctx}
 	return q.Key(route)
@@ -113,7 +117,10 @@ func (m *middleware) Busy(c call, retryAfter string, _ error) struct{} {
 	return struct{}{}
 }
 
-func (m *middleware) Error(c call, status int, err error) struct{} {
+func (m *middleware) Error(c call, status int, retryAfter string, err error) struct{} {
+	if retryAfter != "" {
+		c.w.Header().Set("Retry-After", retryAfter)
+	}
 	m.o.Error(c.w, c.r, status, err)
 	return struct{}{}
 }

@@ -129,6 +129,18 @@ func WithMaxBodySize(n int64) Option {
 	return with.MaxBodySize(n)
 }
 
+// WithRoute tells the middleware the pattern of the route it serves, as
+// the router writes it ("POST /v/{voucher}"): New and NewTemplate then check that every
+// {path.name} placeholder of the template is a parameter of the route,
+// and a placeholder that no request could fill (a typo,
+// {path.vouchr} on "/v/{voucher}") is a setup error matching keyfunc.ErrBadTemplate
+// that names the template and the route. Without it (the default, "")
+// such a placeholder is found at the first request: answered 500, logged
+// at error once per route, naming the template and the route.
+func WithRoute(pattern string) Option {
+	return with.Route(pattern)
+}
+
 // WithPathValue sets how {path.name} is read, for routers that do not set
 // the request's path values (http.ServeMux and chi v5.5+ do; chi hands a
 // percent-encoded parameter on undecoded, see middleware/chi). nil keeps

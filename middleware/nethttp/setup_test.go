@@ -1,6 +1,7 @@
 package httplock_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/httpsuite"
 	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/keyfunc"
 	"github.com/lockgate/lockgate/middleware/nethttp"
 	"github.com/lockgate/lockgate/redistest"
 )
@@ -81,5 +83,20 @@ func TestLockerOnlyOptionDoesNotCompile(t *testing.T) {
 	}
 	if !strings.Contains(out, "core.LockOption") {
 		t.Fatalf("compile error does not name core.LockOption:\n%s", out)
+	}
+}
+
+// TestWithRouteChecksPathPlaceholders: with WithRoute, a placeholder the
+// route cannot fill is a setup error naming template and route; the
+// control with the right name builds.
+func TestWithRouteChecksPathPlaceholders(t *testing.T) {
+	srv := redistest.Start(t)
+	l, _ := locktest.NewLocker(t, srv)
+	_, err := httplock.New(l, "order:{path.vouchr:int}", httplock.WithRoute("POST /v/{voucher}"))
+	if !errors.Is(err, keyfunc.ErrBadTemplate) || !strings.Contains(err.Error(), "WithRoute") || !strings.Contains(err.Error(), "/v/{voucher}") {
+		t.Fatalf("New: %v, want ErrBadTemplate naming WithRoute and the route", err)
+	}
+	if _, err := httplock.New(l, "order:{path.voucher:int}", httplock.WithRoute("POST /v/{voucher}")); err != nil {
+		t.Fatalf("control: %v", err)
 	}
 }
