@@ -172,7 +172,9 @@ func TestAnswersAbortChain(t *testing.T) {
 	srv := redistest.Start(t)
 	l, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
-	held, err := l.Lock(ctx, "x:1")
+	// Held with a 1s lease: a Locker that has released nothing yet hints the
+	// holder's TTL, so Retry-After is 1.
+	held, err := l.Lock(ctx, "x:1", core.WithTTL(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
