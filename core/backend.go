@@ -211,19 +211,25 @@ func (s *deployment) replicaAck() bool { return s.ackN > 0 }
 // byHashTag groups part's leases by hash tag: the keys of one script call
 // on a sharded client must share a slot.
 func byHashTag(batch []renewal, part []int) [][]int {
-	var calls [][]int
-	byTag := map[string]int{}
-	for _, i := range part {
-		tag := hashTag(batch[i].keys.hash())
-		g, ok := byTag[tag]
+	return groupBy(part, func(i int) string { return hashTag(batch[i].keys.hash()) })
+}
+
+// groupBy splits idx into groups of equal key, in order of first
+// appearance.
+func groupBy(idx []int, key func(i int) string) [][]int {
+	var groups [][]int
+	at := map[string]int{}
+	for _, i := range idx {
+		k := key(i)
+		g, ok := at[k]
 		if !ok {
-			g = len(calls)
-			byTag[tag] = g
-			calls = append(calls, nil)
+			g = len(groups)
+			at[k] = g
+			groups = append(groups, nil)
 		}
-		calls[g] = append(calls[g], i)
+		groups[g] = append(groups[g], i)
 	}
-	return calls
+	return groups
 }
 
 // noMarker is the release script's marker lifetime for a release that
@@ -254,30 +260,20 @@ func (s *deployment) pttl(ctx context.Context, k *lockKeys, owner string) (time.
 // node that serves their slot, so that a hung node delays only its own
 // leases' renewals.
 func (s *deployment) groups(ctx context.Context, batch []renewal) [][]int {
+	all := make([]int, len(batch))
+	for i := range all {
+		all[i] = i
+	}
 	cc, ok := s.c.(*redis.ClusterClient)
 	if !ok {
-		all := make([]int, len(batch))
-		for i := range all {
-			all[i] = i
-		}
 		return [][]int{all}
 	}
-	var parts [][]int
-	byNode := map[string]int{}
-	for i := range batch {
-		node := ""
+	return groupBy(all, func(i int) string {
 		if n, err := cc.MasterForKey(ctx, batch[i].keys.hash()); err == nil {
-			node = n.Options().Addr
+			return n.Options().Addr
 		}
-		p, ok := byNode[node]
-		if !ok {
-			p = len(parts)
-			byNode[node] = p
-			parts = append(parts, nil)
-		}
-		parts[p] = append(parts[p], i)
-	}
-	return parts
+		return ""
+	})
 }
 
 // renew sends one part in one round trip. On a plain client it is one
