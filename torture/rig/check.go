@@ -138,6 +138,7 @@ type holdSpan struct {
 	acq, end            int64 // believed from the Lock's return to the end event (or death)
 	firstWrite          int64 // first accepted write at the resource, 0 if none
 	told                bool  // the lock told the holder it was lost (or closed)
+	ends                int64 // when the acquiring request's context ended at the latest (0: unknown)
 	unlockAt            int64 // its Unlock's start (the watchdog stops renewing), 0 if none
 	released            int64 // its Unlock's end when that released it, 0 otherwise
 	// Redlock: a node faulted during its Unlock may keep it to this time (a
@@ -229,7 +230,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			}
 			calls = append(calls, e)
 			if e.Res == ResAcquired && e.Holder != "" {
-				holds[e.Holder] = &holdSpan{holder: e.Holder, worker: e.Worker, proc: e.proc(), key: e.Key, fence: e.Fence, ttl: ttlOf(e, lim), asked: e.Start, acq: e.End}
+				holds[e.Holder] = &holdSpan{holder: e.Holder, worker: e.Worker, proc: e.proc(), key: e.Key, fence: e.Fence, ttl: ttlOf(e, lim), asked: e.Start, acq: e.End, ends: e.Ends}
 			}
 			if h := holds[e.Holder]; h != nil && e.Op == "unlock" && h.unlockAt == 0 {
 				h.unlockAt = e.Start
@@ -393,7 +394,9 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			// to expire before the release ran may make a hold not held at
 			// its release.
 			// (or a path slow enough that the release ran after the TTL)
-			if h := holds[c.Holder]; h != nil && !h.told && !anyIn(lossAt, h.asked, c.End) && !anyIn(frozen[c.proc()], h.asked, c.End) &&
+			// (or the request's context ended before the release ran: a
+			// lease whose context ended is no longer renewed)
+			if h := holds[c.Holder]; h != nil && !h.told && !(h.ends > 0 && c.End >= h.ends) && !anyIn(lossAt, h.asked, c.End) && !anyIn(frozen[c.proc()], h.asked, c.End) &&
 				!anyIn(outage, h.asked, c.End) && !slowDuring(faults, c.proc(), h.asked, c.End) &&
 				!(lim.Redlock && redlockCopiesLost(faults, partial[c.Key], byKey[c.Key], h, c.End)) {
 				r.UnlockLies = append(r.UnlockLies, fmt.Sprintf("%s %s: Unlock at %s said not held, and nothing had ended the hold", c.Holder, c.Key, ts(c.Start)))

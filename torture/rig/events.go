@@ -41,6 +41,11 @@ type Event struct {
 	// Budget is how long the call may take (ns): the wait budget, or the
 	// context's deadline when earlier.
 	Budget int64 `json:"b,omitempty"`
+	// Ends is, for an acquiring call, when its request's context ends at
+	// the latest (deadline or cancellation, on Start's clock): a lease
+	// whose context ended without Unlock is no longer renewed and expires
+	// within one TTL, so its Unlock after then may find it not held.
+	Ends int64 `json:"ends,omitempty"`
 	// TTL is the lease time the call asked for (ns).
 	TTL   int64  `json:"ttl,omitempty"`
 	Res   string `json:"r,omitempty"`

@@ -294,6 +294,10 @@ func (a *actor) step(stop context.Context) {
 		cancel = func() { t.Stop(); c(); parent() }
 	}
 	defer cancel()
+	ctxEnds := deadline // the latest the request's context ends, from now
+	if op == "cancel" {
+		ctxEnds = 50 * time.Millisecond
+	}
 	holder := fmt.Sprintf("%s#%d", a.name, a.holds.Add(1))
 	if w.cfg.Lock == LockNaive {
 		a.naiveStep(ctx, stop, key, holder, op, budget, ttl)
@@ -314,7 +318,7 @@ func (a *actor) step(stop context.Context) {
 	} else {
 		lease, err = locker.Lock(ctx, key, opts...)
 	}
-	ev := Event{Ev: "call", Worker: a.name, Key: key, Holder: holder, Op: op, Start: t0, End: now(), Budget: int64(budget), TTL: int64(ttl), Res: result(err), Why: cause(err)}
+	ev := Event{Ev: "call", Worker: a.name, Key: key, Holder: holder, Op: op, Start: t0, End: now(), Budget: int64(budget), TTL: int64(ttl), Res: result(err), Why: cause(err), Ends: t0 + int64(ctxEnds)}
 	if err != nil {
 		w.log.add(ev, true)
 		return
