@@ -66,8 +66,8 @@ var errLostNotHeld = fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
 // its lock was no longer renewed and expired.
 var errAbandoned = fmt.Errorf("%w: the lease's context ended without Unlock, so its lock was no longer renewed", ErrLockLost)
 
-// abandoned reports whether the context given to Lock has ended while the
-// hold is still held (not unlocked).
+// parentEnded reports whether the context given to Lock has ended while
+// the hold is still held (not unlocked).
 func (h *hold) parentEnded() bool {
 	if h.parentDone == nil || h.count.Load() <= 0 {
 		return false
@@ -222,11 +222,8 @@ func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	d, err := bounded(s.h.l, ctx, s.h.l.callDeadline(ctx), func(cctx context.Context) (time.Duration, error) {
 		return s.h.l.be.pttl(cctx, &s.h.keys, s.h.owner)
 	}, nil)
-	switch {
-	case err == errLate:
-		return 0, unavailable("ttl", errNoAnswer)
-	case err != nil && err != ErrNotHeld && err != ErrClosed:
-		return 0, unavailable("ttl", err)
+	if err != nil && err != ErrNotHeld {
+		return 0, opError("ttl", err)
 	}
 	return d, err
 }

@@ -348,14 +348,10 @@ func (l *Locker) holds(ctx context.Context, a *acquisition, owner string) (bool,
 		return l.be.pttl(cctx, &a.keys, owner)
 	}, nil)
 	switch {
-	case err == errLate:
-		return false, unavailable("acquire", errNoAnswer)
 	case err == ErrNotHeld:
 		return false, nil
-	case err == ErrClosed:
-		return false, err
 	case err != nil:
-		return false, unavailable("acquire", err)
+		return false, opError("acquire", err)
 	}
 	return true, nil
 }
