@@ -80,7 +80,12 @@ func TestUncontendedCycleIsLean(t *testing.T) {
 	}
 	var inside int64
 	for name, calls := range d {
-		if name != "evalsha" {
+		switch name {
+		case "evalsha":
+		case "hello", "subscribe", "ping":
+			// The Locker's monitor connection (monitor.go), made once
+			// while it holds leases: not part of a cycle.
+		default:
 			inside += calls
 		}
 	}

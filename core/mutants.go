@@ -37,6 +37,9 @@ type mutants struct {
 	// checkOwner: the check after a (re)subscription wakes only a waiter
 	// that holds the lock, not the waiters of a lock no one holds.
 	checkOwner bool
+	// noMonitor: no connection watches the nodes leases are held on, so a
+	// lock lost with a restarted node is seen at the next renewal only.
+	noMonitor bool
 	// scripts: the queue's expiry set from the last joiner alone, to
 	// twice its entry's life plus its TTL ("queue-expiry"); at most 64 dead
 	// entries dropped per call ("sweep-64").
@@ -87,6 +90,8 @@ func parseMutants(list string) (mutants, error) {
 			m.restartRefresh = true
 		case "no-turns":
 			m.noTurns = true
+		case "no-monitor":
+			m.noMonitor = true
 		default:
 			e, ok := mutantEdits[name]
 			if !ok || !strings.Contains(q, e[0]) {

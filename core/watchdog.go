@@ -33,6 +33,11 @@ type watchdog struct {
 	// one dropped without Close leaks nothing and is collected
 	idle     chan struct{}
 	lastHeld int64 // when the last hold left (monotonic ns): idle from then
+	// recheck: until then (monotonic ns) a failed renewal is retried
+	// every monitorRetry: a node came back (checkNow) and may refuse
+	// commands for a while (a Cluster node answers CLUSTERDOWN until it
+	// has seen its peers)
+	recheck int64
 
 	kick chan struct{} // wakes the scheduler
 	send chan struct{} // wakes the sender
@@ -61,6 +66,7 @@ func (w *watchdog) start() {
 	go w.schedule(w.idle)
 	go w.sender(w.idle)
 	go w.sender(w.idle)
+	w.startMonitors(w.idle)
 }
 
 // idleStop is how long the watchdog's goroutines outlive the Locker's last
@@ -356,9 +362,14 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 		}
 		switch {
 		case rs[i].err != nil:
-			// transient: retry soon; the scheduler declares the loss if
-			// the validity runs out first.
-			h.renewAt = now + int64(min(max(rs[i].ttl/10, 10*time.Millisecond), time.Second))
+			// transient: retry soon (sooner while a node that came back
+			// may still refuse: see checkNow); the scheduler declares the
+			// loss if the validity runs out first.
+			retry := min(max(rs[i].ttl/10, 10*time.Millisecond), time.Second)
+			if now < w.recheck {
+				retry = min(retry, monitorRetry)
+			}
+			h.renewAt = now + int64(retry)
 			w.fix(h)
 		case !rs[i].held:
 			lost = append(lost, h)

@@ -1,0 +1,173 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// lossWait is how long after a node answers again the tests below wait
+// for a lease's loss: far under the next renewal (TTL/3 = 10s), far over
+// the monitor's reconnect interval and a round trip.
+const lossWait = 3 * time.Second
+
+// watched waits until every node of nodes has one connection subscribed
+// to the Locker's monitor channel (polled: the server is the only one who
+// can tell).
+func watched(t *testing.T, nodes ...*redis.Client) {
+	t.Helper()
+	ctx := locktest.Context(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for _, c := range nodes {
+		for {
+			n, err := c.PubSubNumSub(ctx, "lockgate:monitor").Result()
+			if err == nil && n["lockgate:monitor"] == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no monitor connection on %s: %v %v", c.Options().Addr, n, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// A node that restarts empty takes its locks with it: the holder's lease
+// ends (ErrLockLost) as soon as the node answers again, not at its next
+// renewal (a third of the 30s TTL). Control: with no monitor the lease
+// outlives the same wait.
+func TestLossSeenWhenNodeRestarts(t *testing.T) {
+	for _, tc := range []struct {
+		name, mutants string
+		seen          bool
+	}{{"monitored", "", true}, {"control no-monitor", "no-monitor", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			l, c := locktest.NewLocker(t, srv, core.WithMutants(tc.mutants))
+			ctx := locktest.Context(t)
+			s, err := l.Lock(ctx, "restart", core.WithTTL(30*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.seen {
+				watched(t, c)
+			}
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			back := time.Now()
+			select {
+			case <-s.Done():
+				if !tc.seen {
+					t.Fatalf("the lease ended %v after the restart without a monitor: the control did not hold", time.Since(back))
+				}
+				t.Logf("lease ended %v after the node answered again", time.Since(back))
+				if cause := context.Cause(s.Context()); !errors.Is(cause, core.ErrLockLost) {
+					t.Fatalf("cause %v, want ErrLockLost", cause)
+				}
+			case <-time.After(lossWait):
+				if tc.seen {
+					t.Fatalf("the lease outlived the restart by %v: the loss was not seen", lossWait)
+				}
+			}
+			s.Unlock(ctx)
+		})
+	}
+}
+
+// The same on a 3-master Cluster: one master restarts empty (keeping its
+// slots); the leases it held end at once, those on the other masters live
+// on.
+func TestLossSeenWhenClusterNodeRestarts(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	c := cl.Client(t)
+	l := locktest.Locker(t, c)
+	ctx := locktest.Context(t)
+	restarted := cl.Servers[0]
+	type held struct {
+		s    *core.Lease
+		node *redistest.Server
+	}
+	var leases []held
+	perNode := map[*redistest.Server]int{}
+	for i := 0; len(leases) < 6 && i < 1000; i++ {
+		name := fmt.Sprintf("restart:%d", i)
+		slot, err := c.ClusterKeySlot(ctx, "lockgate:{"+name+"}").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		node := cl.ServerForSlot(int(slot))
+		if node == nil || perNode[node] == 2 {
+			continue
+		}
+		s, err := l.Lock(ctx, name, core.WithTTL(30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		perNode[node]++
+		leases = append(leases, held{s, node})
+	}
+	if len(leases) != 6 {
+		t.Fatalf("found keys for %d leases, want 2 on each of 3 masters", len(leases))
+	}
+	var nodes []*redis.Client
+	for _, srv := range cl.Servers {
+		nodes = append(nodes, srv.Client(t))
+	}
+	watched(t, nodes...)
+	if err := restarted.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// A restarted Cluster node accepts connections at once but answers
+	// CLUSTERDOWN until it has seen its peers: the loss can be seen from
+	// when it serves its slots again.
+	var probe string // a key the restarted node serves
+	for _, h := range leases {
+		if h.node == restarted {
+			probe = "lockgate:{" + h.s.Key() + "}"
+		}
+	}
+	up := time.Now()
+	serving := make(chan time.Time, 1)
+	go func() {
+		for time.Since(up) < lossWait {
+			if err := nodes[0].Get(ctx, probe).Err(); !redis.HasErrorPrefix(err, "CLUSTERDOWN") {
+				serving <- time.Now()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		serving <- time.Time{}
+	}()
+	for _, h := range leases {
+		if h.node != restarted {
+			continue
+		}
+		select {
+		case <-h.s.Done():
+			t.Logf("lease %s ended %v after its node accepted connections", h.s.Key(), time.Since(up))
+		case <-time.After(lossWait):
+			t.Fatalf("lease %s outlived its node's restart by %v", h.s.Key(), lossWait)
+		}
+	}
+	if at := <-serving; !at.IsZero() {
+		t.Logf("the node served its slots again %v after it accepted connections", at.Sub(up))
+	}
+	for _, h := range leases {
+		if h.node == restarted {
+			continue
+		}
+		if err := h.s.Context().Err(); err != nil {
+			t.Errorf("lease %s on a master that did not restart ended: %v", h.s.Key(), context.Cause(h.s.Context()))
+		}
+		h.s.Unlock(ctx)
+	}
+}
