@@ -43,6 +43,11 @@ type backend interface {
 	// answered independently (one per Redis node); each part is a list of
 	// indexes into batch.
 	groups(ctx context.Context, batch []renewal) [][]int
+	// splitsByNode reports whether groups splits renewals by node (a Cluster):
+	// the watchdog then sends every part on a goroutine of its own, so that
+	// a hung node holds up no renewal of another node's. Otherwise a batch
+	// is one part, which the watchdog's sender waits for.
+	splitsByNode() bool
 	// renew extends batch[i] for every i in part (one round trip) and sets
 	// batch[i].held / batch[i].err.
 	renew(ctx context.Context, batch []renewal, part []int)
@@ -274,6 +279,11 @@ func (s *deployment) groups(ctx context.Context, batch []renewal) [][]int {
 		}
 		return ""
 	})
+}
+
+func (s *deployment) splitsByNode() bool {
+	_, ok := s.c.(*redis.ClusterClient)
+	return ok
 }
 
 // renew sends one part in one round trip. On a plain client it is one

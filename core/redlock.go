@@ -202,6 +202,10 @@ func (r *redlock) groups(ctx context.Context, batch []renewal) [][]int {
 	return [][]int{all}
 }
 
+// splitsByNode: a Redlock batch is one part, sent to every node at once (renew
+// waits for a quorum, each node for at most its share of the TTL).
+func (r *redlock) splitsByNode() bool { return false }
+
 // renew renews on every node; a lease is held while a quorum holds it. A
 // node that answered without the lock while a quorum holds it (it restarted
 // empty, or its copy expired) gets it back, as a fresh grant for the same

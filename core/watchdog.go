@@ -280,7 +280,8 @@ func (w *watchdog) settle(due *dueHolds) {
 }
 
 // sender sends due renewals, at most renewChunk per round trip. Two run, so
-// that one batch's bookkeeping overlaps the next one's round trip.
+// that one batch's bookkeeping overlaps the next one's round trip (on a
+// Cluster a sender only hands each node's part to a goroutine of its own).
 func (w *watchdog) sender(idle chan struct{}) {
 	defer w.wg.Done()
 	for {
@@ -311,7 +312,12 @@ func (w *watchdog) sender(idle chan struct{}) {
 }
 
 // renewBatch renews a batch of due holds: in one round trip on a single
-// node; on a Cluster one round trip per node, each on its own goroutine.
+// node, on the sender; on a Cluster one round trip per node, each on a
+// goroutine of its own, the sender waiting for none of them. A sender that
+// waited for one node's round trip would hold up the renewals of every
+// node queued behind it: with two senders, two batches that began with a
+// hung node's part stopped every renewal until the client's read timeout,
+// and the leases on the healthy nodes were lost with the hung node's.
 func (w *watchdog) renewBatch(batch []*hold) {
 	rs := make([]renewal, len(batch))
 	var ttlArg any
@@ -324,12 +330,13 @@ func (w *watchdog) renewBatch(batch []*hold) {
 		rs[i] = renewal{keys: &h.keys, ownerArg: h.ownerArg, ttl: ttl, ttlArg: ttlArg}
 	}
 	parts := w.l.be.groups(w.ctx, rs)
-	for _, part := range parts[1:] {
-		if !w.l.goBackground(func() { w.renewPart(batch, rs, part) }) {
-			w.renewPart(batch, rs, part)
+	byNode := w.l.be.splitsByNode()
+	for i, part := range parts {
+		if (byNode || i > 0) && w.l.goBackground(func() { w.renewPart(batch, rs, part) }) {
+			continue
 		}
+		w.renewPart(batch, rs, part) // one node, or the Locker is closing
 	}
-	w.renewPart(batch, rs, parts[0])
 }
 
 // renewPart sends the renewals of one node, bounded by the smallest
