@@ -21,10 +21,11 @@ import (
 // error; reply may fail t when the error is not of the framework's type):
 // every outcome core reports maps to the code that says what happened
 // (a busy lock with a RetryInfo carrying core's estimate, Unavailable with
-// one of rpclock.UnavailableRetryAfter, no other code with one), fail-open
-// applies to a Redis that is unavailable only, and error text from core
-// and Redis reaches the logger (whose lines name name, the interceptor:
-// "grpclock", "connectlock") but never the client;
+// one of rpclock.UnavailableRetryAfter, no other code with one), no
+// message names a Go type or package (GoName), fail-open applies to a
+// Redis that is unavailable only, and error text from core and Redis
+// reaches the logger (whose lines name name, the interceptor: "grpclock",
+// "connectlock") but never the client;
 // an invalid key is InvalidArgument naming the method and the placeholder.
 // Outcomes that real Redis 7 cannot produce here (ErrUnsupported, joined
 // errors at chosen moments, ErrInvalid) are built by hand as core returns
@@ -79,6 +80,9 @@ func RunFailures(t *testing.T, name string, reply func(t testing.TB, f *rpclock.
 				t.Errorf("logged %q, want nothing", out)
 			case tc.logged != "" && (!strings.Contains(out, "level="+tc.logged) || !strings.Contains(out, secret) || !strings.Contains(out, name+":")):
 				t.Errorf("log %q: want level %s with the error's text", out, tc.logged)
+			}
+			if name := GoName(r.Message); name != "" {
+				t.Errorf("message %q names Go's %q", r.Message, name)
 			}
 			switch {
 			case tc.code == ResourceExhausted && (!r.RetryInfo || r.RetryDelay != busy.RetryAfter):
