@@ -83,6 +83,9 @@
 //	the call's context ended first                     CodeCanceled or CodeDeadlineExceeded
 //	Redis unreachable, failing or hung                 CodeUnavailable, handler not run; a fail-open
 //	  (core.ErrUnavailable)                              rule runs it without a lock (logged)
+//	                                                     (every CodeUnavailable: Retry-After: 1 and a
+//	                                                     RetryInfo detail of one second, as the HTTP
+//	                                                     adapters' 503)
 //	the Locker closed or shutting down                 CodeUnavailable "shutting down", fail-open or not
 //	a Redis server older than 7.0                      CodeUnavailable (logged at error), fail-open or not
 //	anything else, or a bad rule read from a schema    CodeInternal with a generic message (logged)

@@ -8,12 +8,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lockgate/lockgate/core"
 	connectlock "github.com/lockgate/lockgate/interceptor/connect"
@@ -205,7 +209,48 @@ func serve(t testing.TB, svc *rpcsuite.Service, p protocol, opts ...connect.Hand
 		tr.CloseIdleConnections()
 		hs.Close()
 	})
-	return &server{http: &http.Client{Transport: tr}, baseURL: hs.URL, p: p}
+	return &server{http: &http.Client{Transport: recorder{tr}}, baseURL: hs.URL, p: p}
+}
+
+// recorder is the servers' clients' transport: for a call whose context
+// carries a *seen (record), it keeps the HTTP response the call got, whose
+// header and trailer (read once the body is) the suite's Reply reports.
+type recorder struct{ base http.RoundTripper }
+
+type seenKey struct{}
+
+// seen is the response of one recorded call.
+type seen struct {
+	mu   sync.Mutex
+	resp *http.Response
+}
+
+func (rt recorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := rt.base.RoundTrip(r)
+	if s, ok := r.Context().Value(seenKey{}).(*seen); ok && resp != nil {
+		s.mu.Lock()
+		s.resp = resp
+		s.mu.Unlock()
+	}
+	return resp, err
+}
+
+// record returns ctx carrying a *seen for the call made with it.
+func record(ctx context.Context) (context.Context, *seen) {
+	s := &seen{}
+	return context.WithValue(ctx, seenKey{}, s), s
+}
+
+// retryAfter sets r's Retry-After of the recorded response's header and
+// trailer. Call it once the call has returned.
+func (s *seen) retryAfter(r rpcsuite.Reply) rpcsuite.Reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.resp != nil {
+		r.RetryAfterHeader = s.resp.Header.Get("Retry-After")
+		r.RetryAfterTrailer = s.resp.Trailer.Get("Retry-After")
+	}
+	return r
 }
 
 // client returns the generated client of the server.
@@ -225,9 +270,15 @@ var suiteOptions = rpcsuite.Options[connectlock.Option]{
 }
 
 // connectStack is the suite's Connect stack for protocol p: the test
-// service on an httptest server, behind connectlock's interceptor.
+// service on an httptest server, behind connectlock's interceptor. Its
+// answers carry Retry-After in the HTTP header, but over gRPC (HTTP/2),
+// whose errors travel in the trailers, in the trailer.
 func connectStack(p protocol) rpcsuite.Stack {
-	return rpcsuite.Stack{Name: p.name, Serve: func(t testing.TB, s rpcsuite.Server) rpcsuite.Client {
+	in := rpcsuite.InHeader
+	if p.name == grpcH2C.name {
+		in = rpcsuite.InTrailer
+	}
+	return rpcsuite.Stack{Name: p.name, RetryAfterIn: in, Build: buildSuite, Serve: func(t testing.TB, s rpcsuite.Server) rpcsuite.Client {
 		t.Helper()
 		ics := []connect.Interceptor{outermost{s.Served}}
 		if s.Locker != nil {
@@ -237,30 +288,80 @@ func connectStack(p protocol) rpcsuite.Stack {
 			}
 			ics = append(ics, lk)
 		}
-		srv := serve(t, s.Service, p, connect.WithInterceptors(ics...))
-		c := suiteClient{}
+		opts := []connect.HandlerOption{connect.WithInterceptors(ics...)}
+		if s.PlainCodecs {
+			opts = append(opts, connectlock.PlainCodecs())
+		}
+		srv := serve(t, s.Service, p, opts...)
+		c := suiteClient{srv: srv, methods: map[string]*connect.Client[testpb.OrderRequest, testpb.OrderReply]{}}
 		for _, m := range []string{"Order", "Quick", "Nested", "Relaxed", "Plain"} {
-			c[m] = connect.NewClient[testpb.OrderRequest, testpb.OrderReply](srv.http, srv.baseURL+rpcsuite.FullMethod(m), p.opts...)
+			c.methods[m] = connect.NewClient[testpb.OrderRequest, testpb.OrderReply](srv.http, srv.baseURL+rpcsuite.FullMethod(m), p.opts...)
 		}
 		return c
 	}}
 }
 
-// suiteClient is the suite's client: a Connect client per unary method.
-type suiteClient map[string]*connect.Client[testpb.OrderRequest, testpb.OrderReply]
+// buildSuite is the stacks' rpcsuite.Stack.Build: connectlock.New's error.
+func buildSuite(l *core.Locker, s rpcsuite.Server) error {
+	_, err := connectlock.New(l, suiteOptions.For(s)...)
+	return err
+}
+
+// suiteClient is the suite's client: a Connect client per unary method;
+// a rpcsuite.RawClient.
+type suiteClient struct {
+	srv     *server
+	methods map[string]*connect.Client[testpb.OrderRequest, testpb.OrderReply]
+}
+
+var _ rpcsuite.RawClient = suiteClient{}
 
 func (c suiteClient) Call(ctx context.Context, method string, req *testpb.OrderRequest, md ...string) rpcsuite.Reply {
-	cl := c[method]
+	cl := c.methods[method]
 	if cl == nil {
 		return rpcsuite.Reply{Code: rpcsuite.Unimplemented, Message: "no client for " + method, Err: errors.New("no client for " + method)}
 	}
 	r := connect.NewRequest(req)
 	setMD(r.Header(), md...)
+	ctx, s := record(ctx)
 	resp, err := cl.CallUnary(ctx, r)
 	if err == nil {
-		return rpcsuite.Reply{Code: rpcsuite.OK, Msg: resp.Msg}
+		return s.retryAfter(rpcsuite.Reply{Code: rpcsuite.OK, Msg: resp.Msg})
 	}
-	return replyOf(err)
+	return s.retryAfter(replyOf(err))
+}
+
+// CallRaw sends body as the request of method, through a client whose
+// codec named codec ("json" or "proto") writes body as it is.
+func (c suiteClient) CallRaw(ctx context.Context, method, codec string, body []byte) rpcsuite.Reply {
+	opts := append(slices.Clone(c.srv.p.opts), connect.WithCodec(rawCodec{name: codec, body: body}))
+	cl := connect.NewClient[testpb.OrderRequest, testpb.OrderReply](c.srv.http, c.srv.baseURL+rpcsuite.FullMethod(method), opts...)
+	ctx, s := record(ctx)
+	resp, err := cl.CallUnary(ctx, connect.NewRequest(&testpb.OrderRequest{}))
+	if err == nil {
+		return s.retryAfter(rpcsuite.Reply{Code: rpcsuite.OK, Msg: resp.Msg})
+	}
+	return s.retryAfter(replyOf(err))
+}
+
+// rawCodec is a client codec that sends body whatever the request, and
+// decodes replies as the codec it is named after (JSON or binary).
+type rawCodec struct {
+	name string
+	body []byte
+}
+
+func (c rawCodec) Name() string                { return c.name }
+func (c rawCodec) Marshal(any) ([]byte, error) { return c.body, nil }
+func (c rawCodec) Unmarshal(data []byte, m any) error {
+	pm, ok := m.(proto.Message)
+	if !ok {
+		return errors.New("not a protobuf message")
+	}
+	if c.name == "json" {
+		return protojson.Unmarshal(data, pm)
+	}
+	return proto.Unmarshal(data, pm)
 }
 
 // setMD sets the name, value pairs md in h; a name ending in "-bin" gets

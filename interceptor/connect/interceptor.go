@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -250,18 +251,14 @@ func failureError(f *rpclock.Failure) error {
 		// The HTTP header the HTTP adapters send with their busy answer
 		// (whole seconds, at least 1), beside the RetryInfo detail.
 		e.Meta().Set("Retry-After", strconv.Itoa(core.RetryAfterSeconds(f.Err)))
-		if f.HasRetryAfter {
-			if d, err := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(f.RetryAfter)}); err == nil {
-				e.AddDetail(d)
-			}
-		}
-		return e
+		return withRetryInfo(e, f)
 	case rpclock.Unavailable:
 		// Connect answers it 503 over HTTP: a short Retry-After, as the
-		// HTTP adapters' 503.
+		// HTTP adapters' 503, beside the RetryInfo detail of the same
+		// pause (rpclock.UnavailableRetryAfter).
 		e := connect.NewError(connect.CodeUnavailable, errors.New(f.Message))
 		e.Meta().Set("Retry-After", unavailableRetryAfter)
-		return e
+		return withRetryInfo(e, f)
 	case rpclock.Canceled:
 		return connect.NewError(connect.CodeCanceled, f.Err)
 	case rpclock.DeadlineExceeded:
@@ -291,7 +288,19 @@ func (c *handOn) Receive(m any) error {
 	return nil
 }
 
+// withRetryInfo adds to e a RetryInfo detail of f's RetryAfter, if f has
+// one.
+func withRetryInfo(e *connect.Error, f *rpclock.Failure) *connect.Error {
+	if !f.HasRetryAfter {
+		return e
+	}
+	if d, err := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(f.RetryAfter)}); err == nil {
+		e.AddDetail(d)
+	}
+	return e
+}
+
 // unavailableRetryAfter is the Retry-After header of an Unavailable
-// answer (HTTP 503 over the Connect protocol): one second, as the HTTP
-// adapters' 503.
-const unavailableRetryAfter = "1"
+// answer (HTTP 503 over the Connect protocol): rpclock's one second, as
+// the HTTP adapters' 503.
+var unavailableRetryAfter = strconv.Itoa(int(rpclock.UnavailableRetryAfter / time.Second))

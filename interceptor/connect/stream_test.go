@@ -5,11 +5,17 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
+	"github.com/redis/go-redis/v9"
 
+	connectlock "github.com/lockgate/lockgate/interceptor/connect"
 	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/internal/rpclock"
+	"github.com/lockgate/lockgate/internal/rpcsuite"
 	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
+	"github.com/lockgate/lockgate/redistest"
 )
 
 // TestServerStreamHoldsLock: a server-streaming procedure locks on its
@@ -215,4 +221,81 @@ func TestBidiStreamHoldsLock(t *testing.T) {
 		t.Fatalf("Chat 3 end: %v", err)
 	}
 	_ = c3.CloseResponse()
+}
+
+// TestStreamsOnRefusingRedis: streams get the unary calls' answers (the
+// suite's): on a Redis that refuses connections (its port closed, go-redis's
+// default client) a server stream (Watch) and a bidi stream (Chat) are
+// CodeUnavailable at once, with a RetryInfo detail of one second
+// (rpclock.UnavailableRetryAfter) and Retry-After "1" in the error's
+// metadata (a stream's status travels at its end, so not as the HTTP
+// status's header), no handler run. The control: a Watch without its key
+// field is CodeInvalidArgument, with neither.
+func TestStreamsOnRefusingRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	e := &env{Env: rpcsuite.NewEnvOn(t, "connectlock", srv, rdb)}
+	lk, err := connectlock.New(e.Locker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.serve(t, connect.WithInterceptors(lk))
+	ctx := locktest.Context(t)
+
+	first := func(name string, recv func() error) (rpcsuite.Reply, string) {
+		t.Helper()
+		start := time.Now()
+		err := recv()
+		took := time.Since(start)
+		if err == nil {
+			t.Fatalf("%s on a refusing Redis got a reply", name)
+		}
+		r := replyOf(err)
+		var ce *connect.Error
+		retryAfter := ""
+		if errors.As(err, &ce) {
+			retryAfter = ce.Meta().Get("Retry-After")
+		}
+		t.Logf("%s on a refusing Redis: %v, Retry-After %q, after %v", name, r, retryAfter, took)
+		if took >= 1500*time.Millisecond {
+			t.Errorf("%s answered after %v, want at once (< 1.5s)", name, took)
+		}
+		return r, retryAfter
+	}
+	watch := func(req *testpb.OrderRequest) func() error {
+		return func() error {
+			s, err := e.client.Watch(ctx, connect.NewRequest(req))
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			s.Receive()
+			return s.Err()
+		}
+	}
+	for name, recv := range map[string]func() error{
+		"Watch": watch(&testpb.OrderRequest{UserId: "u1"}),
+		"Chat": func() error {
+			c := e.client.Chat(ctx)
+			c.RequestHeader().Set("x-user-id", "m1")
+			defer c.CloseResponse()
+			_ = c.Send(&testpb.OrderRequest{UserId: "a"}) // may fail once the server answered
+			_ = c.CloseRequest()
+			_, err := c.Receive()
+			return err
+		},
+	} {
+		r, retryAfter := first(name, recv)
+		if r.Code != rpcsuite.Unavailable || !r.RetryInfo || r.RetryDelay != rpclock.UnavailableRetryAfter || retryAfter != "1" {
+			t.Errorf("%s on a refusing Redis: %v, Retry-After %q; want Unavailable with a RetryInfo of %v and Retry-After 1", name, r, retryAfter, rpclock.UnavailableRetryAfter)
+		}
+	}
+	if n := e.Service.Calls(); n != 0 {
+		t.Fatalf("%d stream handlers ran on a refusing Redis", n)
+	}
+	if r, retryAfter := first("Watch without user_id", watch(&testpb.OrderRequest{})); r.Code != rpcsuite.InvalidArgument || r.RetryInfo || retryAfter != "" {
+		t.Fatalf("control: Watch without user_id: %v, Retry-After %q; want InvalidArgument without a retry hint", r, retryAfter)
+	}
 }

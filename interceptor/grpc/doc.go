@@ -80,9 +80,12 @@
 //     answer): codes.Canceled or codes.DeadlineExceeded, not
 //     ResourceExhausted.
 //   - Redis unreachable, failing or hung (core.ErrUnavailable, within the
-//     wait budget plus a small bound): codes.Unavailable and the handler
-//     does not run, unless the rule is fail-open (then the handler runs
-//     without a lock and a warning is logged). Fail-open applies to that
+//     wait budget plus a small bound; a refused connection at once):
+//     codes.Unavailable, with an errdetails.RetryInfo of one second (as
+//     the HTTP adapters' 503 carries Retry-After: 1; so do the two
+//     Unavailable answers below), logged at error with its cause; the
+//     handler does not run, unless the rule is fail-open (then the handler
+//     runs without a lock and a warning is logged). Fail-open applies to that
 //     case only: never when the call's context ended meanwhile.
 //   - the Locker closed or shutting down (core.ErrClosed): codes.Unavailable
 //     "shutting down", also for fail-open rules.

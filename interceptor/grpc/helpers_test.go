@@ -131,8 +131,18 @@ var suiteOptions = rpcsuite.Options[grpclock.Option]{
 }
 
 // grpcStack is the suite's gRPC stack: the test service on grpc-go over
-// loopback TCP, behind grpclock's interceptors.
-var grpcStack = rpcsuite.Stack{Name: "grpc", Serve: serveSuite}
+// loopback TCP, behind grpclock's interceptors. Its answers carry no HTTP
+// Retry-After (RetryInfo only), and its client is no rpcsuite.RawClient:
+// grpc-go decodes a request before any interceptor runs and answers one
+// that does not decode itself (Internal, "grpc: failed to unmarshal the
+// received message: proto: ...").
+var grpcStack = rpcsuite.Stack{Name: "grpc", Serve: serveSuite, Build: buildSuite, RetryAfterIn: rpcsuite.Nowhere}
+
+// buildSuite is the stack's rpcsuite.Stack.Build: grpclock.New's error.
+func buildSuite(l *core.Locker, s rpcsuite.Server) error {
+	_, err := grpclock.New(l, suiteOptions.For(s)...)
+	return err
+}
 
 func serveSuite(t testing.TB, s rpcsuite.Server) rpcsuite.Client {
 	t.Helper()

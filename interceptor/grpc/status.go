@@ -18,7 +18,9 @@ import (
 //     when the lock is likely free (core.RetryAfter: not the holder's TTL,
 //     which only bounds it);
 //   - Redis unavailable, the Locker shutting down, an unsupported server:
-//     Unavailable;
+//     Unavailable with a RetryInfo of one second
+//     (rpclock.UnavailableRetryAfter: the Retry-After of the HTTP adapters'
+//     503);
 //   - the call's context ended first: Canceled or DeadlineExceeded;
 //   - anything else: Internal, with a generic message.
 func failureStatus(f *rpclock.Failure) error {
@@ -26,17 +28,22 @@ func failureStatus(f *rpclock.Failure) error {
 	case rpclock.InvalidKey:
 		return status.Error(codes.InvalidArgument, f.Message)
 	case rpclock.Busy:
-		st := status.New(codes.ResourceExhausted, f.Message)
-		if f.HasRetryAfter {
-			if ds, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(f.RetryAfter)}); err == nil {
-				st = ds
-			}
-		}
-		return st.Err()
+		return withRetryInfo(status.New(codes.ResourceExhausted, f.Message), f).Err()
 	case rpclock.Unavailable:
-		return status.Error(codes.Unavailable, f.Message)
+		return withRetryInfo(status.New(codes.Unavailable, f.Message), f).Err()
 	case rpclock.Canceled, rpclock.DeadlineExceeded:
 		return status.FromContextError(f.Err).Err()
 	}
 	return status.Error(codes.Internal, f.Message)
+}
+
+// withRetryInfo adds to st a RetryInfo of f's RetryAfter, if f has one.
+func withRetryInfo(st *status.Status, f *rpclock.Failure) *status.Status {
+	if !f.HasRetryAfter {
+		return st
+	}
+	if ds, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(f.RetryAfter)}); err == nil {
+		return ds
+	}
+	return st
 }

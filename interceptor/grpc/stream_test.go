@@ -4,13 +4,19 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	grpclock "github.com/lockgate/lockgate/interceptor/grpc"
 	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/internal/rpclock"
+	"github.com/lockgate/lockgate/internal/rpcsuite"
 	"github.com/lockgate/lockgate/internal/rpcsuite/testpb"
+	"github.com/lockgate/lockgate/redistest"
 )
 
 // TestServerStreamHoldsLock: a server-streaming method locks on its request
@@ -208,4 +214,74 @@ func TestBidiStreamHoldsLock(t *testing.T) {
 	if _, err := c3.Recv(); err != io.EOF {
 		t.Fatalf("Chat 3 end: %v", err)
 	}
+}
+
+// TestStreamsOnRefusingRedis: streams get the unary calls' answers (the
+// suite's): on a Redis that refuses connections (its port closed, go-redis's
+// default client) a server stream (Watch) and a bidi stream (Chat) are
+// Unavailable at once, with a RetryInfo of one second
+// (rpclock.UnavailableRetryAfter), no handler run. The control: a Watch
+// without its key field is InvalidArgument, with no RetryInfo.
+func TestStreamsOnRefusingRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	e := &env{Env: rpcsuite.NewEnvOn(t, "grpclock", srv, rdb)}
+	lk, err := grpclock.New(e.Locker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.serve(t, lk.ServerOptions()...)
+	ctx := locktest.Context(t)
+
+	first := func(name string, open func() (recver, error)) rpcsuite.Reply {
+		t.Helper()
+		start := time.Now()
+		s, err := open()
+		if err == nil {
+			_, err = s.Recv()
+		}
+		took := time.Since(start)
+		if err == nil {
+			t.Fatalf("%s on a refusing Redis got a reply", name)
+		}
+		r := replyOf(err)
+		t.Logf("%s on a refusing Redis: %v after %v", name, r, took)
+		if took >= 1500*time.Millisecond {
+			t.Errorf("%s answered after %v, want at once (< 1.5s)", name, took)
+		}
+		return r
+	}
+	for name, open := range map[string]func() (recver, error){
+		"Watch": func() (recver, error) {
+			return e.client.Watch(ctx, &testpb.OrderRequest{UserId: "u1"})
+		},
+		"Chat": func() (recver, error) {
+			c, err := e.client.Chat(metadata.AppendToOutgoingContext(ctx, "x-user-id", "m1"))
+			if err == nil {
+				_ = c.Send(&testpb.OrderRequest{UserId: "a"}) // may fail once the server answered
+			}
+			return c, err
+		},
+	} {
+		r := first(name, open)
+		if r.Code != rpcsuite.Unavailable || !r.RetryInfo || r.RetryDelay != rpclock.UnavailableRetryAfter {
+			t.Errorf("%s on a refusing Redis: %v, want Unavailable with a RetryInfo of %v", name, r, rpclock.UnavailableRetryAfter)
+		}
+	}
+	if n := e.Service.Calls(); n != 0 {
+		t.Fatalf("%d stream handlers ran on a refusing Redis", n)
+	}
+	r := first("Watch without user_id", func() (recver, error) {
+		return e.client.Watch(ctx, &testpb.OrderRequest{})
+	})
+	if r.Code != rpcsuite.InvalidArgument || r.RetryInfo {
+		t.Fatalf("control: Watch without user_id: %v, want InvalidArgument without RetryInfo", r)
+	}
+}
+
+// recver is a client stream's receiving side.
+type recver interface {
+	Recv() (*testpb.OrderReply, error)
 }

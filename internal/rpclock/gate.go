@@ -26,7 +26,8 @@ const (
 	// (ResourceExhausted, with a RetryInfo when RetryAfter is set).
 	Busy
 	// Unavailable: Redis unavailable, the Locker shutting down, or the
-	// server unsupported (Unavailable).
+	// server unsupported (Unavailable, with a RetryInfo of
+	// UnavailableRetryAfter).
 	Unavailable
 	// Canceled and DeadlineExceeded: the call's context ended first.
 	Canceled
@@ -58,14 +59,22 @@ type Failure struct {
 	// carries a key value, a Redis address or Redis's error text (those go
 	// to the logger).
 	Message string
-	// RetryAfter is core's estimate of when the lock is likely free (set
-	// for Busy when core gives one: HasRetryAfter).
+	// RetryAfter is when the client may try again, set when HasRetryAfter
+	// is: for Busy, core's estimate of when the lock is likely free (when
+	// core gives one); for Unavailable, always UnavailableRetryAfter.
 	RetryAfter    time.Duration
 	HasRetryAfter bool
 	// Err is the error behind the failure: the context's error for
 	// Canceled and DeadlineExceeded, the key's or Lock's error otherwise.
 	Err error
 }
+
+// UnavailableRetryAfter is the pause an Unavailable answer asks of its
+// client (a RetryInfo; over Connect also the Retry-After header): one
+// second, the Retry-After of every 503 of the HTTP adapters
+// (lockhttp.UnavailableRetryAfter). Short, since Redis is often back
+// within a failover; the client's own backoff does the rest.
+const UnavailableRetryAfter = time.Second
 
 // Gate takes and releases the locks of compiled methods for one
 // interceptor. Its fields are set once, before use.
@@ -135,6 +144,8 @@ func ContextErr(err error) error {
 //     at error;
 //   - ErrClosed: Unavailable, "shutting down";
 //   - ErrUnsupported: Unavailable, logged at error (a deployment problem);
+//   - each Unavailable with RetryAfter UnavailableRetryAfter, as every
+//     503 of the HTTP adapters carries Retry-After: 1;
 //   - ErrNotObtained joined with the context's error: the context's
 //     outcome (Canceled or DeadlineExceeded), since the caller gave up
 //     first;
@@ -145,12 +156,12 @@ func (g *Gate) LockFailure(ctx context.Context, m *Method, err error) *Failure {
 	switch {
 	case errors.Is(err, core.ErrUnavailable):
 		g.Logger.ErrorContext(ctx, g.Name+": redis unavailable", "method", m.Name, "error", err)
-		return &Failure{Outcome: Unavailable, Err: err, Message: m.Name + ": lock service unavailable, please retry later"}
+		return unavailable(err, m.Name+": lock service unavailable, please retry later")
 	case errors.Is(err, core.ErrClosed):
-		return &Failure{Outcome: Unavailable, Err: err, Message: m.Name + ": lock service shutting down"}
+		return unavailable(err, m.Name+": lock service shutting down")
 	case errors.Is(err, core.ErrUnsupported):
 		g.Logger.ErrorContext(ctx, g.Name+": redis server not supported", "method", m.Name, "error", err)
-		return &Failure{Outcome: Unavailable, Err: err, Message: m.Name + ": lock service unavailable"}
+		return unavailable(err, m.Name+": lock service unavailable")
 	case ContextErr(err) != nil:
 		// ErrNotObtained joined with the context's error, or the
 		// context's error alone: the caller's budget ended.
@@ -168,6 +179,12 @@ func (g *Gate) LockFailure(ctx context.Context, m *Method, err error) *Failure {
 	}
 	g.Logger.ErrorContext(ctx, g.Name+": lock failed", "method", m.Name, "error", err)
 	return &Failure{Outcome: Internal, Err: err, Message: m.Name + ": internal error"}
+}
+
+// unavailable is the Unavailable failure of err, with message msg and
+// the pause UnavailableRetryAfter.
+func unavailable(err error, msg string) *Failure {
+	return &Failure{Outcome: Unavailable, Err: err, Message: msg, RetryAfter: UnavailableRetryAfter, HasRetryAfter: true}
 }
 
 // Release unlocks after the handler. core detaches the release from the

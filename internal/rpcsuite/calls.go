@@ -138,8 +138,11 @@ func testNestedReenters(t *testing.T, s Stack) {
 
 // testBusy: with a short wait, a call for a held key gets
 // ResourceExhausted naming the method with a RetryInfo carrying core's
-// estimate of when the lock is likely free; its handler does not run; once
-// the holder is done the call succeeds.
+// estimate of when the lock is likely free and, where the stack carries
+// one (Stack.RetryAfterIn), the HTTP Retry-After the HTTP adapters send
+// with their 429 (that estimate in whole seconds, at least 1); its handler
+// does not run; once the holder is done the call succeeds, without a
+// Retry-After (the control: not every answer carries one).
 func testBusy(t *testing.T, s Stack) {
 	w := newWorld(t, s).serve(t, nil)
 	ctx := testCtx(t)
@@ -160,6 +163,12 @@ func testBusy(t *testing.T, s Stack) {
 	if r.RetryDelay <= 0 || r.RetryDelay > 30*time.Second {
 		t.Fatalf("RetryInfo delay %v, want in (0, 30s]", r.RetryDelay)
 	}
+	if want := retryAfterSecs(r.RetryDelay); s.RetryAfterIn != Nowhere && r.RetryAfter(s.RetryAfterIn) != want {
+		t.Fatalf("busy: %v; want Retry-After %q (the RetryInfo's delay in whole seconds) in the response's %s", r, want, where(s.RetryAfterIn))
+	}
+	if name := GoName(r.Message); name != "" {
+		t.Fatalf("busy message %q names Go's %q", r.Message, name)
+	}
 	if got := w.Service.Calls(); got != 1 {
 		t.Fatalf("handler ran %d times, want 1 (the busy call must not run)", got)
 	}
@@ -168,8 +177,8 @@ func testBusy(t *testing.T, s Stack) {
 	if r := wait(t, held); r.Code != OK {
 		t.Fatalf("holder: %v", r)
 	}
-	if r := w.call(ctx, "Quick", req("u1", 7, 0)); r.Code != OK {
-		t.Fatalf("Quick after release: %v", r)
+	if r := w.call(ctx, "Quick", req("u1", 7, 0)); r.Code != OK || r.RetryAfterHeader != "" || r.RetryAfterTrailer != "" {
+		t.Fatalf("Quick after release: %v, want OK without Retry-After", r)
 	}
 }
 

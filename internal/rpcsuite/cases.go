@@ -24,4 +24,9 @@ var cases = []suiteCase{
 	{"lock lost cancels the handler", testLockLost},
 	{"release after the client cancels", testReleaseAfterCancel},
 	{"panic releases", testPanicReleases},
+	// The answers of issue 22 (answers.go).
+	{"Redis refusing is Unavailable at once, its cause logged", testRefusedAtOnce},
+	{"Redis hung, a single attempt within its budget", testHungSingleAttempt},
+	{"a field typo in a key is a setup error", testFieldTypoIsSetupError},
+	{"a body that does not decode names no Go type", testBadBody},
 }

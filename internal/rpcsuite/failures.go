@@ -20,10 +20,12 @@ import (
 // a gRPC status, a *connect.Error — read as the suite's client reads an
 // error; reply may fail t when the error is not of the framework's type):
 // every outcome core reports maps to the code that says what happened
-// (a busy lock with a RetryInfo carrying core's estimate, no other code
-// with one), fail-open applies to a Redis that is unavailable only, and
-// error text from core and Redis reaches the logger (whose lines name
-// name, the interceptor: "grpclock", "connectlock") but never the client;
+// (a busy lock with a RetryInfo carrying core's estimate, Unavailable with
+// one of rpclock.UnavailableRetryAfter, no other code with one), no
+// message names a Go type or package (GoName), fail-open applies to a
+// Redis that is unavailable only, and error text from core and Redis
+// reaches the logger (whose lines name name, the interceptor: "grpclock",
+// "connectlock") but never the client;
 // an invalid key is InvalidArgument naming the method and the placeholder.
 // Outcomes that real Redis 7 cannot produce here (ErrUnsupported, joined
 // errors at chosen moments, ErrInvalid) are built by hand as core returns
@@ -79,10 +81,15 @@ func RunFailures(t *testing.T, name string, reply func(t testing.TB, f *rpclock.
 			case tc.logged != "" && (!strings.Contains(out, "level="+tc.logged) || !strings.Contains(out, secret) || !strings.Contains(out, name+":")):
 				t.Errorf("log %q: want level %s with the error's text", out, tc.logged)
 			}
+			if name := GoName(r.Message); name != "" {
+				t.Errorf("message %q names Go's %q", r.Message, name)
+			}
 			switch {
 			case tc.code == ResourceExhausted && (!r.RetryInfo || r.RetryDelay != busy.RetryAfter):
 				t.Fatalf("RetryInfo %v (delay %v), want the estimate %v (not the holder's TTL %v)", r.RetryInfo, r.RetryDelay, busy.RetryAfter, busy.HolderTTL)
-			case tc.code != ResourceExhausted && r.RetryInfo:
+			case tc.code == Unavailable && (!r.RetryInfo || r.RetryDelay != rpclock.UnavailableRetryAfter):
+				t.Fatalf("RetryInfo %v (delay %v), want %v, the pause of the HTTP adapters' 503 (Retry-After: 1)", r.RetryInfo, r.RetryDelay, rpclock.UnavailableRetryAfter)
+			case tc.code != ResourceExhausted && tc.code != Unavailable && r.RetryInfo:
 				t.Fatalf("RetryInfo (delay %v) on a %v error", r.RetryDelay, tc.code)
 			}
 		})
@@ -92,6 +99,9 @@ func RunFailures(t *testing.T, name string, reply func(t testing.TB, f *rpclock.
 		r := reply(t, rpclock.KeyFailure(m, &keyfunc.Error{Part: "user_id", Err: keyfunc.ErrMissing}))
 		if r.Code != InvalidArgument || !strings.Contains(r.Message, "/pkg.S/M") || !strings.Contains(r.Message, "user_id") {
 			t.Fatalf("key failure: %v, want InvalidArgument naming the method and user_id", r)
+		}
+		if r.RetryInfo {
+			t.Fatalf("key failure: RetryInfo (delay %v): retrying the same input cannot help", r.RetryDelay)
 		}
 	})
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // testInvalidKey: a missing, empty, too long or control-character value is
-// InvalidArgument naming the placeholder; nothing runs, nothing is locked.
+// InvalidArgument naming the placeholder, without a retry hint or a Go
+// name (checkNoRetry); nothing runs, nothing is locked.
 // The control: the same method with good values is served under its lock.
 func testInvalidKey(t *testing.T, s Stack) {
 	w := newWorld(t, s).serve(t, nil)
@@ -43,6 +44,7 @@ func testInvalidKey(t *testing.T, s Stack) {
 			if !strings.Contains(r.Message, tc.part) || !strings.Contains(r.Message, FullMethod(tc.method)) {
 				t.Fatalf("message %q does not name %q and the method", r.Message, tc.part)
 			}
+			checkNoRetry(t, "bad input", r)
 		})
 	}
 	if got := w.Service.Calls(); got != 0 {

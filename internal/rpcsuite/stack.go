@@ -9,7 +9,13 @@
 // and fail-open, Redis hung, a deadline while busy, a lost lock cancelling
 // the handler, a panic releasing, the lease in the handler's context
 // (nested locking re-enters), Go rules over annotations, lock events named
-// by the key pattern and no owner taken from the request.
+// by the key pattern and no owner taken from the request; and the answers
+// of issue 22 (answers.go): a Redis that refuses connections answered
+// Unavailable at once, its cause logged; a single attempt on a hung Redis
+// answered within its attempt budget; every Unavailable with a RetryInfo
+// and, over HTTP, a Retry-After; a key naming a field its request does
+// not have a setup error; a body that does not decode InvalidArgument
+// without Go type names (stacks with a RawClient).
 //
 // The suite is framework-neutral: it imports neither grpc-go nor Connect.
 // Each stack maps its framework's codes to Code (both number them as
@@ -69,7 +75,27 @@ type Stack struct {
 	//     the rest of the chain answered (OK for none).
 	// The control has that outermost interceptor too.
 	Serve func(t testing.TB, s Server) Client
+	// Build builds the interceptor under test on l with the settings of s
+	// (as Serve would, serving nothing) and returns its constructor's
+	// error, nil when it builds.
+	Build func(l *core.Locker, s Server) error
+	// RetryAfterIn is where the stack's answers carry the HTTP
+	// Retry-After: in the response's HTTP header (Connect's protocol,
+	// gRPC-Web), in its trailer (gRPC over HTTP/2 served by Connect: an
+	// error's metadata travels in the trailers), or Nowhere (grpc-go:
+	// RetryInfo only).
+	RetryAfterIn Where
 }
+
+// Where is where a stack's answers carry the HTTP Retry-After.
+type Where int
+
+// The places of Retry-After.
+const (
+	Nowhere Where = iota
+	InHeader
+	InTrailer
+)
 
 // Server is what Stack.Serve serves.
 type Server struct {
@@ -89,6 +115,10 @@ type Server struct {
 	Service *Service
 	// Served, if set, is called by the outermost interceptor (see Stack).
 	Served func(method string, code Code)
+	// PlainCodecs serves the service with the stack's codecs whose
+	// decoding errors name no Go type (connectlock.PlainCodecs); only
+	// stacks whose Client is a RawClient are asked for it.
+	PlainCodecs bool
 }
 
 // Rule is a Go rule of one method of the test service, with the fields of
@@ -147,6 +177,18 @@ type Client interface {
 	Call(ctx context.Context, method string, req *testpb.OrderRequest, md ...string) Reply
 }
 
+// RawClient is a Client that can also send a request body as it is, such
+// as one that does not decode (Connect's clients; grpc-go's is not one:
+// grpc-go decodes a request before any interceptor runs and answers a
+// body that does not decode itself).
+type RawClient interface {
+	Client
+	// CallRaw makes one unary call of method whose request body is body,
+	// in the codec named codec ("json" or "proto"), as the stack's
+	// protocol carries it.
+	CallRaw(ctx context.Context, method, codec string, body []byte) Reply
+}
+
 // Reply is what a client saw of one call.
 type Reply struct {
 	// Code is the call's code, OK for a reply.
@@ -157,6 +199,10 @@ type Reply struct {
 	// detail, and RetryDelay its delay.
 	RetryInfo  bool
 	RetryDelay time.Duration
+	// RetryAfterHeader and RetryAfterTrailer are the Retry-After of the
+	// response's HTTP header and trailer ("" for none, and for a stack
+	// whose client does not read them: Stack.RetryAfterIn Nowhere).
+	RetryAfterHeader, RetryAfterTrailer string
 	// Msg is the reply (nil unless Code is OK).
 	Msg *testpb.OrderReply
 	// Err is the client's error, for messages.
@@ -175,7 +221,25 @@ func (r Reply) String() string {
 	if r.RetryInfo {
 		s += " RetryInfo " + r.RetryDelay.String()
 	}
+	if r.RetryAfterHeader != "" {
+		s += " Retry-After " + strconv.Quote(r.RetryAfterHeader)
+	}
+	if r.RetryAfterTrailer != "" {
+		s += " Retry-After (trailer) " + strconv.Quote(r.RetryAfterTrailer)
+	}
 	return s
+}
+
+// RetryAfter is the Retry-After of r where the stack carries it ("" for
+// Nowhere).
+func (r Reply) RetryAfter(in Where) string {
+	switch in {
+	case InHeader:
+		return r.RetryAfterHeader
+	case InTrailer:
+		return r.RetryAfterTrailer
+	}
+	return ""
 }
 
 // Code is an RPC status code, numbered as gRPC's codes.Code and Connect's
