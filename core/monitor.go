@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,7 +19,9 @@ import (
 // Locker holds leases it keeps one idle Pub/Sub connection to every master
 // it holds them on: a restart or a failover breaks that connection at once,
 // and when a new one is made (the node, or its successor, answers again)
-// every renewed lease is renewed at once (the channel, "<prefix>monitor",
+// or the node behind the client has another run id (a failover whose old
+// master stays up: the client follows the new master, the connection stays
+// with the old one), every renewed lease is renewed at once (the channel, "<prefix>monitor",
 // carries nothing), which finds the locks that are
 // gone and ends their leases (ErrLockLost). A FLUSHALL or an eviction on a
 // live node breaks no connection: such a loss is seen at the next renewal.
@@ -29,8 +32,12 @@ const (
 	// after its connection failed: short, since a lease's loss is seen
 	// that long after the node answers again, at most.
 	monitorRetry = 25 * time.Millisecond
-	// monitorDial bounds one attempt to connect.
+	// monitorDial bounds one attempt to connect, and one look at the
+	// node's run id.
 	monitorDial = time.Second
+	// monitorEvery is how often an idle monitor connection is pinged and,
+	// once the node has answered, the node's run id is read.
+	monitorEvery = time.Second
 	// monitorScan is how often a Cluster's masters are looked up again
 	// (each monitor also does when its connection fails).
 	monitorScan = 5 * time.Second
@@ -62,7 +69,8 @@ func (w *watchdog) startMonitors(idle chan struct{}) {
 
 // monitor keeps a connection to the node behind c until the watchdog stops
 // (idle closed or its context ended) or gone is closed, and checks every
-// lease (checkNow) each time a connection succeeds after one failed. A
+// lease (checkNow) each time a connection succeeds after one failed, or
+// the node c sends commands to has a run id other than the one it had. A
 // server that refuses the subscription (ACL, authentication) is not
 // watched: its losses are seen at the next renewal.
 func (w *watchdog) monitor(idle chan struct{}, c redis.UniversalClient, gone <-chan struct{}) {
@@ -77,13 +85,14 @@ func (w *watchdog) monitor(idle chan struct{}, c redis.UniversalClient, gone <-c
 		cancel()
 	}()
 	failed := false
+	runID := ""
 	for {
 		err := w.watchOnce(ctx, c, func() {
 			if failed {
 				failed = false
 				w.checkNow()
 			}
-		})
+		}, &runID)
 		if ctx.Err() != nil {
 			return
 		}
@@ -103,9 +112,10 @@ func (w *watchdog) monitor(idle chan struct{}, c redis.UniversalClient, gone <-c
 
 // watchOnce makes one monitor connection and holds it until it fails (the
 // error) or ctx ends. connected is called once the subscription is
-// confirmed. A connection silent for healthEvery is pinged; silent for as
-// long again, it counts as failed.
-func (w *watchdog) watchOnce(ctx context.Context, c redis.UniversalClient, connected func()) error {
+// confirmed. The connection is pinged every monitorEvery; with no answer
+// for as long again, it counts as failed. After each answer the node's run
+// id is read: one other than *runID checks every lease.
+func (w *watchdog) watchOnce(ctx context.Context, c redis.UniversalClient, connected func(), runID *string) error {
 	dctx, dcancel := context.WithTimeout(ctx, monitorDial)
 	ps := c.Subscribe(dctx, w.l.opts.prefix+"monitor")
 	defer ps.Close()
@@ -118,11 +128,15 @@ func (w *watchdog) watchOnce(ctx context.Context, c redis.UniversalClient, conne
 		return err
 	}
 	connected()
+	w.sameNode(ctx, c, runID)
 	pinged := false
 	for {
-		_, err := ps.ReceiveTimeout(ctx, healthEvery)
+		m, err := ps.ReceiveTimeout(ctx, monitorEvery)
 		if err == nil {
 			pinged = false
+			if _, ok := m.(*redis.Pong); ok {
+				w.sameNode(ctx, c, runID)
+			}
 			continue
 		}
 		var ne net.Error
@@ -134,6 +148,26 @@ func (w *watchdog) watchOnce(ctx context.Context, c redis.UniversalClient, conne
 		}
 		return err
 	}
+}
+
+// sameNode reads the run id of the node c sends commands to and checks
+// every lease if it is not *runID (a first reading only records it).
+func (w *watchdog) sameNode(ctx context.Context, c redis.UniversalClient, runID *string) {
+	ctx, cancel := context.WithTimeout(ctx, monitorDial)
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return
+	}
+	_, rest, ok := strings.Cut(info, "run_id:")
+	if !ok {
+		return
+	}
+	id, _, _ := strings.Cut(rest, "\r\n")
+	if *runID != "" && id != *runID {
+		w.checkNow()
+	}
+	*runID = id
 }
 
 // monitorCluster runs a monitor for every master of a Cluster, looking the

@@ -171,3 +171,62 @@ func TestLossSeenWhenClusterNodeRestarts(t *testing.T) {
 		h.s.Unlock(ctx)
 	}
 }
+
+// A Sentinel failover to a replica that had not seen the lock (the replica
+// made to forget it: a write it never received), the master killed or
+// failed over by an operator while it stays up (its connections stay: the
+// client follows the new master, whose run id differs): the lease ends soon
+// after the promoted replica serves, not at the next renewal. Control: with
+// no monitor the lease outlives the same wait.
+func TestLossSeenAfterSentinelFailover(t *testing.T) {
+	kill := func(sn *redistest.Sentinel) error { return sn.KillMaster(30 * time.Second) }
+	manual := func(sn *redistest.Sentinel) error { return sn.FailoverNow(30 * time.Second) }
+	for _, tc := range []struct {
+		name, mutants string
+		failover      func(*redistest.Sentinel) error
+		seen          bool
+	}{
+		{"master killed", "", kill, true},
+		{"operator's failover", "", manual, true},
+		{"control no-monitor", "no-monitor", kill, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sn := redistest.StartSentinel(t)
+			l := locktest.Locker(t, sn.Client(t), core.WithMutants(tc.mutants))
+			ctx := locktest.Context(t)
+			s, err := l.Lock(ctx, "failover", core.WithTTL(30*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := sn.Replica.Client(t)
+			if err := rc.ConfigSet(ctx, "replica-read-only", "no").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := rc.Del(ctx, "lockgate:{failover}").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.seen {
+				watched(t, sn.Master.Client(t))
+			}
+			if err := tc.failover(sn); err != nil {
+				t.Fatal(err)
+			}
+			promoted := time.Now()
+			select {
+			case <-s.Done():
+				if !tc.seen {
+					t.Fatalf("the lease ended %v after the failover without a monitor: the control did not hold", time.Since(promoted))
+				}
+				t.Logf("lease ended %v after the sentinel reported the replica promoted", time.Since(promoted))
+				if cause := context.Cause(s.Context()); !errors.Is(cause, core.ErrLockLost) {
+					t.Fatalf("cause %v, want ErrLockLost", cause)
+				}
+			case <-time.After(lossWait):
+				if tc.seen {
+					t.Fatalf("the lease outlived the failover by %v: the loss was not seen", lossWait)
+				}
+			}
+			s.Unlock(ctx)
+		})
+	}
+}
