@@ -9,8 +9,13 @@
 # `mode=M orders=N duplicates=N oversold=N` line per mode. The table's lock
 # rows (lock hit rate, wait p50/p99, renewal success) are scraped from each
 # node's /metrics at the end of the mode and summed over the nodes ("n/a"
-# under -lock local, which takes no lockgate lock). Exits non-zero when the
-# redis mode shows a duplicate or an oversell.
+# under -lock local, which takes no lockgate lock). Then the chaos round:
+# Redis flushed while the database stalls (2.5s) with 20 users' first
+# orders inside their lock, the same users sent again through the other
+# nodes, with the fence-ordered write and with `serve -unfenced`, side by
+# side (about 3s each; only on the demo's own Redis, since it flushes it).
+# Exits non-zero when the redis mode shows a duplicate or an oversell, or
+# the fenced chaos round a duplicate.
 #
 # DEMO_HTTP picks the nodes' HTTP stack (seckill serve -http: fiber, the
 # default, fiberv3, nethttp, chi, gin or echo), e.g. make demo DEMO_HTTP=gin.
