@@ -50,16 +50,17 @@
 //     snapshot taken when it starts, and Check's statement returns only
 //     once the row is free, so every later statement sees the commit it
 //     waited for. Under REPEATABLE READ or SERIALIZABLE the snapshot is the
-//     first statement's: Check fails with a serialization failure (SQLSTATE
-//     40001) instead of waiting through to the row; roll back and try again.
+//     first statement's: the waiting Check fails with a serialization
+//     failure (SQLSTATE 40001) once the other one commits; roll back and try
+//     again.
 //   - SQLite: one writer at a time for the whole database. Begin the
 //     transaction IMMEDIATE (modernc.org/sqlite and mattn/go-sqlite3:
 //     _txlock=immediate in the DSN) so that it waits for the write lock at
 //     BEGIN, with a busy timeout (_pragma=busy_timeout(5000), or
 //     _busy_timeout); everything it reads is then the latest. In a DEFERRED
-//     transaction, Check as its first statement waits the same way; a read
-//     before it makes Check fail with SQLITE_BUSY instead (WAL) — roll back
-//     and try again.
+//     transaction that read before Check, Check fails with SQLITE_BUSY
+//     while another writer holds the database (WAL): roll back and try
+//     again.
 //   - MySQL and MariaDB (InnoDB), REPEATABLE READ (the default): a plain
 //     SELECT reads the snapshot of the transaction's first plain SELECT. With
 //     Check first, that snapshot is taken after the wait and sees the commit
@@ -69,6 +70,10 @@
 //     (MariaDB: LOCK IN SHARE MODE) or FOR UPDATE, or use READ COMMITTED.
 //     Under contention InnoDB may end one transaction with a deadlock error
 //     (1213): roll back and try again.
+//
+// The record is written in the transaction: one that rolls back records
+// nothing (and wrote nothing). The fence/drivertest module runs all of this
+// on the three databases.
 //
 // A uniqueness constraint (a unique index on the orders' (user, voucher),
 // say) remains the backstop for what a fence cannot see: writes made
