@@ -17,9 +17,14 @@
 //   - LockLocal: an in-process mutex per key; safe on one node only.
 //   - LockNone: no lock at all.
 //
-// Each order records the fence of the lease that guarded it, and a write
-// carrying a fence lower than the last one seen for its key is rejected
-// with ErrStaleFence (see Store.PlaceOrder).
+// Under LockRedis the check and the insert are one transaction ordered by
+// the lease's fence (Store.PlaceOrder, with lockgate's fence.Guard): the
+// key's fence row is taken first, so that even two holders of one lock —
+// the first one's lock lost while it worked, when Redis restarted empty or
+// was flushed — place one order, whichever reaches the database first; a
+// write whose fence is lower than the last one seen for its key is
+// rejected with ErrStaleFence. Service.Unfenced (seckill serve -unfenced)
+// keeps the check before the transaction: the control of that scenario.
 //
 // Storage is SQL: an embedded SQLite file by default (modernc.org/sqlite,
 // pure Go, WAL mode with a busy timeout so that writers of several

@@ -9,12 +9,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/fence"
 	"github.com/lockgate/lockgate/redistest"
 )
 
 // TestStaleFenceRejected: a write carrying a fence lower than the last one
-// recorded for its key is rejected and writes nothing; an equal or higher
-// fence is accepted.
+// recorded for its key is rejected and writes nothing; a higher fence
+// passes the fence and PlaceOrder's check then finds the user's order;
+// InsertOrder (the check is the caller's) takes a higher fence as a new
+// order.
 func TestStaleFenceRejected(t *testing.T) {
 	testStaleFence(t, openStore(t, ""))
 }
@@ -26,21 +29,29 @@ func testStaleFence(t *testing.T, st *Store) {
 	if _, err := st.PlaceOrder(ctx, 1, testVoucher, key, 7); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.PlaceOrder(ctx, 1, testVoucher, key, 3); !errors.Is(err, ErrStaleFence) {
-		t.Fatalf("fence 3 after 7: %v, want ErrStaleFence", err)
+	if _, err := st.PlaceOrder(ctx, 1, testVoucher, key, 3); !errors.Is(err, ErrStaleFence) || !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("fence 3 after 7: %v, want ErrStaleFence (and fence.ErrStale)", err)
 	}
-	if _, err := st.PlaceOrder(ctx, 1, testVoucher, OrderKey(2, testVoucher), 3); err != nil {
+	if _, err := st.InsertOrder(ctx, 1, testVoucher, key, 5); !errors.Is(err, ErrStaleFence) {
+		t.Fatalf("InsertOrder, fence 5 after 7: %v, want ErrStaleFence", err)
+	}
+	if _, err := st.PlaceOrder(ctx, 2, testVoucher, OrderKey(2, testVoucher), 3); err != nil {
 		t.Fatalf("fence 3 on another key: %v", err)
 	}
-	if _, err := st.PlaceOrder(ctx, 1, testVoucher, key, 8); err != nil {
-		t.Fatalf("fence 8 after 7: %v", err)
+	for _, f := range []int64{7, 8} {
+		if _, err := st.PlaceOrder(ctx, 1, testVoucher, key, f); !errors.Is(err, ErrAlreadyPurchased) {
+			t.Fatalf("PlaceOrder, fence %d after 7: %v, want ErrAlreadyPurchased (the check in the transaction)", f, err)
+		}
+	}
+	if _, err := st.InsertOrder(ctx, 1, testVoucher, key, 8); err != nil {
+		t.Fatalf("InsertOrder, fence 8 after 7: %v", err)
 	}
 	v, err := st.Voucher(ctx, testVoucher)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.Orders != 3 || v.Stock != 7 {
-		t.Fatalf("%+v: the stale write must change nothing (want 3 orders, stock 7)", v)
+		t.Fatalf("%+v: the refused writes must change nothing (want 3 orders, stock 7)", v)
 	}
 }
 

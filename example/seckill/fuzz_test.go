@@ -265,7 +265,7 @@ func (w *orderWorld) checkOrder(t *testing.T, stack string, r fuzzRequest, vouch
 		if exact && (!userOK || u != user) || !exact && !userCandidates(r.extra)[u] || v != testVoucher {
 			t.Fatalf("%s 200: order of user %d voucher %d for user_id %q, query %q", stack, u, v, r.user, r.extra)
 		}
-		err = w.st.DB().QueryRowContext(context.Background(), `SELECT fence FROM fences WHERE lock_key = ?`, OrderKey(u, v)).Scan(&lockFence)
+		err = w.st.DB().QueryRowContext(context.Background(), `SELECT fence FROM lockgate_fences WHERE resource = ?`, OrderKey(u, v)).Scan(&lockFence)
 		if err != nil || fence <= 0 || lockFence != fence {
 			t.Fatalf("%s 200: order fence %d, fence of %s %d (%v): not written under the canonical lock", stack, fence, OrderKey(u, v), lockFence, err)
 		}

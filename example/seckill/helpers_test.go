@@ -41,6 +41,9 @@ type nodeOpts struct {
 	orderKey string
 	// readTimeout is the Redis clients' (default go-redis's).
 	readTimeout time.Duration
+	// unfenced sets Service.Unfenced: the check before the write
+	// transaction, so that only the lock serialises a user's orders.
+	unfenced bool
 }
 
 // startNodes starts n nodes in this process, each with its own Store
@@ -51,7 +54,7 @@ func startNodes(t *testing.T, n int, dsn string, o nodeOpts) []string {
 	var urls []string
 	for range n {
 		st := openStore(t, dsn)
-		cfg := Config{Service: &Service{Store: st}, Mode: o.mode, Wait: o.wait, orderKey: o.orderKey}
+		cfg := Config{Service: &Service{Store: st, Unfenced: o.unfenced}, Mode: o.mode, Wait: o.wait, orderKey: o.orderKey}
 		if o.mode == LockRedis {
 			client := redis.NewClient(&redis.Options{Addr: o.redis.Addr, ReadTimeout: o.readTimeout})
 			locker := core.Must(core.New(client))

@@ -12,13 +12,18 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
+
+	"github.com/lockgate/lockgate/fence"
 )
 
-// Store is the SQL database of vouchers, orders and fences. It is safe for
-// concurrent use.
+// Store is the SQL database of vouchers, orders and the orders' fences. It
+// is safe for concurrent use.
 type Store struct {
 	db       *sql.DB
 	postgres bool
+	// guard records the fences of the orders' leases (fence.Guard, table
+	// lockgate_fences).
+	guard *fence.Guard
 }
 
 // BusyTimeout is how long a SQLite connection waits for another writer
@@ -33,14 +38,21 @@ func IsPostgres(dsn string) bool {
 
 // Open opens the database named by dsn — a SQLite file path (created when
 // missing) or a postgres:// URL — and creates the tables when missing
-// (vouchers, orders, fences; no unique index on orders(user_id,
-// voucher_id)). Errors: an empty dsn, an unreachable or unusable database.
+// (vouchers, orders, and the fence guard's lockgate_fences; no unique index
+// on orders(user_id, voucher_id)). Errors: an empty dsn, an unreachable or unusable database.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	if dsn == "" {
 		return nil, errors.New("seckill: -db is empty: give a SQLite file path or a postgres:// URL")
 	}
 	s := &Store{postgres: IsPostgres(dsn)}
+	dialect := fence.SQLite
+	if s.postgres {
+		dialect = fence.Postgres
+	}
 	var err error
+	if s.guard, err = fence.New(dialect); err != nil {
+		return nil, err
+	}
 	if s.postgres {
 		s.db, err = sql.Open("pgx", dsn)
 		if err == nil {
@@ -140,10 +152,8 @@ func (s *Store) migrate(ctx context.Context) error {
 		// Not unique: the lock is what must prevent duplicates (see
 		// EnsureUniqueIndex for the backstop).
 		`CREATE INDEX IF NOT EXISTS orders_user_voucher ON orders (user_id, voucher_id)`,
-		`CREATE TABLE IF NOT EXISTS fences (
-			lock_key TEXT PRIMARY KEY,
-			fence BIGINT NOT NULL
-		)`,
+		// One row per lock key: the highest fence that wrote (Guard.Check).
+		s.guard.DDL(),
 	}
 	for _, st := range stmts {
 		if err := s.exec(ctx, st); err != nil {
@@ -194,7 +204,7 @@ func (s *Store) Seed(ctx context.Context, voucherID, stock int64) error {
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM orders WHERE voucher_id = ?`), voucherID); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM fences WHERE lock_key LIKE ?`), "order:%:"+strconv.FormatInt(voucherID, 10)); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+s.guard.Table()+` WHERE resource LIKE ?`), "order:%:"+strconv.FormatInt(voucherID, 10)); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM vouchers WHERE id = ?`), voucherID); err != nil {
@@ -232,67 +242,6 @@ func (s *Store) VoucherExists(ctx context.Context, id int64) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// CountOrders returns how many orders user holds for voucher. It runs as a
-// statement of its own, outside any write transaction: the "check" of the
-// single-node service's check-then-insert.
-func (s *Store) CountOrders(ctx context.Context, userID, voucherID int64) (int64, error) {
-	var n int64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM orders WHERE user_id = ? AND voucher_id = ?`), userID, voucherID).Scan(&n)
-	return n, err
-}
-
-// PlaceOrder is the "insert" of the check-then-insert, in one
-// transaction: when fence > 0 it records fence as the last seen for
-// lockKey and fails with ErrStaleFence if a higher one is already
-// recorded; it takes one from the voucher's stock with an atomic
-// conditional decrement (ErrOutOfStock when none is left) and inserts the
-// order carrying fence. It returns the new order's id. With the unique
-// index in place a second order of the same user fails with
-// ErrAlreadyPurchased. Nothing is written on any error.
-func (s *Store) PlaceOrder(ctx context.Context, userID, voucherID int64, lockKey string, fence int64) (int64, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback()
-	if fence > 0 {
-		res, err := tx.ExecContext(ctx, s.q(`INSERT INTO fences (lock_key, fence) VALUES (?, ?)
-			ON CONFLICT (lock_key) DO UPDATE SET fence = excluded.fence WHERE fences.fence <= excluded.fence`), lockKey, fence)
-		if err != nil {
-			return 0, err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return 0, err
-		} else if n == 0 {
-			return 0, ErrStaleFence
-		}
-	}
-	res, err := tx.ExecContext(ctx, s.q(`UPDATE vouchers SET stock = stock - 1 WHERE id = ? AND stock > 0`), voucherID)
-	if err != nil {
-		return 0, err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return 0, err
-	} else if n == 0 {
-		return 0, ErrOutOfStock
-	}
-	var id int64
-	err = tx.QueryRowContext(ctx, s.q(`INSERT INTO orders (user_id, voucher_id, fence) VALUES (?, ?, ?) RETURNING id`), userID, voucherID, fence).Scan(&id)
-	if isUniqueViolation(err) {
-		return 0, ErrAlreadyPurchased
-	}
-	if err != nil {
-		return 0, err
-	}
-	if err := tx.Commit(); err != nil {
-		if isUniqueViolation(err) {
-			return 0, ErrAlreadyPurchased
-		}
-		return 0, err
-	}
-	return id, nil
 }
 
 // isUniqueViolation reports a unique-constraint error of either database.

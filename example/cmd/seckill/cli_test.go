@@ -87,14 +87,18 @@ func TestSeedReport(t *testing.T) {
 
 var (
 	modeLine  = regexp.MustCompile(`(?m)^mode=(\w+) orders=(\d+) duplicates=(\d+) oversold=(\d+)$`)
+	chaosLine = regexp.MustCompile(`(?m)^chaos=(\w+) orders=(\d+) duplicates=(\d+) oversold=(\d+)$`)
 	nodesLine = regexp.MustCompile(`demo: -lock \w+: \d+ nodes ([^,]*),`)
 )
 
 // TestDemo runs `seckill demo` at CI size as the Makefile does: its own
 // redis-server, 3 serve processes sharing it and one SQLite file, -lock
 // local then -lock redis. The redis mode must show no duplicate and no
-// oversell (the demo's exit status says so too), the output ends with
-// the two mode= lines, and no node is left listening afterwards.
+// oversell (the demo's exit status says so too), the output has the two
+// mode= lines, and no node is left listening afterwards. Then the chaos
+// round (Redis flushed while the database stalls): chaos=fenced with one
+// order per user (20) and no duplicate, and chaos=unfenced, its control,
+// with duplicates.
 func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -142,6 +146,16 @@ func TestDemo(t *testing.T) {
 	}
 	if req, acq := cell("requests"), cell("lock acquires"); req == "" || req != acq {
 		t.Errorf("redis mode: %s requests but %s lock acquires on the nodes' /metrics", req, acq)
+	}
+	chaos := chaosLine.FindAllStringSubmatch(stdout.String(), -1)
+	if len(chaos) != 2 || chaos[0][1] != "fenced" || chaos[1][1] != "unfenced" {
+		t.Fatalf("want chaos=fenced then chaos=unfenced lines, got %q", chaos)
+	}
+	if r := chaos[0]; r[2] != "20" || r[3] != "0" {
+		t.Errorf("chaos, fenced: %s, want orders=20 duplicates=0", r[0])
+	}
+	if r := chaos[1]; r[3] == "0" {
+		t.Errorf("control: chaos, unfenced: %s, want duplicates (the lock alone, when Redis forgets it)", r[0])
 	}
 	nodes := nodesLine.FindAllStringSubmatch(stderr.String(), -1)
 	if len(nodes) != 2 {

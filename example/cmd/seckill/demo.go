@@ -26,6 +26,11 @@ type demoFlags struct {
 	httpImpl          string
 	timeout           time.Duration
 	keep              bool
+	// chaos runs the chaos round (chaos.go) after the modes, with
+	// chaosUsers users and the database stalled for stall.
+	chaos      bool
+	chaosUsers int
+	stall      time.Duration
 }
 
 // modeResult is one column of the demo's table.
@@ -43,8 +48,11 @@ func demo(ctx context.Context, args []string) error {
 sharing it and one SQLite file; for each -modes entry seed the voucher afresh, run loadgen over all nodes
 and report. Prints the results side by side — with the lock figures of each mode read from the
 nodes' /metrics: hit rate, wait p50/p99, renewal success ("n/a" where no lockgate lock ran) — then
-'mode=M orders=N duplicates=N oversold=N' per mode.
-Exit status 1 if the redis mode shows a duplicate or an oversell. Everything started is stopped at the
+'mode=M orders=N duplicates=N oversold=N' per mode. Then the chaos round (-chaos): Redis flushed while the
+database stalls and -chaos-users users' first orders are inside their lock, the same users sent again
+through the other nodes; with the fence-ordered write and with 'serve -unfenced', side by side, then
+'chaos=V orders=N duplicates=N oversold=N' per variant.
+Exit status 1 if the redis mode shows a duplicate or an oversell, or the fenced chaos round a duplicate. Everything started is stopped at the
 end and on Ctrl-C.`)
 	var f demoFlags
 	fs.IntVar(&f.users, "users", 300, "number of users")
@@ -57,11 +65,17 @@ end and on Ctrl-C.`)
 	fs.StringVar(&f.httpImpl, "http", seckill.StackFiber, "HTTP stack of the nodes: "+strings.Join(seckill.Stacks, ", "))
 	fs.DurationVar(&f.timeout, "timeout", seckill.DefaultLoadTimeout, "bound on each mode's load run")
 	fs.BoolVar(&f.keep, "keep", false, "keep the working directory (database, node logs)")
+	fs.BoolVar(&f.chaos, "chaos", true, "after the modes, the chaos round: Redis flushed while the database stalls, with the\nfence-ordered write and with serve -unfenced, side by side (only on the demo's own Redis)")
+	fs.IntVar(&f.chaosUsers, "chaos-users", 20, "users of the chaos round")
+	fs.DurationVar(&f.stall, "stall", 2500*time.Millisecond, "how long the chaos round holds the database still (under the lease's TTL/3, 3.3s)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if f.users <= 0 || f.dup <= 0 || f.nodes <= 0 || f.stock < 0 {
 		return errors.New("-users, -dup and -nodes must be positive, -stock not negative")
+	}
+	if f.chaos && (f.chaosUsers <= 0 || f.stall <= 0 || f.stall > 10*time.Second) {
+		return errors.New("-chaos-users must be positive, -stall between 0 and 10s")
 	}
 	if _, err := seckill.ParseStack(f.httpImpl); err != nil {
 		return err
@@ -111,7 +125,20 @@ end and on Ctrl-C.`)
 		results = append(results, r)
 	}
 	printTable(os.Stdout, results)
-	return verdict(os.Stdout, results)
+	err = verdict(os.Stdout, results)
+	switch {
+	case !f.chaos:
+	case f.redisURL != "":
+		fmt.Fprintln(os.Stdout, errNoChaos)
+	default:
+		if cerr := chaos(ctx, os.Stdout, self, dir, redisURL, f); cerr != nil {
+			var ex exitError
+			if err == nil || !errors.As(cerr, &ex) {
+				err = cerr
+			}
+		}
+	}
+	return err
 }
 
 // verdict prints the honest notes and decides the exit status.

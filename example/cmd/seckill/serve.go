@@ -23,6 +23,7 @@ type serveFlags struct {
 	addr, grpcAddr, connectAddr, redisURL, dsn, lock, httpImpl string
 	wait, ttl                                                  time.Duration
 	uniqueIndex                                                bool
+	unfenced                                                   bool
 	traceStdout                                                bool
 	// timeouts are the HTTP server's (-read-header-timeout, -read-timeout,
 	// -write-timeout, -idle-timeout).
@@ -66,6 +67,7 @@ refuses ambiguous framing (several Content-Length headers, or a Transfer-Encodin
 	fs.DurationVar(&f.wait, "wait", seckill.DefaultWait, "how long a request waits for a busy lock before 429")
 	fs.DurationVar(&f.ttl, "ttl", seckill.DefaultTTL, "lease time of a lock (renewed while the handler runs)")
 	fs.BoolVar(&f.uniqueIndex, "unique-index", false, "add a unique index on orders(user_id, voucher_id): the database backstop\n(the design notes' \"AP mode\"); off by default so that the lock alone is tested")
+	fs.BoolVar(&f.unfenced, "unfenced", false, "with -lock redis, check the user's orders before the write transaction, as without a lock\n(the control of the lost-lock scenario: when Redis forgets a held lock, a second holder places a\nsecond order); off: the check and the insert in one transaction ordered by the lease's fence")
 	fs.BoolVar(&f.traceStdout, "trace-stdout", false, "trace each order (HTTP, gRPC and Connect, continuing a client's traceparent) and write its spans\nto stdout, one JSON object a line: the order's server span and its lock's \"lock <key template>\";\noff: no tracer provider is installed")
 	fs.DurationVar(&f.timeouts.ReadHeader, "read-header-timeout", seckill.DefaultReadHeaderTimeout,
 		"HTTP: time a client has to send the request line and headers (from the request's first byte)")
@@ -143,7 +145,7 @@ func serve(ctx context.Context, args []string) error {
 			log.Error("seckill: telemetry shutdown", "err", err)
 		}
 	}()
-	cfg := seckill.Config{Service: &seckill.Service{Store: st}, Mode: mode, Wait: f.wait, TTL: f.ttl, Logger: log, Timeouts: f.timeouts,
+	cfg := seckill.Config{Service: &seckill.Service{Store: st, Unfenced: f.unfenced}, Mode: mode, Wait: f.wait, TTL: f.ttl, Logger: log, Timeouts: f.timeouts,
 		Metrics: tel.metrics, Tracer: tel.tracer, Local: &seckill.LocalLocks{}} // one set for the node's HTTP, gRPC and Connect servers
 	if mode == seckill.LockRedis {
 		opt, err := redis.ParseURL(f.redisURL)
@@ -193,7 +195,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	shutdown = append(shutdown, stopHTTP)
 	log.Info("seckill: serving", "http", ln.Addr().String(), "grpc", grpcAddr, "connect", connectAddr, "lock", mode, "http_stack", f.httpImpl,
-		"db", st.Kind(), "trace_stdout", f.traceStdout)
+		"db", st.Kind(), "unfenced", f.unfenced, "trace_stdout", f.traceStdout)
 
 	select {
 	case <-ctx.Done():
