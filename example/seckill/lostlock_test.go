@@ -23,7 +23,7 @@ import (
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// Issue 23's scenario: the database stalls (a table lock, or SQLite's
+// The lost-lock scenario: the database stalls (a table lock, or SQLite's
 // write lock, held by another transaction for lostLockStall) while
 // lostLockUsers users' first orders are inside their critical section on
 // node 1; Redis is then restarted empty (or flushed); the same users order
@@ -290,17 +290,18 @@ func fmtOutcomes(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// TestLostLockFenced is issue 23's scenario on SQLite and PostgreSQL, with
+// TestLostLockFenced is the lost-lock scenario on SQLite and PostgreSQL, with
 // Redis restarted empty and with FLUSHALL, through every HTTP stack, gRPC
 // and Connect (each round puts other entry points on its nodes): with the
 // fence-ordered transaction (Store.PlaceOrder) every user has exactly one
 // order, 0 duplicates. Control, in each round: the same with
 // Service.Unfenced (the check before the write transaction, the fence
 // checked only against an older lease writing after a newer one) leaves
-// users with two orders. A restart that the Locker one day detects before
-// the stall ends (issue 23, point 3) would end the first holders'
-// transactions and leave the restart's control without duplicates: the
-// control then says so and is skipped, never the fenced round.
+// users with two orders. A restart is detected by the Locker as soon as
+// Redis answers again (its monitor connection), before the stall ends: the
+// first holders see their loss before writing, and the restart's control
+// has no duplicates to show — it says so and is skipped, never the fenced
+// round. A FLUSHALL breaks no connection: its control shows the window.
 func TestLostLockFenced(t *testing.T) {
 	rounds := []struct {
 		db, fault string

@@ -143,7 +143,7 @@ func TestNewerFirst(t *testing.T) {
 	})
 }
 
-// TestOlderFirst is the lost lock's case (issue 23): the older holder is
+// TestOlderFirst is the lost lock's case: the older holder is
 // inside its transaction, past Check, when the newer one (its lock taken
 // after the first one's was lost) arrives. The newer one's Check waits
 // until the older one commits, and its check after Check sees the older

@@ -18,7 +18,7 @@ import (
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// The answers of issue 22 ("fail fast, fail clear"), as the HTTP suite
+// The answers to a Redis that fails (fast, naming the cause), as the HTTP suite
 // has them (internal/httpsuite: Retry-After on every 503, an unfillable
 // placeholder the server's error), in RPC terms.
 
@@ -200,7 +200,7 @@ func testRefusedAtOnce(t *testing.T, s Stack) {
 // TryLock) on a Redis that hangs (SIGSTOP), under go-redis's default
 // client (ReadTimeout 3s, 3 retries), is Unavailable within the engine's
 // attempt budget (core.WithAttemptTimeout, default 500ms) plus a grace
-// (answerBound) — before issue 22 it took 5–10s — with the answers of
+// (answerBound) — it once took 5–10s — with the answers of
 // every Unavailable; its handler does not run and an error line names the
 // method. The control: the same key under a rule that waits 2s, on the
 // same hung Redis, answers only at the end of that wait, past the bound.

@@ -24,7 +24,7 @@ var cases = []suiteCase{
 	{"lock lost cancels the handler", testLockLost},
 	{"release after the client cancels", testReleaseAfterCancel},
 	{"panic releases", testPanicReleases},
-	// The answers of issue 22 (answers.go).
+	// The answers to a failing Redis (answers.go).
 	{"Redis refusing is Unavailable at once, its cause logged", testRefusedAtOnce},
 	{"Redis hung, a single attempt within its budget", testHungSingleAttempt},
 	{"a field typo in a key is a setup error", testFieldTypoIsSetupError},

@@ -10,7 +10,7 @@
 // the handler, a panic releasing, the lease in the handler's context
 // (nested locking re-enters), Go rules over annotations, lock events named
 // by the key pattern and no owner taken from the request; and the answers
-// of issue 22 (answers.go): a Redis that refuses connections answered
+// to a failing Redis (answers.go): a Redis that refuses connections answered
 // Unavailable at once, its cause logged; a single attempt on a hung Redis
 // answered within its attempt budget; every Unavailable with a RetryInfo
 // and, over HTTP, a Retry-After; a key naming a field its request does
