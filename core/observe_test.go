@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,8 +128,18 @@ func TestClockOffsetEstimate(t *testing.T) {
 	srv := redistest.Start(t)
 	proxy := redistest.StartProxy(t, srv.Addr)
 	rec := &locktest.Events{}
-	l := locktest.Locker(t, noRetries(t, proxy.Addr), core.WithObserver(rec))
+	c := noRetries(t, proxy.Addr)
+	l := locktest.Locker(t, c, core.WithObserver(rec))
 	ctx := locktest.Context(t)
+	// Idle connections for every caller below, the Locker's monitor
+	// included (it reads the node's run id every second): a sample whose
+	// call must dial first counts the handshake's round trips too.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Ping(ctx) }()
+	}
+	wg.Wait()
 	s, err := l.Lock(ctx, "clock:1")
 	if err != nil {
 		t.Fatal(err)
