@@ -3,7 +3,6 @@ package core_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -40,6 +39,26 @@ func watched(t *testing.T, nodes ...*redis.Client) {
 	}
 }
 
+// lossSeen waits lossWait for s to end after an event at since: it must
+// (seen) with cause ErrLockLost, or must not (a control).
+func lossSeen(t *testing.T, s *core.Lease, seen bool, since time.Time, what string) {
+	t.Helper()
+	select {
+	case <-s.Done():
+		if !seen {
+			t.Fatalf("the lease ended %v after %s without a monitor: the control did not hold", time.Since(since), what)
+		}
+		t.Logf("lease ended %v after %s", time.Since(since), what)
+		if cause := context.Cause(s.Context()); !errors.Is(cause, core.ErrLockLost) {
+			t.Fatalf("cause %v, want ErrLockLost", cause)
+		}
+	case <-time.After(lossWait):
+		if seen {
+			t.Fatalf("the lease outlived %s by %v: the loss was not seen", what, lossWait)
+		}
+	}
+}
+
 // A node that restarts empty takes its locks with it: the holder's lease
 // ends (ErrLockLost) as soon as the node answers again, not at its next
 // renewal (a third of the 30s TTL). Control: with no monitor the lease
@@ -63,21 +82,7 @@ func TestLossSeenWhenNodeRestarts(t *testing.T) {
 			if err := srv.Restart(); err != nil {
 				t.Fatal(err)
 			}
-			back := time.Now()
-			select {
-			case <-s.Done():
-				if !tc.seen {
-					t.Fatalf("the lease ended %v after the restart without a monitor: the control did not hold", time.Since(back))
-				}
-				t.Logf("lease ended %v after the node answered again", time.Since(back))
-				if cause := context.Cause(s.Context()); !errors.Is(cause, core.ErrLockLost) {
-					t.Fatalf("cause %v, want ErrLockLost", cause)
-				}
-			case <-time.After(lossWait):
-				if tc.seen {
-					t.Fatalf("the lease outlived the restart by %v: the loss was not seen", lossWait)
-				}
-			}
+			lossSeen(t, s, tc.seen, time.Now(), "the node answered again")
 			s.Unlock(ctx)
 		})
 	}
@@ -92,32 +97,7 @@ func TestLossSeenWhenClusterNodeRestarts(t *testing.T) {
 	l := locktest.Locker(t, c)
 	ctx := locktest.Context(t)
 	restarted := cl.Servers[0]
-	type held struct {
-		s    *core.Lease
-		node *redistest.Server
-	}
-	var leases []held
-	perNode := map[*redistest.Server]int{}
-	for i := 0; len(leases) < 6 && i < 1000; i++ {
-		name := fmt.Sprintf("restart:%d", i)
-		slot, err := c.ClusterKeySlot(ctx, "lockgate:{"+name+"}").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		node := cl.ServerForSlot(int(slot))
-		if node == nil || perNode[node] == 2 {
-			continue
-		}
-		s, err := l.Lock(ctx, name, core.WithTTL(30*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		perNode[node]++
-		leases = append(leases, held{s, node})
-	}
-	if len(leases) != 6 {
-		t.Fatalf("found keys for %d leases, want 2 on each of 3 masters", len(leases))
-	}
+	leases := lockPerNode(t, cl, c, l, "restart", 2, core.WithTTL(30*time.Second))
 	var nodes []*redis.Client
 	for _, srv := range cl.Servers {
 		nodes = append(nodes, srv.Client(t))
@@ -161,15 +141,7 @@ func TestLossSeenWhenClusterNodeRestarts(t *testing.T) {
 	if at := <-serving; !at.IsZero() {
 		t.Logf("the node served its slots again %v after it accepted connections", at.Sub(up))
 	}
-	for _, h := range leases {
-		if h.node == restarted {
-			continue
-		}
-		if err := h.s.Context().Err(); err != nil {
-			t.Errorf("lease %s on a master that did not restart ended: %v", h.s.Key(), context.Cause(h.s.Context()))
-		}
-		h.s.Unlock(ctx)
-	}
+	lostWithNode(t, leases, restarted, "restarted empty")
 }
 
 // A Sentinel failover to a replica that had not seen the lock (the replica
@@ -211,21 +183,7 @@ func TestLossSeenAfterSentinelFailover(t *testing.T) {
 			if err := tc.failover(sn); err != nil {
 				t.Fatal(err)
 			}
-			promoted := time.Now()
-			select {
-			case <-s.Done():
-				if !tc.seen {
-					t.Fatalf("the lease ended %v after the failover without a monitor: the control did not hold", time.Since(promoted))
-				}
-				t.Logf("lease ended %v after the sentinel reported the replica promoted", time.Since(promoted))
-				if cause := context.Cause(s.Context()); !errors.Is(cause, core.ErrLockLost) {
-					t.Fatalf("cause %v, want ErrLockLost", cause)
-				}
-			case <-time.After(lossWait):
-				if tc.seen {
-					t.Fatalf("the lease outlived the failover by %v: the loss was not seen", lossWait)
-				}
-			}
+			lossSeen(t, s, tc.seen, time.Now(), "the sentinel reported the replica promoted")
 			s.Unlock(ctx)
 		})
 	}

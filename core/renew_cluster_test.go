@@ -1,8 +1,6 @@
 package core_test
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -20,35 +18,8 @@ func TestClusterRenewalsPerNode(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	c := cl.Client(t)
 	l := locktest.Locker(t, c)
-	ctx := locktest.Context(t)
 	hung := cl.Servers[0]
-
-	type held struct {
-		s    *core.Lease
-		node *redistest.Server
-	}
-	var leases []held
-	perNode := map[*redistest.Server]int{}
-	for i := 0; len(leases) < 9 && i < 1000; i++ {
-		name := fmt.Sprintf("renew:%d", i)
-		slot, err := c.ClusterKeySlot(ctx, "lockgate:{"+name+"}").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		node := cl.ServerForSlot(int(slot))
-		if node == nil || perNode[node] == 3 {
-			continue
-		}
-		s, err := l.Lock(ctx, name, core.WithTTL(900*time.Millisecond)) // renewed every 300ms: room for a loaded machine
-		if err != nil {
-			t.Fatal(err)
-		}
-		perNode[node]++
-		leases = append(leases, held{s, node})
-	}
-	if len(leases) != 9 {
-		t.Fatalf("found keys for %d leases, want 3 on each of 3 masters", len(leases))
-	}
+	leases := lockPerNode(t, cl, c, l, "renew", 3, core.WithTTL(900*time.Millisecond)) // renewed every 300ms: room for a loaded machine
 	if err := hung.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -56,21 +27,7 @@ func TestClusterRenewalsPerNode(t *testing.T) {
 	if err := hung.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range leases {
-		select {
-		case <-h.s.Done():
-			if h.node != hung {
-				t.Errorf("lease %s on a healthy master lost: %v", h.s.Key(), context.Cause(h.s.Context()))
-			}
-		default:
-			if h.node == hung {
-				t.Errorf("probe: lease %s on the hung master survived 1.4s without renewals", h.s.Key())
-			}
-		}
-	}
-	for _, h := range leases {
-		h.s.Unlock(ctx)
-	}
+	lostWithNode(t, leases, hung, "hung 1.4s")
 }
 
 // On a Cluster a sender of the watchdog waits for no node's round trip:
@@ -89,38 +46,21 @@ func TestClusterHungNodeHoldsUpNoSender(t *testing.T) {
 	hung := cl.Servers[0]
 
 	// Two names on the hung master, then two on each healthy one.
-	names := map[*redistest.Server][]string{}
-	for i := 0; i < 1000; i++ {
-		name := fmt.Sprintf("sender:%d", i)
-		slot, err := c.ClusterKeySlot(ctx, "lockgate:{"+name+"}").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if node := cl.ServerForSlot(int(slot)); node != nil && len(names[node]) < 2 {
-			names[node] = append(names[node], name)
-		}
-	}
+	names := namesPerNode(t, cl, c, "sender", 2)
 	order := []*redistest.Server{hung}
 	for _, s := range cl.Servers {
 		if s != hung {
 			order = append(order, s)
 		}
 	}
-	type held struct {
-		s    *core.Lease
-		node *redistest.Server
-	}
-	var leases []held
+	var leases []nodeLease
 	for _, node := range order {
-		if len(names[node]) != 2 {
-			t.Fatalf("found %d names on %s, want 2", len(names[node]), node.Addr)
-		}
 		for _, name := range names[node] {
 			s, err := l.Lock(ctx, name, core.WithTTL(900*time.Millisecond)) // renewed every 300ms
 			if err != nil {
 				t.Fatal(err)
 			}
-			leases = append(leases, held{s, node})
+			leases = append(leases, nodeLease{s, node})
 			time.Sleep(20 * time.Millisecond) // renewals due more than 10ms apart: one batch each
 		}
 	}
@@ -131,19 +71,5 @@ func TestClusterHungNodeHoldsUpNoSender(t *testing.T) {
 	if err := hung.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range leases {
-		select {
-		case <-h.s.Done():
-			if h.node != hung {
-				t.Errorf("lease %s on a healthy master lost: %v", h.s.Key(), context.Cause(h.s.Context()))
-			}
-		default:
-			if h.node == hung {
-				t.Errorf("probe: lease %s on the hung master survived 1.4s without renewals", h.s.Key())
-			}
-		}
-	}
-	for _, h := range leases {
-		h.s.Unlock(ctx)
-	}
+	lostWithNode(t, leases, hung, "hung 1.4s")
 }
