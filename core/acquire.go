@@ -80,17 +80,10 @@ func (a *acquisition) ended(ctx context.Context) error {
 	return ctxErr(ctx)
 }
 
-// acquireReply is an acquire's answer: the fence (> 0) when the owner holds
-// the lock, or (fence 0) how long to wait and the holder's tag when busy.
-type acquireReply struct {
-	fence  int64
-	wait   time.Duration
-	holder string
-}
-
 // attempt sends the acquire script once (for a waiting caller, a refresh of
 // its queue entry), bounded by the call's deadline. It returns a lease, or
-// nil and nil when the lock is busy, or an error.
+// an error that ends the call, or neither: busy, or (Redlock) split or a
+// failure that may pass, the call going on within its budget.
 func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	l, o := a.l, a.o
 	a.attempts++
@@ -109,38 +102,44 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	r, err := bounded(l, ctx, a.deadline, func(cctx context.Context) (acquireReply, error) {
 		return l.be.acquire(cctx, &a.keys, owner, o.ttlArg, entry, seq, a.tag)
 	}, func(r acquireReply, err error) {
-		if err == errEnded || neverRan(err) || err == nil && r.fence == 0 && !a.waits {
+		if neverRan(err) || err == nil && (r.found == foundEnded || r.found == foundBusy && !a.waits) {
 			return // nothing to undo
 		}
 		a.undoOwner(owner)
 	})
-	if err == nil || err == errSplit {
+	if err == nil {
 		l.undoWake.answered() // Redis answers: undos waiting for it go now
 	}
 	switch {
 	case err != nil:
 		return nil, a.failed(ctx, owner, err)
-	case r.fence == 0:
-		a.busySeen, a.holder, a.holderAt = true, r.wait, time.Now()
-		a.unavail, a.retryIn = nil, 0
-		if r.holder != "" {
-			a.holderTag = r.holder
-		}
+	case r.found == foundHeld:
+		return a.took(ctx, r.fence, sent, wall)
+	case r.found == foundSplit:
+		// Redlock: some nodes granted, too few for a majority.
+		a.undoOwner(owner)
+		a.freshOwner()
 		return nil, nil
+	case r.found == foundEnded:
+		return nil, a.failed(ctx, owner, errEnded)
 	}
-	return a.took(ctx, r.fence, sent, wall)
+	a.busySeen, a.holder, a.holderAt = true, r.wait, time.Now()
+	a.unavail, a.retryIn = nil, 0
+	if r.holder != "" {
+		a.holderTag = r.holder
+	}
+	return nil, nil
 }
+
+// errEnded is the reason of a call whose own hold or wait Redis found
+// already ended (foundEnded): undone while the call still went on.
+var errEnded = errors.New("this acquisition already ended")
 
 // failed handles an attempt of owner that ended in err: nil when the call
 // goes on (it tries again within its budget), else its error.
 func (a *acquisition) failed(ctx context.Context, owner string, err error) error {
 	l := a.l
 	switch {
-	case err == errSplit:
-		// Redlock: some nodes granted, too few for a majority.
-		a.undoOwner(owner)
-		a.freshOwner()
-		return nil
 	case err == ErrClosed:
 		return err
 	case err != errEnded && !neverRan(err):

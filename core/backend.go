@@ -18,14 +18,10 @@ type backend interface {
 	// acquire tries once for owner (ttl is in ms as a string, boxed once per
 	// option set). entry is how long a waiting caller's queue entry lives
 	// (ms as a string; "" for a single attempt, which never queues), seq the
-	// number of its refresh. It returns the fence (> 0) when owner holds the
-	// lock (also when the lock was handed to it as a waiter), or fence 0
-	// and how long to wait (the holder's remaining TTL, or the time live
-	// waiters ahead may take) when busy. errEnded: owner's hold or wait
-	// already ended (a late copy of a call already undone). tag is the
-	// caller's holder tag (nil when the Locker has no tag function: then
-	// nothing is stored or answered); a busy answer then carries the
-	// holder's as holder.
+	// number of its refresh. An answered acquire says what it found (see
+	// acquireReply); an error is a call that failed. tag is the caller's
+	// holder tag (nil when the Locker has no tag function: then nothing is
+	// stored or answered).
 	acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (acquireReply, error)
 	// release gives up owner's hold, handing the lock to the first live
 	// waiter, or owner's place in the queue: held reports whether owner
@@ -72,9 +68,31 @@ type backend interface {
 	replicaAck() bool
 }
 
-// errEnded is acquire's answer to a late copy of a call whose hold was
-// already given up.
-var errEnded = errors.New("this acquisition already ended")
+// acquireReply is what an answered acquire found.
+type acquireReply struct {
+	found  found
+	fence  int64         // held: the hold's fence
+	wait   time.Duration // busy: the holder's remaining TTL, or what the live waiters ahead may take
+	holder string        // busy: the holder's tag (when a tag was sent)
+}
+
+// found is the outcome of an answered acquire.
+type found uint8
+
+const (
+	// foundBusy: another owner holds the lock, or live waiters are ahead
+	// (a waiting caller is now queued).
+	foundBusy found = iota
+	// foundHeld: the owner holds the lock (taken now, by an earlier copy of
+	// the call, or handed to it as a waiter).
+	foundHeld
+	// foundSplit: Redlock, granted by fewer nodes than a quorum; what was
+	// granted is the caller's to give back.
+	foundSplit
+	// foundEnded: the owner's hold or wait had already ended: a late copy
+	// of a call that was undone.
+	foundEnded
+)
 
 type renewal struct {
 	keys     *lockKeys
@@ -165,7 +183,7 @@ func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner string, ttl
 	v, holder, err := readAcquire(cmd)
 	switch {
 	case err == redis.Nil:
-		return acquireReply{}, errEnded
+		return acquireReply{found: foundEnded}, nil
 	case err != nil:
 		return acquireReply{}, err
 	case v > 0 && ackErr != nil:
@@ -173,9 +191,9 @@ func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner string, ttl
 	case v > 0 && s.ackN > 0 && acks < int64(s.ackN):
 		return acquireReply{}, s.notReplicated(acks)
 	case v > 0:
-		return acquireReply{fence: v}, nil
+		return acquireReply{found: foundHeld, fence: v}, nil
 	}
-	return acquireReply{wait: time.Duration(-v) * time.Millisecond, holder: holder}, nil
+	return acquireReply{found: foundBusy, wait: time.Duration(-v) * time.Millisecond, holder: holder}, nil
 }
 
 // readAcquire reads the acquire script's answer: a number, or (busy, asked

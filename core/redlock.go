@@ -38,8 +38,6 @@ type redlock struct {
 	timeout time.Duration
 }
 
-var errSplit = errors.New("granted by fewer nodes than a quorum")
-
 // perNode is the per-node timeout of a call for a lock of ttl: a small
 // fraction of the TTL (redis.io's advice: a few tens of ms for a 10s TTL),
 // at least 50ms, at most 1s.
@@ -71,27 +69,27 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 		// A majority's grants decide it (the rest are given back by a
 		// release, or renewed with the others); anything else waits for
 		// every node, so that busy is told from unavailable.
-		if err == nil && a.fence > 0 {
+		if err == nil && a.found == foundHeld {
 			grants++
 		}
-		return grants >= r.quorum || err == errEnded
+		return grants >= r.quorum || err == nil && a.found == foundEnded
 	})
 	granted, answered, ended := 0, 0, 0
 	var fence int64
 	var wait time.Duration
 	var holder string
 	for i := range res {
-		switch {
-		case errs[i] == errEnded:
+		if errs[i] != nil {
+			continue
+		}
+		answered++
+		switch res[i].found {
+		case foundEnded:
 			ended++
-			answered++
-		case errs[i] != nil:
-		case res[i].fence > 0:
+		case foundHeld:
 			granted++
-			answered++
 			fence = max(fence, res[i].fence)
 		default:
-			answered++
 			if wait == 0 || res[i].wait < wait {
 				wait = res[i].wait
 			}
@@ -102,18 +100,17 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 	}
 	switch {
 	case ended > 0:
-		return acquireReply{}, errEnded
+		return acquireReply{found: foundEnded}, nil
 	case granted >= r.quorum:
 		if err := r.raiseFences(ctx, k, owner, fence, ttlD); err != nil {
 			return acquireReply{}, err
 		}
-		return acquireReply{fence: fence}, nil
+		return acquireReply{found: foundHeld, fence: fence}, nil
+	case answered >= r.quorum && granted > 0:
+		// Granted by too few, busy on the others: nobody holds it.
+		return acquireReply{found: foundSplit}, nil
 	case answered >= r.quorum:
-		// Busy on a quorum, or a split between owners: nobody holds it.
-		if granted > 0 {
-			return acquireReply{}, errSplit // the caller retries after a random delay
-		}
-		return acquireReply{wait: wait, holder: holder}, nil
+		return acquireReply{found: foundBusy, wait: wait, holder: holder}, nil
 	}
 	return acquireReply{}, r.unavailableNodes(errs)
 }
