@@ -24,15 +24,34 @@
 -- owner's hold or wait has already ended. A free lock whose queue has a live
 -- waiter is granted to that waiter here, as a release would have.
 local owner = ARGV[1]
+-- take makes owner the holder under a new fence, and returns the fence.
+local function take(now, queued)
+  local f = fence(now, ARGV[3])
+  if queued then
+    redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f, 'w', '1')
+  else
+    redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f)
+  end
+  if ARGV[6] and ARGV[6] ~= '' then
+    redis.call('HSET', KEYS[1], 't', ARGV[6])
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return f
+end
+-- The common case, a free lock with no marker and no queue, costs one
+-- EXISTS before it is taken.
+local n = redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4])
+if n == 0 then
+  return take(clock(), false)
+end
 local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'w', 't')
 if v[1] == owner then
   redis.call('PEXPIRE', KEYS[1], ARGV[2], 'GT')
   return tonumber(v[2])
 end
--- The common case, a free lock with no marker and no queue, costs one
--- EXISTS for both; either present costs one more to tell which.
+-- A marker or a queue is there: one more EXISTS tells which.
 local queued = false
-if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then
+if n > (v[1] and 1 or 0) then
   if redis.call('EXISTS', KEYS[3]) == 1 then
     return false
   end
@@ -79,14 +98,4 @@ if queued then
   end
   queued = redis.call('EXISTS', KEYS[4]) == 1
 end
-local f = fence(now, ARGV[3])
-if queued then
-  redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f, 'w', '1')
-else
-  redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f)
-end
-if ARGV[6] and ARGV[6] ~= '' then
-  redis.call('HSET', KEYS[1], 't', ARGV[6])
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return f
+return take(now, queued)
