@@ -183,8 +183,12 @@ func (a *acquisition) failed(ctx context.Context, owner string, err error) error
 		a.retryIn = min(max(2*a.retryIn, retryMin), refresh(a.o.ttl))
 		return nil
 	}
-	if !neverRan(cause) || a.uncertain {
-		a.undo() // it (or an earlier attempt) may have taken the lock, or queued
+	if !neverRan(cause) || a.uncertain || a.waited && !l.mut.keepEntry {
+		// It (or an earlier attempt) may have taken the lock, or queued; a
+		// waiter's entry is in the queue whatever this attempt did, and
+		// left there it stays live until it expires (TTL/2): a release
+		// meanwhile would grant the lock to a caller that is gone.
+		a.undo()
 	}
 	return err
 }

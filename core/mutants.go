@@ -40,6 +40,10 @@ type mutants struct {
 	// noMonitor: no connection watches the nodes leases are held on, so a
 	// lock lost with a restarted node is seen at the next renewal only.
 	noMonitor bool
+	// keepEntry: a queued waiter that ends on a failure that never reached
+	// Redis (a refused dial, a refused password) leaves its queue entry
+	// live, so a release grants the lock to it though it is gone.
+	keepEntry bool
 	// scripts: the queue's expiry set from the last joiner alone, to
 	// twice its entry's life plus its TTL ("queue-expiry"); at most 64 dead
 	// entries dropped per call ("sweep-64").
@@ -92,6 +96,8 @@ func parseMutants(list string) (mutants, error) {
 			m.noTurns = true
 		case "no-monitor":
 			m.noMonitor = true
+		case "keep-entry":
+			m.keepEntry = true
 		default:
 			e, ok := mutantEdits[name]
 			if !ok || !strings.Contains(q, e[0]) {
