@@ -84,7 +84,8 @@
 // 100ms) is skipped, so a waiter that crashed costs at most that, and the
 // queue lives as long as its longest entry, whatever the others' TTLs. A
 // waiter keeps its place and its owner through a failed refresh (a master
-// restarting, a failover) and tries again within its budget; a waiter that
+// restarting, a failover; on a Sentinel or Cluster client a refused dial
+// too, see Locker.Lock) and tries again within its budget; a waiter that
 // gives up leaves the queue, passing the lock on if it had just been
 // handed it. A free lock goes to the queue's first live waiter: TryLock
 // never jumps the queue. Liveness: on a healthy deployment a lock that is
