@@ -96,10 +96,12 @@ torture: redis
 torture-all: redis
 	@set -e; for t in single sentinel redlock cluster; do $(MAKE) --no-print-directory torture TOPOLOGY=$$t; done
 
-## failover: measure locks across Sentinel failovers with and without WithReplicaAck (ROUNDS=10, about 2 minutes)
+## failover: measure locks across failovers: Sentinel with and without WithReplicaAck (ROUNDS=10), then what a refused dial gets on Sentinel and Cluster (REFUSAL_ROUNDS=5); about 5 minutes
 ROUNDS ?= 10
+REFUSAL_ROUNDS ?= 5
 failover: redis
 	LOCKGATE_FAILOVER_ROUNDS=$(ROUNDS) $(GO) test -count=1 -timeout 30m -run TestFailoverKeepsAcknowledgedLocks -v ./core/ | grep -E 'rounds:|^(---|ok|FAIL)'
+	LOCKGATE_FAILOVER_ROUNDS=$(REFUSAL_ROUNDS) $(GO) test -count=1 -timeout 30m -run TestRefusalDuringFailover -v ./core/ | grep -E 'rounds:|^(---|ok|FAIL)'
 
 ## bench: lockgate and its Go peers side by side (bench/ module; about 10 minutes), writes bench/RESULTS.md
 bench: redis

@@ -99,7 +99,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	if l.opts.observer != nil {
 		wall = time.Now()
 	}
-	r, err := bounded(l, ctx, a.deadline, func(cctx context.Context) (acquireReply, error) {
+	r, err := boundedProbed(l, ctx, a.deadline, !a.waits || !l.retriesRefusals(), func(cctx context.Context) (acquireReply, error) {
 		return l.be.acquire(cctx, &a.keys, owner, o.ttlArg, entry, seq, a.tag)
 	}, func(r acquireReply, err error) {
 		if neverRan(err) || err == nil && (r.found == foundEnded || r.found == foundBusy && !a.waits) {
@@ -108,7 +108,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		a.undoOwner(owner)
 	})
 	if err == nil {
-		l.undoWake.answered() // Redis answers: undos waiting for it go now
+		l.answered() // Redis answers: undos waiting for it go now
 	}
 	switch {
 	case err != nil:
@@ -131,6 +131,19 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	return nil, nil
 }
 
+// late is the error of an attempt that Redis did not answer within the
+// call's budget (its answer, if it comes, is undone: see attempt).
+func (a *acquisition) late(ctx context.Context) error {
+	err := unavailable("acquire", errNoAnswer)
+	if a.unavail != nil {
+		err = errors.Join(err, a.unavail) // a Redlock's earlier attempts name their nodes
+	}
+	if ctx.Err() != nil {
+		err = errors.Join(err, ctxErr(ctx))
+	}
+	return err
+}
+
 // errEnded is the reason of a call whose own hold or wait Redis found
 // already ended (foundEnded): undone while the call still went on.
 var errEnded = errors.New("this acquisition already ended")
@@ -146,19 +159,15 @@ func (a *acquisition) failed(ctx context.Context, owner string, err error) error
 		a.uncertain = true // it may have run, or may still run
 	}
 	if err == errLate {
-		err = unavailable("acquire", errNoAnswer)
-		if a.unavail != nil {
-			err = errors.Join(err, a.unavail) // a Redlock's earlier attempts name their nodes
-		}
-		if ctx.Err() != nil {
-			err = errors.Join(err, ctxErr(ctx))
-		}
-		return err
+		return a.late(ctx)
 	}
 	// The call's context is not the caller's (bounded detaches it): a
 	// context error here is the budget ending before Redis answered.
 	cause := err
 	err = unavailable("acquire", withCause(cause))
+	if dialFailed(cause) {
+		l.reloadSlots()
+	}
 	switch {
 	case ctx.Err() != nil:
 		err = errors.Join(err, ctxErr(ctx))
@@ -171,19 +180,28 @@ func (a *acquisition) failed(ctx context.Context, owner string, err error) error
 		a.freshOwner()
 		a.unavail = err
 		return nil
-	case a.waited && cause != errEnded && !definitive(cause), a.waits && transient(cause):
+	case a.waited && cause != errEnded && (!definitive(cause) || l.failingOver(cause)),
+		a.waits && (transient(cause) || l.failingOver(cause)):
 		// A waiting call keeps its owner (and, queued, its place) through
 		// a failure that may pass (a node restarting, a failover, a cut
-		// connection): it tries again soon, and its next answer tells
+		// connection, a dead master's address dialled while the deployment
+		// fails over): it tries again soon, and its next answer tells
 		// whether this attempt took the lock; unavailable only if the
 		// budget ends first. (errEnded, its own wait undone, ends it:
 		// nothing of a wait is undone while it goes on.)
 		a.unavail = err
 		a.retryIn = min(max(2*a.retryIn, retryMin), refresh(a.o.ttl))
+		if l.failingOver(cause) {
+			a.retryIn = min(a.retryIn, failoverRetry)
+		}
 		return nil
 	}
-	if !neverRan(cause) || a.uncertain {
-		a.undo() // it (or an earlier attempt) may have taken the lock, or queued
+	if !neverRan(cause) || a.uncertain || a.waited && !l.mut.keepEntry {
+		// It (or an earlier attempt) may have taken the lock, or queued; a
+		// waiter's entry is in the queue whatever this attempt did, and
+		// left there it stays live until it expires (TTL/2): a release
+		// meanwhile would grant the lock to a caller that is gone.
+		a.undo()
 	}
 	return err
 }
@@ -250,8 +268,14 @@ func jitter(d time.Duration) time.Duration {
 var noEntry any = ""
 
 // retryMin is how soon a waiting call first tries again after a failed
-// attempt; the wait doubles up to its refresh interval.
-const retryMin = 25 * time.Millisecond
+// attempt; the wait doubles up to its refresh interval, or up to
+// failoverRetry while a failover is under way (failingOver): a failover
+// ends when a replica is promoted, not by itself, and a call that doubled
+// its wait past the promotion would see it late or never, its budget spent.
+const (
+	retryMin      = 25 * time.Millisecond
+	failoverRetry = 250 * time.Millisecond
+)
 
 // transient reports whether err is a failure that may pass by itself and
 // that the client would have re-sent the call after (see once): the
@@ -291,6 +315,52 @@ func definitive(err error) bool { return dialFailed(err) || refusedByServer(err)
 // is set up or what the key holds: credentials, permissions, WRONGTYPE.
 func refusedByServer(err error) bool {
 	return authFailed(err) || redis.HasErrorPrefix(err, "WRONGTYPE")
+}
+
+// failingOver reports whether err, a definitive failure on a plain
+// client, is on l's client what a failover looks like: a failed dial
+// (refused, no route, a name that no longer resolves, timed out) on a
+// client that follows failovers (a Sentinel failover client, a Cluster
+// client) of a Locker that has reached its deployment before. Until the
+// sentinels promote a replica, a failover client dials the dead master's
+// address; until the slot map names the promoted replica, a Cluster client
+// dials the dead node's. A waiting Lock then tries again within its budget,
+// as after a transient failure (a single attempt still ends). Definitive as
+// before: a plain client's failed dial (nothing takes over its address),
+// and any failed dial before the deployment ever answered this Locker (a
+// wrong address, or a deployment down at start-up).
+func (l *Locker) failingOver(err error) bool { return l.retriesRefusals() && dialFailed(err) }
+
+// retriesRefusals reports whether a waiting Lock of l tries again after a
+// failed dial (failingOver).
+func (l *Locker) retriesRefusals() bool {
+	return l.followsFailovers && l.reached.Load() && !l.mut.refusalDefinitive
+}
+
+// reloadSlots asks a Cluster client, after a dial failed, to read its slot
+// map again (in the background; go-redis runs one reload at a time, 200ms
+// apart at most). Without it a Cluster client goes on dialling a dead
+// master's address after its replica was promoted: a dead node sends no
+// redirection, and go-redis reloads the map by itself only every 60s
+// (ClusterStateReloadInterval), so every call on the node's slots failed
+// until then. Other clients: nothing.
+func (l *Locker) reloadSlots() {
+	if cc, ok := l.client.(*redis.ClusterClient); ok && !l.mut.noSlotReload {
+		cc.ReloadState(context.Background())
+	}
+}
+
+// followsFailovers reports whether c dials whichever master its deployment
+// has now: a Sentinel failover client (a *redis.Client whose address is
+// go-redis's "FailoverClient") or a Cluster client.
+func followsFailovers(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		return true
+	case *redis.Client:
+		return c.Options().Addr == "FailoverClient"
+	}
+	return false
 }
 
 // dialFailed reports whether err is a failure to connect: the call was

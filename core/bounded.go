@@ -31,6 +31,15 @@ var errLate = errors.New("no answer in time")
 // have done). Errors: call's own, errLate, or ErrClosed when the Locker is
 // closed (neither of which a call returns itself).
 func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call func(context.Context) (T, error), orphan func(T, error)) (T, error) {
+	return boundedProbed(l, ctx, deadline, true, call, orphan)
+}
+
+// boundedProbed is bounded, with a probe of the server (see reach.go) only
+// if probing: a waiting Lock's attempt on a client that follows failovers
+// goes without, since a refusal does not end it (failingOver), and a call
+// the probe stopped would go to orphan, whose undo could take away what a
+// later attempt of the same owner obtains.
+func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, probing bool, call func(context.Context) (T, error), orphan func(T, error)) (T, error) {
 	var zero T
 	if deadline.IsZero() && (ctx.Done() == nil || l.ctxDeadlines) {
 		return call(ctx) // nothing but the client's timeouts can bound it
@@ -45,7 +54,7 @@ func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call fun
 	}
 	defer cancel()
 	var refused chan error // a probe's failed dial (see reach.go)
-	if l.reach.watches() {
+	if probing && l.reach.watches() {
 		refused = make(chan error, 1)
 		probe := time.AfterFunc(probeAfter, func() {
 			l.goBackground(func() {

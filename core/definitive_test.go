@@ -1,8 +1,11 @@
 package core_test
 
 import (
+	"context"
 	"errors"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,5 +128,96 @@ func TestBusyHintFromTheHolder(t *testing.T) {
 	_, err = l.TryLock(ctx, "busy")
 	if !errors.As(err, &be) || be.RetryAfter > time.Second {
 		t.Fatalf("after a short hold of its own: %v, want a hint under a second", err)
+	}
+}
+
+// A queued waiter whose next attempt finds the server refusing connections
+// ends at once (a plain client: ErrUnavailable naming the refusal) and, once
+// Redis answers again, leaves the queue: its entry does not stay live for
+// the rest of its life (TTL/2, 15s by default), during which the holder's
+// release would grant the lock to a caller that is gone and every other
+// waiter would wait for that grant to expire. The refusal is a real one: the
+// waiter's client dials a closed port once its connection was killed.
+// Control: with the keep-entry mutant (the fixed defect: a failure that
+// never reached Redis undid nothing, though the waiter had queued) the entry
+// is still live 3s later.
+func TestRefusedWaiterLeavesQueue(t *testing.T) {
+	for _, mutant := range []string{"", "keep-entry"} {
+		t.Run("mutant="+mutant, func(t *testing.T) {
+			srv := redistest.Start(t)
+			closed := redistest.Start(t)
+			closed.Stop()
+			var refusing atomic.Bool
+			wc := redis.NewClient(&redis.Options{Addr: srv.Addr, Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if refusing.Load() {
+					addr = closed.Addr
+				}
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			}})
+			t.Cleanup(func() { wc.Close() })
+			var events locktest.Events
+			waiter := locktest.Locker(t, wc, core.WithObserver(&events), core.WithMutants(mutant))
+			holder, admin := locktest.NewLocker(t, srv)
+			ctx := locktest.Context(t)
+			s, err := holder.Lock(ctx, "k", core.WithTTL(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Unlock(ctx)
+			ended := make(chan error, 1)
+			go func() {
+				_, err := waiter.Lock(ctx, "k", core.WithWait(10*time.Second))
+				ended <- err
+			}()
+			if _, ok := events.Wait(ctx, locktest.Is(core.EventWaiting, "k")); !ok {
+				t.Fatal("the waiter never queued")
+			}
+			// A connection held out of the pool keeps the reach probe off
+			// the next attempt (it watches only a client without any), so
+			// the attempt fails on its own dial, which never reached Redis:
+			// the case the mutant leaves undone. (A probe's refusal says the
+			// call may have run, and is undone anyway.)
+			pinned := wc.Conn()
+			defer pinned.Close()
+			if err := pinned.Ping(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			// Its next attempt comes when the holder's TTL as last seen (1s)
+			// runs out: by then it dials, and is refused.
+			refusing.Store(true)
+			if err := admin.Do(ctx, "client", "kill", "type", "normal", "skipme", "yes").Err(); err != nil {
+				t.Fatal(err)
+			}
+			err = <-ended
+			if !errors.Is(err, core.ErrUnavailable) || !strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "probe") {
+				t.Fatalf("the refused waiter's Lock = %v, want ErrUnavailable naming its own refused dial", err)
+			}
+			refusing.Store(false)
+			// A call of the waiter's Locker answered: its undos go now.
+			other, err := waiter.TryLock(ctx, "other")
+			if err != nil {
+				t.Fatal(err)
+			}
+			other.Unlock(ctx)
+			deadline := time.Now().Add(3 * time.Second)
+			var info core.LockInfo
+			for {
+				if info, err = holder.Inspect(ctx, "k"); err != nil {
+					t.Fatal(err)
+				}
+				if info.Waiters == 0 || time.Now().After(deadline) {
+					break
+				}
+				poll := time.NewTimer(50 * time.Millisecond)
+				<-poll.C
+			}
+			switch {
+			case mutant == "" && info.Waiters != 0:
+				t.Fatalf("the refused waiter's entry is still live 3s after it ended (%d waiters)", info.Waiters)
+			case mutant != "" && info.Waiters == 0:
+				t.Fatal("control: with the keep-entry mutant the refused waiter's entry is gone: the check cannot see the defect")
+			}
+		})
 	}
 }

@@ -333,7 +333,7 @@ func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 	l.wd.remove(h)
 	held, err := l.releaseBounded(ctx, h)
 	if err == nil {
-		l.undoWake.answered()
+		l.answered()
 		held = held || h.releaseSent.Load()
 	}
 	switch {

@@ -31,6 +31,12 @@ type Locker struct {
 	// ctxDeadlines: the client honours context deadlines
 	// (ContextTimeoutEnabled), so calls need no goroutine to be bounded
 	ctxDeadlines bool
+	// followsFailovers: the client dials whichever master the deployment
+	// has now (a Sentinel failover client, a Cluster client), so a failed
+	// dial may be a failover under way (see failingOver)
+	followsFailovers bool
+	// reached: a call got an answer from the deployment once (answered)
+	reached atomic.Bool
 
 	closed   atomic.Bool
 	done     chan struct{}
@@ -88,15 +94,16 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		be.pipe = &coalescer{c: c}
 	}
 	l := &Locker{
-		client:       client,
-		be:           be,
-		markerTTL:    marker,
-		ctxDeadlines: ctxDeadlines,
-		opts:         o,
-		epoch:        time.Now(),
-		done:         make(chan struct{}),
-		undoWake:     undoWaits{wake: make(chan struct{})},
-		mut:          mut,
+		client:           client,
+		be:               be,
+		markerTTL:        marker,
+		ctxDeadlines:     ctxDeadlines,
+		followsFailovers: followsFailovers(client),
+		opts:             o,
+		epoch:            time.Now(),
+		done:             make(chan struct{}),
+		undoWake:         undoWaits{wake: make(chan struct{})},
+		mut:              mut,
 	}
 	l.rooms = []*waitRoom{newWaitRoom(client, l.monoNow, &l.mut)}
 	l.reach = newProber(client)
@@ -233,6 +240,17 @@ func (l *Locker) stopBackground() {
 // A Lock whose ctx is, or derives from, the Context of a lease holding key
 // re-enters it without a round trip: same fence and lifetime, one more
 // Unlock to give back. Any other key is a fresh acquisition.
+//
+// A refused connection (or any failed dial) ends Lock at once with
+// ErrUnavailable naming it on a plain client, where nothing takes over the
+// address. On a Sentinel failover client or a Cluster client whose
+// deployment has answered this Locker before, it is taken for a failover
+// under way (the client dials the dead master's address until a replica is
+// promoted): Lock tries again under the same owner, every 250ms at most,
+// and names the refusal only if its budget ends first (docs/topologies.md
+// has the figures). TryLock and NoWait end at once on any client. After a
+// failed dial a Cluster client is made to read its slot map again, so that
+// the next call goes to the promoted replica.
 //
 // Errors: a *BusyError (errors.Is ErrNotObtained) when Redis answered busy
 // until the budget ended; an ErrUnavailable error, naming the cause, when

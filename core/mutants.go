@@ -40,6 +40,18 @@ type mutants struct {
 	// noMonitor: no connection watches the nodes leases are held on, so a
 	// lock lost with a restarted node is seen at the next renewal only.
 	noMonitor bool
+	// refusalDefinitive: a failed dial ends a waiting Lock at once on a
+	// Sentinel failover client and a Cluster client too, as on a plain
+	// client, though a failover is under way (see failingOver).
+	refusalDefinitive bool
+	// noSlotReload: a failed dial on a Cluster client does not make it
+	// read its slot map again, so it goes on dialling a dead master's
+	// address after its replica was promoted (see reloadSlots).
+	noSlotReload bool
+	// keepEntry: a queued waiter that ends on a failure that never reached
+	// Redis (a refused dial, a refused password) leaves its queue entry
+	// live, so a release grants the lock to it though it is gone.
+	keepEntry bool
 	// scripts: the queue's expiry set from the last joiner alone, to
 	// twice its entry's life plus its TTL ("queue-expiry"); at most 64 dead
 	// entries dropped per call ("sweep-64").
@@ -92,6 +104,12 @@ func parseMutants(list string) (mutants, error) {
 			m.noTurns = true
 		case "no-monitor":
 			m.noMonitor = true
+		case "refusal-definitive":
+			m.refusalDefinitive = true
+		case "no-slot-reload":
+			m.noSlotReload = true
+		case "keep-entry":
+			m.keepEntry = true
 		default:
 			e, ok := mutantEdits[name]
 			if !ok || !strings.Contains(q, e[0]) {

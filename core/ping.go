@@ -52,6 +52,7 @@ func (l *Locker) Ping(ctx context.Context) error {
 			failed = append(failed, &NodeError{Node: nodes[i].name, Err: err})
 			continue
 		}
+		l.answered()
 		unsupported, warning := judgeServer(facts[i])
 		if unsupported != nil {
 			return fmt.Errorf("%w (node %s)", unsupported, nodes[i].name)

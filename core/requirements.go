@@ -61,6 +61,7 @@ func (l *Locker) checkServer(ctx context.Context, deadline time.Time) error {
 	if err != nil || f.version == "" {
 		return nil
 	}
+	l.answered()
 	unsupported, warning := judgeServer(f)
 	if unsupported != nil {
 		c.err.Store(&unsupported)

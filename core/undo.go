@@ -36,6 +36,16 @@ func (u *undoWaits) answered() {
 	u.mu.Unlock()
 }
 
+// answered is called after a call to Redis got an answer: the deployment
+// has been reached (see failingOver), and the undos waiting for Redis go
+// now.
+func (l *Locker) answered() {
+	if !l.reached.Load() {
+		l.reached.Store(true)
+	}
+	l.undoWake.answered()
+}
+
 // undo releases owner's possible hold on k after an attempt whose outcome
 // the caller did not learn (no answer in time, an error, a grant too late
 // to use): exactly that hold, and a late copy of the attempt can no longer
@@ -59,7 +69,7 @@ func (l *Locker) undo(k *lockKeys, owner string, o *callOptions) {
 			_, err := l.be.release(ctx, k, owner, true)
 			cancel()
 			if err == nil {
-				l.undoWake.answered()
+				l.answered()
 				return
 			}
 			if !time.Now().Before(giveUp) || l.closed.Load() || refusedByServer(err) {

@@ -354,7 +354,7 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 
 	for _, i := range part {
 		if rs[i].err == nil {
-			w.l.undoWake.answered()
+			w.l.answered()
 			break
 		}
 	}

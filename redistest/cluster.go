@@ -135,6 +135,40 @@ func (c *Cluster) AddReplicas(timeout time.Duration) error {
 	return nil
 }
 
+// KillMaster kills the master Servers[i] (SIGKILL, as a crash would),
+// without waiting for its replica to catch up, and waits until the replica
+// (Replicas[i], started by AddReplicas) reports role master and every node
+// is ready again (WaitReady); then it swaps Servers[i] and Replicas[i]
+// (Addrs[i] follows): Servers[i] serves the slots again, Replicas[i] is the
+// dead former master.
+// The other masters flag the node failing after ClusterNodeTimeout and the
+// replica is elected about a second later, so this takes some seconds; at
+// most timeout. Writes the replica had not received are lost, as in a real
+// crash. Errors: no such master or no replica for it, or the timeout.
+func (c *Cluster) KillMaster(i int, timeout time.Duration) error {
+	if i < 0 || i >= len(c.Servers) || i >= len(c.Replicas) {
+		return fmt.Errorf("redistest: kill master %d: no such master with a replica (AddReplicas)", i)
+	}
+	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	c.Servers[i].Stop()
+	rc := nodeClient(c.Replicas[i])
+	err := poll(ctx, func() error {
+		if role := infoField(ctx, rc, "role"); role != "master" {
+			return fmt.Errorf("replica %s has role %q", c.Replicas[i].Addr, role)
+		}
+		return nil
+	})
+	rc.Close()
+	if err != nil {
+		return fmt.Errorf("redistest: no failover within %v after master %s was killed: %w", timeout, c.Addrs[i], err)
+	}
+	c.Servers[i], c.Replicas[i] = c.Replicas[i], c.Servers[i]
+	c.Addrs[i] = c.Servers[i].Addr
+	return c.WaitReady(max(time.Until(deadline), time.Millisecond))
+}
+
 // newClusterNode starts one cluster-enabled server. The bus port is chosen
 // free rather than port+10000, which may be beyond 65535; when it is taken
 // before redis-server binds it, another is tried.
@@ -193,10 +227,10 @@ func nodeClient(s *Server) *redis.Client {
 	return redis.NewClient(o)
 }
 
-// WaitReady polls every node, for at most timeout, until each reports
-// cluster_state:ok, knows all nodes, and maps every slot range to the node
-// it was assigned to. Use it after restarting or resuming a node. The error
-// names the first node found not ready and why.
+// WaitReady polls every master, for at most timeout, until each reports
+// cluster_state:ok, knows all nodes (replicas included), and maps every
+// slot range to the node it was assigned to. Use it after restarting or
+// resuming a node. The error names the first node found not ready and why.
 func (c *Cluster) WaitReady(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -234,8 +268,8 @@ func (c *Cluster) nodeReady(ctx context.Context, nc *redis.Client) error {
 	if fields["cluster_state"] != "ok" {
 		return fmt.Errorf("cluster_state:%s", fields["cluster_state"])
 	}
-	if n := fields["cluster_known_nodes"]; n != strconv.Itoa(len(c.Servers)) {
-		return fmt.Errorf("knows %s nodes of %d", n, len(c.Servers))
+	if n, all := fields["cluster_known_nodes"], len(c.Servers)+len(c.Replicas); n != strconv.Itoa(all) {
+		return fmt.Errorf("knows %s nodes of %d", n, all)
 	}
 	//lint:ignore SA1019 CLUSTER SLOTS answers on every Redis 7 and is all this check needs
 	slots, err := nc.ClusterSlots(ctx).Result()

@@ -135,3 +135,49 @@ func TestClusterMigrateSlot(t *testing.T) {
 		t.Fatalf("after the move the old master sent %#v, want sunsubscribe of {mig}:ch", m)
 	}
 }
+
+// KillMaster promotes the killed master's replica: a write made before,
+// once replicated, is read through a fresh cluster client from the new
+// master, which serves the slot. Controls: before the kill the replica
+// reports role slave, and afterwards the killed node refuses connections.
+func TestClusterKillMaster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	if err := cl.AddReplicas(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cc := cl.Client(t)
+	k := ""
+	for i := 0; i < 1000 && k == ""; i++ {
+		slot, err := cc.ClusterKeySlot(ctx, fmt.Sprintf("k%d", i)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl.ServerForSlot(int(slot)) == cl.Servers[0] {
+			k = fmt.Sprintf("k%d", i)
+		}
+	}
+	if err := cc.Set(ctx, k, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old, replica := cl.Servers[0], cl.Replicas[0]
+	if role, _ := replica.Client(t).Do(ctx, "role").Slice(); len(role) == 0 || role[0] != "slave" {
+		t.Fatalf("control: replica's role before the kill %v, want slave", role)
+	}
+	if n, err := old.Client(t).Do(ctx, "wait", 1, 5000).Int64(); err != nil || n != 1 {
+		t.Fatalf("WAIT for the replica: %d, %v", n, err)
+	}
+	if err := cl.KillMaster(0, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if cl.Servers[0] != replica || cl.Replicas[0] != old || cl.Addrs[0] != replica.Addr {
+		t.Fatal("KillMaster did not swap the master and its replica")
+	}
+	if v, err := cl.Client(t).Get(ctx, k).Result(); err != nil || v != "v" {
+		t.Fatalf("GET %s on the new master through a fresh cluster client: %q, %v", k, v, err)
+	}
+	if err := old.Client(t).Ping(ctx).Err(); err == nil {
+		t.Fatal("control: the killed master still answers")
+	}
+}
