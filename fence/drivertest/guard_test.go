@@ -258,12 +258,14 @@ func TestRace(t *testing.T) {
 			return wrote, tx.Commit()
 		}
 		var mu sync.Mutex
-		outcomes := map[string]map[int64]outcome{}
+		outcomes := map[string]map[int64]outcome{} // filled before any goroutine reads it
+		for i := range pairs {
+			outcomes[fmt.Sprintf("race:%d", i)] = map[int64]outcome{}
+		}
 		retries := 0
 		var wg sync.WaitGroup
 		for i := range pairs {
 			resource := fmt.Sprintf("race:%d", i)
-			outcomes[resource] = map[int64]outcome{}
 			fences := []int64{base + int64(2*i), base + int64(2*i) + 1}
 			rand.Shuffle(2, func(a, b int) { fences[a], fences[b] = fences[b], fences[a] })
 			for _, f := range fences {
