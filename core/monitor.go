@@ -3,8 +3,6 @@ package core
 import (
 	"container/heap"
 	"context"
-	"errors"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -139,12 +137,8 @@ func (w *watchdog) watchOnce(ctx context.Context, c redis.UniversalClient, conne
 			}
 			continue
 		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() && !pinged && ctx.Err() == nil {
-			pinged = true
-			if err = ps.Ping(ctx); err == nil {
-				continue
-			}
+		if err = pingOnSilence(ctx, ps, err, &pinged); err == nil {
+			continue
 		}
 		return err
 	}

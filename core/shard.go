@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"net"
 	"time"
@@ -264,12 +265,8 @@ func (r *waitRoom) read(ps *redis.PubSub, in chan<- any, done <-chan struct{}) {
 			continue // the mutant: an error reply swallowed, as go-redis's own channel does
 		}
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && !pinged && r.ctx.Err() == nil {
-				pinged = true
-				if err = ps.Ping(r.ctx); err == nil {
-					continue
-				}
+			if err = pingOnSilence(r.ctx, ps, err, &pinged); err == nil {
+				continue
 			}
 			select {
 			case in <- err:
@@ -323,4 +320,17 @@ func (r *waitRoom) regroup(sh *shard) {
 		delete(sh.want, ch)
 		r.assign(ch, lw, nodes[i])
 	}
+}
+
+// pingOnSilence handles err, a failed receive on a Pub/Sub connection: the
+// first timeout since the last message pings the connection (nil when the
+// ping was sent: receive again, its answer is the next message); anything
+// else, a second silence included, is the connection's failure, returned.
+func pingOnSilence(ctx context.Context, ps *redis.PubSub, err error, pinged *bool) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && !*pinged && ctx.Err() == nil {
+		*pinged = true
+		return ps.Ping(ctx)
+	}
+	return err
 }
