@@ -48,3 +48,6 @@ func SetIdleStop(d time.Duration) (restore func()) {
 	old := idleStop.Swap(int64(d))
 	return func() { idleStop.Store(old) }
 }
+
+// WatchdogPasses is how many times l's watchdog scheduler has woken.
+func WatchdogPasses(l *Locker) int64 { return l.wd.passes.Load() }

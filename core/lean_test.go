@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
@@ -166,5 +168,48 @@ func TestUncontendedCycleLeavesNothingOnCluster(t *testing.T) {
 	}
 	if floors == 0 || floors > n+1 {
 		t.Fatalf("%d fence floors for %d names, want between 1 and %d", floors, n+1, n+1)
+	}
+}
+
+// One caller's lock and unlock wake none of the Locker's goroutines: the
+// watchdog's scheduler, whose timer is already set to the lease's first
+// renewal, is not woken when the Locker's last lease ends (it counts its idle
+// time when that timer fires). Control: with the wake put back
+// ("wake-on-idle"), every unlock wakes it.
+func TestUncontendedCycleWakesNoGoroutine(t *testing.T) {
+	srv := redistest.Start(t)
+	const n = 100
+	passes := func(mutants string) int64 {
+		l, _ := locktest.NewLocker(t, srv, core.WithMutants(mutants))
+		ctx := locktest.Context(t)
+		cycle := func(name string) {
+			s, err := l.Lock(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cycle("wake:warm") // starts the watchdog's goroutines
+		before := core.WatchdogPasses(l)
+		for i := 0; i < n; i++ {
+			cycle("wake:" + strconv.Itoa(i))
+			if mutants != "" {
+				// Let the scheduler take each wake-up before the next
+				// cycle (a pending one absorbs the next): the control
+				// counts them one by one.
+				for j := 0; j < 100 && core.WatchdogPasses(l) < before+int64(i)+1; j++ {
+					runtime.Gosched()
+				}
+			}
+		}
+		return core.WatchdogPasses(l) - before
+	}
+	if got := passes(""); got > n/10 {
+		t.Errorf("%d uncontended cycles woke the watchdog's scheduler %d times, want (almost) none", n, got)
+	}
+	if got := passes("wake-on-idle"); got < n/2 {
+		t.Fatalf("control: with the wake put back, %d cycles woke the scheduler %d times, want about %d", n, got, n)
 	}
 }

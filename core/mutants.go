@@ -52,6 +52,10 @@ type mutants struct {
 	// Redis (a refused dial, a refused password) leaves its queue entry
 	// live, so a release grants the lock to it though it is gone.
 	keepEntry bool
+	// wakeOnIdle: releasing the Locker's last hold always wakes the
+	// watchdog's scheduler, so one caller's every lock and unlock costs a
+	// goroutine wake-up.
+	wakeOnIdle bool
 	// scripts: the queue's expiry set from the last joiner alone, to
 	// twice its entry's life plus its TTL ("queue-expiry"); at most 64 dead
 	// entries dropped per call ("sweep-64").
@@ -110,6 +114,8 @@ func parseMutants(list string) (mutants, error) {
 			m.noSlotReload = true
 		case "keep-entry":
 			m.keepEntry = true
+		case "wake-on-idle":
+			m.wakeOnIdle = true
 		default:
 			e, ok := mutantEdits[name]
 			if !ok || !strings.Contains(q, e[0]) {

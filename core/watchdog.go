@@ -39,11 +39,12 @@ type watchdog struct {
 	// has seen its peers)
 	recheck int64
 
-	kick chan struct{} // wakes the scheduler
-	send chan struct{} // wakes the sender
-	ctx  context.Context
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	kick   chan struct{} // wakes the scheduler
+	passes atomic.Int64  // the scheduler's passes (its wake-ups), for tests
+	send   chan struct{} // wakes the sender
+	ctx    context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 func newWatchdog(l *Locker) *watchdog {
@@ -126,13 +127,18 @@ func (w *watchdog) remove(h *hold) {
 	if h.hidx >= 0 {
 		heap.Remove(&w.h, h.hidx)
 	}
-	empty := len(w.h) == 0 && w.started
-	if empty {
+	// The last hold: the scheduler counts its idle time from now. It is
+	// woken only if its timer would fire after the idle time ends; on the
+	// hot path (one lock at a time) the timer is the hold's renewal, due
+	// before that, so a lock and unlock wake no goroutine.
+	var late bool
+	if len(w.h) == 0 && w.started {
 		w.lastHeld = w.l.monoNow()
+		late = w.armed > w.lastHeld+idleStop.Load() || w.l.mut.wakeOnIdle
 	}
 	w.mu.Unlock()
-	if empty {
-		signal(w.kick) // the last hold: the scheduler counts its idle time from now
+	if late {
+		signal(w.kick)
 	}
 }
 
@@ -185,6 +191,7 @@ func (w *watchdog) schedule(idle chan struct{}) {
 	defer timer.Stop()
 	var due dueHolds
 	for {
+		w.passes.Add(1)
 		w.mu.Lock()
 		now := w.l.monoNow()
 		w.collect(now, &due)
