@@ -566,20 +566,41 @@ func (k *refusalKey) hold(f *refusalFigures, policy string, s *core.Lease) {
 }
 
 // A refused dial is taken for a failover only by a Locker that has reached
-// its deployment before: a Cluster whose every node refuses ends a fresh
-// Locker's Lock as soon as the client gives up (go-redis's own dial
-// retries: about 2.4s here, for the server check and the attempt), naming
-// the refusal, not at its 8s budget's end (a wrong address, or a deployment
-// down at start-up, is not a failover). Control: a Locker that had locked
-// on the same Cluster, on a client of its own, tries again until its budget
-// ends, and then names the refusal too.
+// its deployment before: a Cluster whose every seed refuses ends a fresh
+// Locker's Lock (8s budget) and TryLock at once, naming the refusal (a wrong
+// address, or a deployment down at start-up, is not a failover): a call not
+// answered within 100ms dials the seeds itself (before: Lock ended after
+// go-redis's own dial retries, about 2.4s; TryLock said only "no answer"
+// after its 500ms). Controls: a Locker that had locked on the same Cluster,
+// on a client of its own, tries again until its budget ends, and then names
+// the refusal too; a fresh Locker whose seeds are three refusing addresses
+// and one live node obtains the lock with Lock (the probe does not take one refusal
+// for all).
 func TestRefusalBeforeReached(t *testing.T) {
 	const budget = 8 * time.Second
 	cl := redistest.StartCluster(t, 3)
 	ctx := locktest.Context(t)
+	var dead []string
+	for range 3 {
+		s := redistest.Start(t)
+		s.Stop()
+		dead = append(dead, s.Addr)
+	}
+	mixed := redis.NewClusterClient(&redis.ClusterOptions{Addrs: append(dead, cl.Servers[0].Addr)})
+	t.Cleanup(func() { mixed.Close() })
+	// (Lock, not TryLock: go-redis tries the seeds one by one, each
+	// refusing one with its dial retries, longer than a single attempt's
+	// budget.)
+	s, err := locktest.Locker(t, mixed).Lock(ctx, "mixed", core.WithWait(budget))
+	if err != nil {
+		t.Fatalf("control: a fresh Locker with one live seed among refusing ones: Lock = %v, want the lock", err)
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	reached := locktest.Locker(t, cl.Client(t))
 	warm(t, reached)
-	fresh := locktest.Locker(t, cl.Client(t))
 	for _, s := range cl.Servers {
 		s.Stop()
 	}
@@ -593,15 +614,23 @@ func TestRefusalBeforeReached(t *testing.T) {
 		_, err := reached.Lock(ctx, "warm", core.WithWait(budget))
 		results <- result{time.Since(start), err}
 	}()
-	start := time.Now()
-	_, err := fresh.Lock(ctx, "warm", core.WithWait(budget))
-	took := time.Since(start)
-	t.Logf("fresh Locker: %v after %v", err, took.Round(time.Millisecond))
-	if !errors.Is(err, core.ErrUnavailable) || !strings.Contains(err.Error(), "connection refused") {
-		t.Fatalf("fresh Locker's Lock = %v, want ErrUnavailable naming connection refused", err)
-	}
-	if took > budget/2 {
-		t.Errorf("fresh Locker's Lock took %v of its %v budget: a refusal before any answer is not a failover", took, budget)
+	for _, call := range []string{"Lock", "TryLock"} {
+		fresh := locktest.Locker(t, cl.Client(t))
+		start := time.Now()
+		var err error
+		if call == "Lock" {
+			_, err = fresh.Lock(ctx, "warm", core.WithWait(budget))
+		} else {
+			_, err = fresh.TryLock(ctx, "warm")
+		}
+		took := time.Since(start)
+		t.Logf("fresh Locker's %s: %v after %v", call, err, took.Round(time.Millisecond))
+		if !errors.Is(err, core.ErrUnavailable) || !strings.Contains(err.Error(), "connection refused") {
+			t.Fatalf("fresh Locker's %s = %v, want ErrUnavailable naming connection refused", call, err)
+		}
+		if took > time.Second {
+			t.Errorf("fresh Locker's %s took %v: a refusal before any answer ends the call at once", call, took)
+		}
 	}
 	r := <-results
 	t.Logf("control, reached Locker: %v after %v", r.err, r.took.Round(time.Millisecond))

@@ -106,7 +106,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		mut:              mut,
 	}
 	l.rooms = []*waitRoom{newWaitRoom(client, l.monoNow, &l.mut)}
-	l.reach = newProber(client)
+	l.reach = newProber(client, l.reached.Load)
 	l.wd = newWatchdog(l)
 	if be.pipe != nil {
 		be.pipe.spawn = l.goBackground
@@ -250,7 +250,9 @@ func (l *Locker) stopBackground() {
 // and names the refusal only if its budget ends first (docs/topologies.md
 // has the figures). TryLock and NoWait end at once on any client. After a
 // failed dial a Cluster client is made to read its slot map again, so that
-// the next call goes to the promoted replica.
+// the next call goes to the promoted replica. (A Sentinel client whose
+// sentinels all refuse before it ever reached its master is not told apart
+// from a slow one: the call ends with its budget.)
 //
 // Errors: a *BusyError (errors.Is ErrNotObtained) when Redis answered busy
 // until the budget ended; an ErrUnavailable error, naming the cause, when

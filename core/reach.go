@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -28,12 +29,20 @@ const (
 	probeValid   = 250 * time.Millisecond
 )
 
-// prober dials a plain client's server (a master, or the master behind
-// Sentinel) on behalf of a slow call. A Cluster or a Redlock node has none.
+// prober dials the deployment on behalf of a slow call: a plain client's
+// server; a Sentinel failover client's master, through its sentinels (as
+// the client dials); a Cluster client's seed addresses, until the Locker
+// first reaches the Cluster (after that a refused node is a failover's,
+// which the client's own errors and failingOver handle). A Redlock node has
+// none. A Sentinel client whose sentinels all refuse is not told apart in
+// time: go-redis keeps the sentinels' addresses to itself, dials each with
+// its retries and asks them one call at a time, so a probe through the
+// client's dialer waits behind the call it probes for; such a call ends
+// with its budget.
 type prober struct {
 	dial func(ctx context.Context) error // nil: no probing
-	// idle reports whether the client has no connection to its server: a
-	// call then dials, and only such a call is watched (a call on a live
+	// idle reports whether a call now is to be watched: the client has no
+	// connection to its server (a call then dials; a call on a live
 	// connection costs no timer)
 	idle func() bool
 
@@ -43,25 +52,72 @@ type prober struct {
 	at   time.Time     // when it came
 }
 
-func newProber(c redis.UniversalClient) *prober {
-	cl, ok := c.(*redis.Client)
-	if !ok {
-		return &prober{}
+// newProber makes the prober of client c; reached reports whether the
+// Locker has had an answer from the deployment.
+func newProber(c redis.UniversalClient, reached func() bool) *prober {
+	switch c := c.(type) {
+	case *redis.Client:
+		o := c.Options()
+		if o.Dialer == nil {
+			return &prober{}
+		}
+		return &prober{
+			dial: func(ctx context.Context) error {
+				conn, err := o.Dialer(ctx, o.Network, o.Addr)
+				if err != nil {
+					return err
+				}
+				return conn.Close()
+			},
+			idle: func() bool { return c.PoolStats().TotalConns == 0 },
+		}
+	case *redis.ClusterClient:
+		o := c.Options()
+		return &prober{
+			dial: func(ctx context.Context) error { return dialAny(ctx, o) },
+			// (not PoolStats: a Cluster client without a slot map loads
+			// it there, dialling every seed with its retries)
+			idle: func() bool { return !reached() },
+		}
 	}
-	o := cl.Options()
-	if o.Dialer == nil {
-		return &prober{}
+	return &prober{}
+}
+
+// dialAny dials every seed address of a Cluster client at once, as the
+// client dials (its Dialer, or TCP within DialTimeout): nil as soon as one
+// accepts, else the first failure, saying that every address failed.
+func dialAny(ctx context.Context, o *redis.ClusterOptions) error {
+	dial := o.Dialer
+	if dial == nil {
+		d := &net.Dialer{Timeout: o.DialTimeout}
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		}
 	}
-	return &prober{
-		dial: func(ctx context.Context) error {
-			conn, err := o.Dialer(ctx, o.Network, o.Addr)
-			if err != nil {
-				return err
+	errs := make(chan error, len(o.Addrs))
+	for _, addr := range o.Addrs {
+		go func() {
+			conn, err := dial(ctx, "tcp", addr)
+			if err == nil {
+				conn.Close()
 			}
-			return conn.Close()
-		},
-		idle: func() bool { return cl.PoolStats().TotalConns == 0 },
+			errs <- err
+		}()
 	}
+	var first error
+	for range o.Addrs {
+		err := <-errs
+		if err == nil {
+			return nil // the rest end by themselves, within ctx
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if len(o.Addrs) > 1 {
+		return fmt.Errorf("all %d seed addresses: %w", len(o.Addrs), first)
+	}
+	return first
 }
 
 // watches reports whether a call now is to be watched by a probe.
