@@ -168,3 +168,40 @@ func ExampleLocker_Inspect() {
 	// held: true same fence: true TTL about 10s: true
 	// locks: [order:42:7]
 }
+
+// LockMulti takes several locks at once, or none: here a transfer of stock
+// between two vouchers holds both for its whole duration. Callers that
+// name the same vouchers in the other order do not deadlock with it.
+func ExampleLocker_LockMulti() {
+	srv, err := redistest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	locker, err := core.New(rdb)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer locker.Shutdown(context.Background())
+
+	ctx := context.Background()
+	lease, err := locker.LockMulti(ctx, []string{"voucher:9", "voucher:7"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("holding:", lease.Keys())
+	// ... move stock from voucher 9 to voucher 7, passing lease.Fence() ...
+
+	_, err = locker.TryLock(core.NewOwner(ctx), "voucher:7")
+	fmt.Println("another owner busy:", errors.Is(err, core.ErrNotObtained))
+	fmt.Println("unlock:", lease.Unlock(ctx))
+	// Output:
+	// holding: [voucher:7 voucher:9]
+	// another owner busy: true
+	// unlock: <nil>
+}

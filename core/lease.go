@@ -83,8 +83,9 @@ func (h *hold) parentEnded() bool {
 // Lease is a held lock. Its methods are safe for concurrent use and on a nil
 // *Lease (which holds nothing: Unlock returns ErrNotHeld, Done is closed).
 type Lease struct {
-	h         *hold
-	parent    *Lease // the innermost lease of the context given to Lock
+	h         *hold    // nil for a LockMulti's lease
+	parts     []*Lease // a LockMulti's leases, one per name, sorted
+	parent    *Lease   // the innermost lease of the context given to Lock
 	reentrant bool
 	ctx       *leaseCtx
 	cancel    context.CancelCauseFunc
@@ -146,8 +147,11 @@ func (h *hold) reenter(ctx context.Context) *Lease {
 
 // Key returns the lock name as given to Lock.
 func (s *Lease) Key() string {
-	if s == nil {
+	switch {
+	case s == nil:
 		return ""
+	case s.parts != nil:
+		return s.multiKey()
 	}
 	return s.h.key
 }
@@ -155,8 +159,11 @@ func (s *Lease) Key() string {
 // Pattern returns the lock's pattern (WithPattern; UnnamedPattern
 // without one): what logs and metrics may name it by, unlike Key.
 func (s *Lease) Pattern() string {
-	if s == nil {
+	switch {
+	case s == nil:
 		return ""
+	case s.parts != nil:
+		return s.parts[0].Pattern()
 	}
 	return s.h.pattern
 }
@@ -167,8 +174,11 @@ func (s *Lease) Pattern() string {
 // it with every write the lock protects, so the store can reject a write
 // carrying a lower fence than it has already seen.
 func (s *Lease) Fence() int64 {
-	if s == nil {
+	switch {
+	case s == nil:
 		return 0
+	case s.parts != nil:
+		return s.multiFence()
 	}
 	return s.h.fence
 }
@@ -206,8 +216,11 @@ func (s *Lease) Done() <-chan struct{} { return s.Context().Done() }
 // moment after which another owner could obtain the lock if no renewal
 // gets through. Renewals move it forward. Zero for a nil lease.
 func (s *Lease) Valid() time.Time {
-	if s == nil {
+	switch {
+	case s == nil:
 		return time.Time{}
+	case s.parts != nil:
+		return s.multiValid()
 	}
 	return s.h.l.monoTime(s.h.validUntil.Load())
 }
@@ -216,6 +229,9 @@ func (s *Lease) Valid() time.Time {
 // budget as Extend. It returns ErrNotHeld when this owner no longer holds
 // the lock, an ErrUnavailable error when Redis cannot answer.
 func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
+	if s != nil && s.parts != nil {
+		return s.multiTTL(ctx)
+	}
 	if s == nil || s.h.end.Load() != endLive {
 		return 0, ErrNotHeld
 	}
@@ -239,6 +255,9 @@ func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
+	}
+	if s != nil && s.parts != nil {
+		return s.multiExtend(ctx, ttl)
 	}
 	if s == nil || s.h.end.Load() != endLive {
 		return ErrNotHeld
@@ -286,8 +305,11 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 // ErrUnavailable error when Redis did not answer in time; ErrClosed after
 // the Locker was closed (the lock expires after its TTL).
 func (s *Lease) Unlock(ctx context.Context) error {
-	if s == nil {
+	switch {
+	case s == nil:
 		return ErrNotHeld
+	case s.parts != nil:
+		return s.multiUnlock(ctx)
 	}
 	h := s.h
 	if !s.unlocked.CompareAndSwap(false, true) {
@@ -420,7 +442,7 @@ func (c *leaseCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-func (c *leaseCtx) String() string { return "lockgate.Lease(" + c.lease.h.key + ").Context" }
+func (c *leaseCtx) String() string { return "lockgate.Lease(" + c.lease.Key() + ").Context" }
 
 // errNoAnswer is the reason of an ErrUnavailable error for a call Redis
 // did not answer within the caller's budget.

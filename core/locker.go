@@ -274,6 +274,12 @@ func (l *Locker) TryLock(ctx context.Context, key string, opts ...LockOption) (*
 }
 
 func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait bool) (*Lease, error) {
+	return l.lockUntil(ctx, key, opts, wait, time.Time{})
+}
+
+// lockUntil is lock, its budget ending by until at the latest (zero: no
+// such bound; LockMulti's names share one budget).
+func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, wait bool, until time.Time) (*Lease, error) {
 	start := time.Now()
 	o := l.opts.call
 	for _, opt := range opts {
@@ -309,6 +315,9 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 	}
 	if d := start.Add(budget); !a.ctxEnds || d.Before(a.deadline) {
 		a.deadline, a.ctxEnds = d, false
+	}
+	if !until.IsZero() && until.Before(a.deadline) {
+		a.deadline, a.ctxEnds = until, false
 	}
 	a.keys = l.keysFor(key)
 	if s, err := l.reenter(ctx, a, start); s != nil || err != nil {

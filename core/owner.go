@@ -37,7 +37,12 @@ func leaseFrom(ctx context.Context) *Lease {
 // that lease, and only for its own key).
 func reentry(ctx context.Context, key string) *Lease {
 	for s := leaseFrom(ctx); s != nil; s = s.parent {
-		if s.h.key == key {
+		for _, p := range s.parts {
+			if p.h.key == key {
+				return p
+			}
+		}
+		if s.h != nil && s.h.key == key {
 			return s
 		}
 	}

@@ -1,0 +1,187 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// LockMulti takes every lock named in keys, or none: one lease holds them
+// all. Its Context ends when any of them is lost (the cause is that lock's),
+// its Fence is the highest of their fences, Unlock releases them all, and
+// Extend and TTL act on all of them. Each lock is an ordinary lock (its own
+// key, fence, queue and watchdog renewal), so a Lock or TryLock of one of
+// the names excludes, and is excluded by, a LockMulti that names it.
+//
+// The names are taken one after the other in sorted order (duplicates
+// count once), each waiting in its FIFO queue as Lock does, all within one
+// wait budget (WithWait, as for Lock; it bounds the whole call, plus at
+// most 50ms). Every caller takes any two names in the same order, so sets
+// that overlap, given in any order, never deadlock: whoever holds the first
+// shared name is the only one waiting for the next. When a name cannot be
+// taken in time the ones already taken are released before LockMulti
+// returns its error. On a Cluster the names may be in different slots: the
+// same holds, since each lock lives in one slot. It costs one round trip
+// per name uncontended.
+//
+// A Lock of one of the names with the lease's Context (or a context derived
+// from it) re-enters that lock. The lease's Key is the sorted names joined
+// by commas (Keys returns them); Pattern is the first one's.
+//
+// Errors: as for Lock (ErrInvalid also for an empty keys); a busy error
+// names the lock that could not be taken.
+func (l *Locker) LockMulti(ctx context.Context, keys []string, opts ...LockOption) (*Lease, error) {
+	if len(keys) == 0 {
+		return nil, invalidf("keys is empty")
+	}
+	names := slices.Clone(keys)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	o := l.opts.call
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyLock(&o)
+		}
+	}
+	budget := o.attemptTimeout
+	if o.wait > 0 {
+		budget = o.wait
+	}
+	until := time.Now().Add(budget)
+	parts := make([]*Lease, 0, len(names))
+	for _, name := range names {
+		s, err := l.lockUntil(ctx, name, opts, true, until)
+		if err != nil {
+			_ = unlockAll(ctx, parts) // a failed release expires after its TTL
+			return nil, err
+		}
+		parts = append(parts, s)
+	}
+	return newMulti(ctx, parts), nil
+}
+
+// newMulti makes the lease of a LockMulti that took parts: its context
+// derives from ctx and ends, with the part's cause, when any part's does.
+func newMulti(ctx context.Context, parts []*Lease) *Lease {
+	m := &Lease{parts: parts, parent: leaseFrom(ctx)}
+	inner, cancel := context.WithCancelCause(ctx)
+	m.ctx, m.cancel = &leaseCtx{Context: inner, lease: m}, cancel
+	for _, p := range parts {
+		context.AfterFunc(p.ctx, func() { cancel(context.Cause(p.ctx)) })
+	}
+	return m
+}
+
+// Keys returns the names the lease holds: one for a Lock's, the sorted
+// names of a LockMulti's. Nil for a nil lease.
+func (s *Lease) Keys() []string {
+	switch {
+	case s == nil:
+		return nil
+	case s.parts == nil:
+		return []string{s.h.key}
+	}
+	keys := make([]string, len(s.parts))
+	for i, p := range s.parts {
+		keys[i] = p.h.key
+	}
+	return keys
+}
+
+// multiFence is the highest fence of a LockMulti's parts.
+func (s *Lease) multiFence() int64 {
+	var f int64
+	for _, p := range s.parts {
+		f = max(f, p.h.fence)
+	}
+	return f
+}
+
+// multiValid is the earliest validity end of a LockMulti's parts.
+func (s *Lease) multiValid() time.Time {
+	v := s.parts[0].Valid()
+	for _, p := range s.parts[1:] {
+		if pv := p.Valid(); pv.Before(v) {
+			v = pv
+		}
+	}
+	return v
+}
+
+// multiTTL is the shortest remaining TTL of a LockMulti's parts, or the
+// first error one of them returned.
+func (s *Lease) multiTTL(ctx context.Context) (time.Duration, error) {
+	ttls, err := eachPart(s.parts, func(p *Lease) (time.Duration, error) { return p.TTL(ctx) })
+	if err != nil {
+		return 0, err
+	}
+	return slices.Min(ttls), nil
+}
+
+// multiExtend extends every part of a LockMulti; its error is the parts'
+// errors joined (a part not held ends the lease's Context).
+func (s *Lease) multiExtend(ctx context.Context, ttl time.Duration) error {
+	_, err := eachPart(s.parts, func(p *Lease) (struct{}, error) { return struct{}{}, p.Extend(ctx, ttl) })
+	return err
+}
+
+// multiUnlock releases every part of a LockMulti that has not been given
+// back (a second Unlock retries the releases that failed); ErrNotHeld once
+// all were.
+func (s *Lease) multiUnlock(ctx context.Context) error {
+	if s.unlocked.CompareAndSwap(false, true) {
+		s.cancel(context.Canceled)
+	}
+	var left []*Lease
+	for _, p := range s.parts {
+		if !p.gaveBack.Load() {
+			left = append(left, p)
+		}
+	}
+	if len(left) == 0 {
+		return ErrNotHeld
+	}
+	return unlockAll(ctx, left)
+}
+
+// unlockAll releases parts at once (each within its release timeout) and
+// joins their errors.
+func unlockAll(ctx context.Context, parts []*Lease) error {
+	_, err := eachPart(parts, func(p *Lease) (struct{}, error) { return struct{}{}, p.Unlock(ctx) })
+	return err
+}
+
+// eachPart runs call on every part at once and returns their results, in
+// order, and their errors joined.
+func eachPart[T any](parts []*Lease, call func(*Lease) (T, error)) ([]T, error) {
+	res := make([]T, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Go(func() { res[i], errs[i] = call(p) })
+	}
+	wg.Wait()
+	return res, joinErrors(errs)
+}
+
+// joinErrors is errs joined, or the only one that is not nil as it is (so
+// that err == ErrNotHeld holds for a lease of one part).
+func joinErrors(errs []error) error {
+	var only error
+	n := 0
+	for _, err := range errs {
+		if err != nil {
+			only, n = err, n+1
+		}
+	}
+	if n > 1 {
+		return errors.Join(errs...)
+	}
+	return only
+}
+
+// multiKey is a LockMulti lease's Key: its names joined by commas.
+func (s *Lease) multiKey() string { return strings.Join(s.Keys(), ",") }
