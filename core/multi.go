@@ -40,6 +40,11 @@ func (l *Locker) LockMulti(ctx context.Context, keys []string, opts ...LockOptio
 	names := slices.Clone(keys)
 	slices.Sort(names)
 	names = slices.Compact(names)
+	for _, name := range names {
+		if err := validateKey(name); err != nil {
+			return nil, err // before any is taken
+		}
+	}
 	o := l.opts.call
 	for _, opt := range opts {
 		if opt != nil {
