@@ -329,7 +329,11 @@ func refusedByServer(err error) bool {
 // before: a plain client's failed dial (nothing takes over its address),
 // and any failed dial before the deployment ever answered this Locker (a
 // wrong address, or a deployment down at start-up).
-func (l *Locker) failingOver(err error) bool { return l.retriesRefusals() && dialFailed(err) }
+func (l *Locker) failingOver(err error) bool {
+	// A probe's refusal is never one: a probe watches a call only while
+	// refusals end calls, and the call it stopped goes to its undo.
+	return l.retriesRefusals() && dialFailed(err) && !isProbe(err)
+}
 
 // retriesRefusals reports whether a waiting Lock of l tries again after a
 // failed dial (failingOver).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -639,5 +640,46 @@ func TestRefusalBeforeReached(t *testing.T) {
 	}
 	if r.took < budget-100*time.Millisecond {
 		t.Errorf("control: the reached Locker's Lock ended after %v, before its %v budget: it did not try again", r.took, budget)
+	}
+}
+
+// A Cluster client that dials its nodes elsewhere than their addresses
+// (ClusterOptions.NewClient: a port forward, a proxy) is not probed: its
+// seed address refuses a direct dial, yet the Cluster answers through the
+// client. Its first Lock, slow enough to outlast the probe's 100ms (each
+// dial takes 150ms), gets the lock. (Dialling the seeds as they are
+// written ended it with "connection refused".)
+func TestNoProbeThroughNewClient(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	gone := redistest.Start(t)
+	gone.Stop()
+	o := cl.Options()
+	o.Addrs = []string{gone.Addr}
+	o.NewClient = func(opt *redis.Options) *redis.Client {
+		if opt.Addr == gone.Addr {
+			opt.Addr = cl.Servers[0].Addr // the forward
+		}
+		opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			t := time.NewTimer(150 * time.Millisecond)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}
+		return redis.NewClient(opt)
+	}
+	c := redis.NewClusterClient(o)
+	t.Cleanup(func() { c.Close() })
+	ctx := locktest.Context(t)
+	s, err := locktest.Locker(t, c).Lock(ctx, "forwarded", core.WithWait(5*time.Second))
+	if err != nil {
+		t.Fatalf("Lock on a Cluster reached through NewClient = %v, want the lock", err)
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

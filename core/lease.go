@@ -169,7 +169,8 @@ func (s *Lease) Pattern() string {
 }
 
 // Fence returns the lease's fencing token: strictly greater than the fence
-// of every earlier holder of this key (see "Fencing" in the package doc for
+// of every earlier holder of this key (a LockMulti's lease: the highest of
+// its locks' fences; fence each name's writes with FenceOf) (see "Fencing" in the package doc for
 // the exact conditions), and the same for every re-entry of one hold. Pass
 // it with every write the lock protects, so the store can reject a write
 // carrying a lower fence than it has already seen.
@@ -185,7 +186,13 @@ func (s *Lease) Fence() int64 {
 
 // Reentrant reports whether this lease re-entered a lock that a lease of
 // its context's chain already held.
-func (s *Lease) Reentrant() bool { return s != nil && s.reentrant }
+// A LockMulti's lease is re-entrant when each of its locks was.
+func (s *Lease) Reentrant() bool {
+	if s != nil && s.parts != nil {
+		return s.multiReentrant()
+	}
+	return s != nil && s.reentrant
+}
 
 // endedCtx is the context of a nil lease: already cancelled.
 var endedCtx = func() context.Context {

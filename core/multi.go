@@ -11,8 +11,12 @@ import (
 
 // LockMulti takes every lock named in keys, or none: one lease holds them
 // all. Its Context ends when any of them is lost (the cause is that lock's),
-// its Fence is the highest of their fences, Unlock releases them all, and
-// Extend and TTL act on all of them. Each lock is an ordinary lock (its own
+// Unlock releases them all, and Extend and TTL act on all of them. Its
+// Fence is the highest of their fences, which orders holders of this set of
+// names; a write to one name's data is fenced with that name's own fence,
+// FenceOf(name) (names in different slots draw fences from different
+// floors, on a Cluster from different nodes' clocks, so the highest of a
+// set says nothing to a later holder of one name). Each lock is an ordinary lock (its own
 // key, fence, queue and watchdog renewal), so a Lock or TryLock of one of
 // the names excludes, and is excluded by, a LockMulti that names it.
 //
@@ -22,10 +26,13 @@ import (
 // most 50ms). Every caller takes any two names in the same order, so sets
 // that overlap, given in any order, never deadlock: whoever holds the first
 // shared name is the only one waiting for the next. When a name cannot be
-// taken in time the ones already taken are released before LockMulti
-// returns its error. On a Cluster the names may be in different slots: the
+// taken in time the ones already taken are given back: released when
+// LockMulti returns, or, if Redis is slow to answer, in the background
+// (the call still returns within its budget). On a Cluster the names may be in different slots: the
 // same holds, since each lock lives in one slot. It costs one round trip
-// per name uncontended.
+// per name uncontended. (A name that ctx already holds is re-entered, so
+// it is held before the others, out of order: the no-deadlock promise is
+// for calls that hold none of their names beforehand.)
 //
 // A Lock of one of the names with the lease's Context (or a context derived
 // from it) re-enters that lock. The lease's Key is the sorted names joined
@@ -60,12 +67,52 @@ func (l *Locker) LockMulti(ctx context.Context, keys []string, opts ...LockOptio
 	for _, name := range names {
 		s, err := l.lockUntil(ctx, name, opts, true, until)
 		if err != nil {
-			_ = unlockAll(ctx, parts) // a failed release expires after its TTL
+			giveBack(parts, laterOf(until, time.Now()).Add(replyGrace))
 			return nil, err
 		}
 		parts = append(parts, s)
 	}
 	return newMulti(ctx, parts), nil
+}
+
+// giveBack releases the locks a LockMulti took before it failed as a Lock
+// whose answer came late is undone (once, inline, when the Locker is
+// closing, so that a Close it overlaps leaves nothing held), and waits for
+// the releases until by: a healthy Redis has released them when LockMulti
+// returns, a slow one finishes in the background, within the call's
+// budget. A name the call re-entered stays with the lease it re-entered.
+func giveBack(parts []*Lease, by time.Time) {
+	var dones []chan struct{}
+	for _, p := range parts {
+		p.unlocked.Store(true)
+		p.cancel(context.Canceled)
+		h := p.h
+		if h.count.Add(-1) > 0 {
+			continue
+		}
+		h.end.CompareAndSwap(endLive, endReleased)
+		h.l.wd.remove(h)
+		done := make(chan struct{})
+		dones = append(dones, done)
+		h.l.undoThen(&h.keys, h.owner, &callOptions{ttl: time.Duration(h.ttl.Load()), releaseTimeout: h.release}, done)
+	}
+	t := time.NewTimer(time.Until(by))
+	defer t.Stop()
+	for _, done := range dones {
+		select {
+		case <-done:
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// laterOf is the later of a and b.
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // newMulti makes the lease of a LockMulti that took parts: its context
@@ -117,7 +164,7 @@ func (s *Lease) multiValid() time.Time {
 }
 
 // multiTTL is the shortest remaining TTL of a LockMulti's parts, or the
-// first error one of them returned.
+// parts' errors.
 func (s *Lease) multiTTL(ctx context.Context) (time.Duration, error) {
 	ttls, err := eachPart(s.parts, func(p *Lease) (time.Duration, error) { return p.TTL(ctx) })
 	if err != nil {
@@ -172,20 +219,58 @@ func eachPart[T any](parts []*Lease, call func(*Lease) (T, error)) ([]T, error) 
 	return res, joinErrors(errs)
 }
 
-// joinErrors is errs joined, or the only one that is not nil as it is (so
-// that err == ErrNotHeld holds for a lease of one part).
+// joinErrors is errs joined, or, when every one that is not nil is the
+// same error, that error as it is (so that err == ErrNotHeld holds when no
+// part is held).
 func joinErrors(errs []error) error {
-	var only error
-	n := 0
+	var first error
+	same := true
 	for _, err := range errs {
-		if err != nil {
-			only, n = err, n+1
+		switch {
+		case err == nil:
+		case first == nil:
+			first = err
+		case err != first:
+			same = false
 		}
 	}
-	if n > 1 {
-		return errors.Join(errs...)
+	if same {
+		return first
 	}
-	return only
+	return errors.Join(errs...)
+}
+
+// FenceOf returns the fence of the lock named key that the lease holds:
+// for a LockMulti's lease, that name's own fence, to fence a write to that
+// name's data; for a Lock's, its Fence when key is its name. Zero when the
+// lease does not hold key.
+func (s *Lease) FenceOf(key string) int64 {
+	switch {
+	case s == nil:
+		return 0
+	case s.parts == nil:
+		if s.h.key == key {
+			return s.h.fence
+		}
+		return 0
+	}
+	for _, p := range s.parts {
+		if p.h.key == key {
+			return p.h.fence
+		}
+	}
+	return 0
+}
+
+// multiReentrant reports whether every lock of a LockMulti's lease was
+// re-entered (held before by a lease of ctx's chain).
+func (s *Lease) multiReentrant() bool {
+	for _, p := range s.parts {
+		if !p.reentrant {
+			return false
+		}
+	}
+	return true
 }
 
 // multiKey is a LockMulti lease's Key: its names joined by commas.

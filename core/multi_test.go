@@ -77,6 +77,18 @@ func testMultiHoldsAll(t *testing.T, a, b *core.Locker) {
 	if s.Fence() != highest || highest == 0 {
 		t.Fatalf("Fence = %d, want the highest of the names' fences, %d", s.Fence(), highest)
 	}
+	for _, name := range s.Keys() {
+		info, err := a.Inspect(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.FenceOf(name); got != info.Fence {
+			t.Fatalf("FenceOf(%s) = %d, want that lock's fence %d", name, got, info.Fence)
+		}
+	}
+	if s.FenceOf("multi:none") != 0 {
+		t.Fatal("FenceOf a name the lease does not hold is not zero")
+	}
 	in, err := a.Lock(s.Context(), "multi:b")
 	if err != nil || !in.Reentrant() {
 		t.Fatalf("Lock with the lease's context = %v, %v; want a re-entry", in, err)
@@ -290,4 +302,75 @@ func TestLockMultiLateReply(t *testing.T) {
 	}
 	within(t, h.Released(), 2*time.Second, "the held reply")
 	waitGone(t, direct, "lockgate:{late:b}")
+}
+
+// A LockMulti whose second name's attempt hangs (the proxy stalls every
+// reply once the first name is taken, so the give-back hangs too) returns
+// within its budget: what it took is given back in the background, and is
+// released once Redis answers again. Control: at the return, while Redis
+// still does not answer, the first name is still held (the give-back did
+// not go inline).
+func TestLockMultiHungGiveBack(t *testing.T) {
+	srv := redistest.Start(t)
+	var p *redistest.Proxy
+	var stall sync.Once
+	l, p := locktest.ProxiedLocker(t, srv, core.WithObserver(core.ObserverFunc(func(_ context.Context, e core.Event) {
+		if e.Kind == core.EventAcquired && e.Key == "hung:a" {
+			stall.Do(p.Stall)
+		}
+	})))
+	other, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	warm(t, l)
+	held, err := other.Lock(ctx, "hung:b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock(ctx)
+	const budget = 300 * time.Millisecond
+	start := time.Now()
+	_, err = l.LockMulti(ctx, []string{"hung:a", "hung:b"}, core.WithWait(budget))
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("LockMulti got hung:b, held elsewhere")
+	}
+	if took > budget+200*time.Millisecond {
+		t.Errorf("LockMulti took %v of a %v budget while Redis hung", took, budget)
+	}
+	if !locktest.Held(t, ctx, direct, "hung:a") {
+		t.Fatal("control: hung:a was not held at the return, so the hang tested nothing")
+	}
+	p.Unstall()
+	waitGone(t, direct, locktest.RedisKey("hung:a"))
+}
+
+// A Close that overlaps a LockMulti (while its second name's reply is on
+// its way) makes it return ErrClosed and leaves nothing held, as Close
+// promises of any Lock it overlaps: the first name is given back although
+// the Locker is closing.
+func TestLockMultiOverlappingClose(t *testing.T) {
+	srv := redistest.Start(t)
+	l, p := locktest.ProxiedLocker(t, srv)
+	direct := srv.Client(t)
+	ctx := locktest.Context(t)
+	warm(t, l)
+	h := p.HoldReply(script(t, "acquire", "close:b"), 300*time.Millisecond)
+	res := make(chan error, 1)
+	go func() {
+		_, err := l.LockMulti(ctx, []string{"close:a", "close:b"}, core.WithWait(5*time.Second))
+		res <- err
+	}()
+	within(t, h.Matched(), 2*time.Second, "the held acquire of close:b")
+	if !locktest.Held(t, ctx, direct, "close:a") {
+		t.Fatal("control: close:a was not held while close:b's reply was on its way")
+	}
+	l.Close()
+	if err := <-res; !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("LockMulti overlapping Close = %v, want ErrClosed", err)
+	}
+	for _, name := range []string{"close:a", "close:b"} {
+		if locktest.Held(t, ctx, direct, name) {
+			t.Errorf("%s is still held after LockMulti returned ErrClosed", name)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"sync"
 	"time"
 
@@ -73,6 +74,12 @@ func newProber(c redis.UniversalClient, reached func() bool) *prober {
 		}
 	case *redis.ClusterClient:
 		o := c.Options()
+		if reflect.ValueOf(o.NewClient).Pointer() != reflect.ValueOf(redis.NewClient).Pointer() {
+			// It may dial each node elsewhere than its address (a port
+			// forward, a proxy): the seeds' addresses say nothing. (go-redis
+			// sets redis.NewClient when the options name none.)
+			return &prober{}
+		}
 		return &prober{
 			dial: func(ctx context.Context) error { return dialAny(ctx, o) },
 			// (not PoolStats: a Cluster client without a slot map loads
@@ -94,6 +101,8 @@ func dialAny(ctx context.Context, o *redis.ClusterOptions) error {
 			return d.DialContext(ctx, network, addr)
 		}
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	errs := make(chan error, len(o.Addrs))
 	for _, addr := range o.Addrs {
 		go func() {
@@ -105,14 +114,19 @@ func dialAny(ctx context.Context, o *redis.ClusterOptions) error {
 		}()
 	}
 	var first error
-	for range o.Addrs {
+	accepted := false
+	for range o.Addrs { // every dial ends before dialAny returns
 		err := <-errs
-		if err == nil {
-			return nil // the rest end by themselves, within ctx
-		}
-		if first == nil {
+		switch {
+		case err == nil && !accepted:
+			accepted = true
+			cancel() // the others need not finish
+		case err != nil && first == nil:
 			first = err
 		}
+	}
+	if accepted {
+		return nil
 	}
 	if len(o.Addrs) > 1 {
 		return fmt.Errorf("all %d seed addresses: %w", len(o.Addrs), first)
