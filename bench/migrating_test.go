@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"errors"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,6 +86,23 @@ func lockBoth(ctx context.Context, old oldLock, l *core.Locker, name string, opt
 	return func() error { return errors.Join(lease.Unlock(context.Background()), release()) }, nil
 }
 
+// obtainBoth is docs/migrating.md's snippet of the cut-over's first step
+// with redislock, as it is printed there.
+func obtainBoth(ctx context.Context, rl *redislock.Client, l *core.Locker, name string) (*core.Lease, func() error, error) {
+	old, err := rl.Obtain(ctx, name, 10*time.Second, nil) // as the old code obtains it
+	if err != nil {
+		return nil, nil, err
+	}
+	lease, err := l.Lock(ctx, name)
+	if err != nil {
+		return nil, nil, errors.Join(err, old.Release(context.Background()))
+	}
+	unlock := func() error {
+		return errors.Join(lease.Unlock(context.Background()), old.Release(context.Background()))
+	}
+	return lease, unlock, nil
+}
+
 // giveBack releases what a take or lockBoth that should have been refused
 // obtained, so that one failure does not spill into the next case.
 func giveBack(release func() error) {
@@ -139,6 +159,66 @@ func TestMigratingNoExclusion(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMigratingGuideSnippet: the guide prints obtainBoth as it is here;
+// it holds both locks (an old-only and a lockgate-only holder are refused)
+// and, refused by either, holds neither.
+func TestMigratingGuideSnippet(t *testing.T) {
+	doc, err := os.ReadFile("../docs/migrating.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("migrating_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := regexp.MustCompile(`(?s)\nfunc obtainBoth\(.*?\n}\n`).Find(src)
+	if fn == nil || !strings.Contains(string(doc), "```go"+string(fn)+"```") {
+		t.Fatal("docs/migrating.md does not print obtainBoth as migrating_test.go has it")
+	}
+
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	rl := redislock.New(c)
+	both, alone := newLocker(t, srv), newLocker(t, srv)
+	ctx := context.Background()
+
+	lease, unlock, err := obtainBoth(ctx, rl, both, migratingName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.Fence() <= 0 {
+		t.Errorf("fence %d, want > 0", lease.Fence())
+	}
+	if old, err := rl.Obtain(ctx, migratingName, time.Second, nil); !errors.Is(err, redislock.ErrNotObtained) {
+		if old != nil {
+			old.Release(ctx)
+		}
+		t.Errorf("old-only holder while both are held: %v, want ErrNotObtained", err)
+	}
+	if other, err := alone.TryLock(ctx, migratingName); !errors.Is(err, core.ErrNotObtained) {
+		other.Unlock(ctx)
+		t.Errorf("lockgate-only holder while both are held: %v, want ErrNotObtained", err)
+	}
+	if err := unlock(); err != nil {
+		t.Fatal(err)
+	}
+
+	other, err := alone.TryLock(ctx, migratingName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, unlock, err := obtainBoth(ctx, rl, both, migratingName); !errors.Is(err, core.ErrNotObtained) {
+		giveBack(unlock)
+		t.Fatalf("obtainBoth while lockgate's lock is held: %v, want ErrNotObtained after the wait", err)
+	}
+	if n, err := c.Exists(ctx, migratingName).Result(); err != nil || n != 0 {
+		t.Errorf("the old lock after the refusal: EXISTS %d, %v; want it given back", n, err)
+	}
+	if err := other.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
