@@ -20,7 +20,8 @@ var (
 	ErrStaleFence = errors.New("seckill: stale fencing token")
 )
 
-// Messages sent to clients for each outcome (the wording of the original single-node service).
+// Messages sent to clients for each outcome: the "error" field of an HTTP
+// answer, the status message of a gRPC or Connect one.
 const (
 	MsgAlreadyPurchased = "User has already purchased"
 	MsgOutOfStock       = "Out of stock"

@@ -143,7 +143,7 @@ func (s fiberV3Server) Shutdown(ctx context.Context) error { return s.app.Shutdo
 
 // Defaults of the service's Config.
 const (
-	DefaultWait      = 2 * time.Second  // how long a request waits for the lock (a blocking timeout)
+	DefaultWait      = 2 * time.Second  // how long a request waits for the lock (core.WithWait's budget)
 	DefaultTTL       = 10 * time.Second // the lock's lease time
 	DefaultBodyLimit = 1024             // bytes; the order endpoint takes no body
 )

@@ -47,7 +47,8 @@ func (e *env) hold(url string, inside <-chan string) (string, <-chan locktest.Re
 // canonical value, so user 01 / voucher 007 and user 1 / voucher 7 are one
 // lock (the second is busy while the first is held), another user is not
 // blocked (the control), and a value that does not parse is a 400 naming
-// the field.
+// the field. "+1" is sent as %2B1: a raw '+' in a query string decodes to
+// a space, so ?user_id=+1 is one of the 400s.
 func typedPlaceholders(t *testing.T, s Stack) {
 	e := newEnv(t, s)
 	l := e.locker()
@@ -70,6 +71,7 @@ func typedPlaceholders(t *testing.T, s Stack) {
 	for _, c := range []struct{ q, part string }{
 		{"/seckill/7?user_id=x", "query.user_id"},
 		{"/seckill/7?user_id=1.0", "query.user_id"},
+		{"/seckill/7?user_id=+1", "query.user_id"}, // " 1" once decoded
 		{"/seckill/-7?user_id=1", "path.voucher"},
 		{"/seckill/x?user_id=1", "path.voucher"},
 	} {

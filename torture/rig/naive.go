@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// naiveStep is an in-process-style lock put on Redis: SET key token NX PX
-// ttl, retried every 10ms within the budget, and DEL to release — it
+// naiveStep is a naive SET NX lock with a fixed expiry: SET key token NX
+// PX ttl, retried every 10ms within the budget, and DEL to release — it
 // deletes whatever lock is there, renews nothing and has no fence.
 func (a *actor) naiveStep(ctx, stop context.Context, key, holder, op string, budget, ttl time.Duration) {
 	w := a.w

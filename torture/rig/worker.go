@@ -20,7 +20,7 @@ import (
 // the others are the checker's controls.
 const (
 	LockGate      = "lockgate"  // core.Locker, the holder checks its lease context before each write
-	LockNaive     = "naive"     // an in-process-style lock on Redis: SET NX PX + DEL, no owner check, no renewal, no fence
+	LockNaive     = "naive"     // a naive SET NX lock with a fixed expiry: SET NX PX + DEL, no owner check, no renewal, no fence
 	LockIgnoreCtx = "ignorectx" // core.Locker, but the holder ignores its lease context and writes on
 )
 

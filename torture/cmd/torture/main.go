@@ -19,9 +19,10 @@
 //
 //	faults=N violations=0 overlaps_unfenced=N deadlocks=0
 //
-// and exits 1 on any violation or deadlock. -lock naive (SET NX PX + DEL)
-// and -lock ignorectx (a holder that ignores its lease context) are the
-// controls: they must fail. Ctrl-C stops everything the run started.
+// and exits 1 on any violation or deadlock. -lock naive (a SET NX PX lock
+// with a fixed expiry, released by DEL) and -lock ignorectx (a holder that
+// ignores its lease context) are the controls: they must fail. Ctrl-C stops
+// everything the run started.
 package main
 
 import (
@@ -78,7 +79,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Crowd, "crowd", 0, "goroutines of a crowd process waiting on the hot keys at once, killed now and then while queued (0: none)")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long faults are injected")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule (0: from the clock; printed)")
-	fs.StringVar(&cfg.Lock, "lock", rig.LockGate, "lockgate, or the controls naive (SET NX PX + DEL) and ignorectx (a holder ignoring its lease context)")
+	fs.StringVar(&cfg.Lock, "lock", rig.LockGate, "lockgate, or the controls naive (a SET NX PX lock with a fixed expiry, released by DEL) and ignorectx (a holder ignoring its lease context)")
 	fs.StringVar(&cfg.Topology, "topology", "single", "single (one Redis), sentinel (master, replica, sentinel; forced failovers), redlock (3 masters; one master's faults) or cluster (3 masters; pauses, restarts, slot migrations)")
 	fs.StringVar(&faults, "faults", "", "comma-separated fault kinds to inject (default all of the topology): "+
 		strings.Join([]string{rig.FaultPause, rig.FaultKill, rig.FaultKillWaiters, rig.FaultWorkerLatency, rig.FaultSlowReply, rig.FaultRestart, rig.FaultHangShort, rig.FaultHangLong, rig.FaultLateReply, rig.FaultCut, rig.FaultLatency,
