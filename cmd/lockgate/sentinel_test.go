@@ -10,13 +10,18 @@ import (
 
 // TestSentinelFindsMaster: with -sentinel and -master, the command finds
 // the master through the sentinel and sees the lock a Locker on a failover
-// client holds there.
+// client holds there; ping names the master and its address.
 func TestSentinelFindsMaster(t *testing.T) {
 	st := redistest.StartSentinel(t)
 	l := newLocker(t, st.Client(t))
 	lease := take(t, l, "order:9")
 
-	r := mustRun(t, "-sentinel", strings.Join(st.SentinelAddrs, ","), "-master", st.MasterName, "inspect", "order:9")
+	r := mustRun(t, "-sentinel", strings.Join(st.SentinelAddrs, ","), "-master", st.MasterName, "ping")
+	if want := "ok: Sentinel master " + st.MasterName + " at " + st.Master.Addr + "\n"; r.stdout != want {
+		t.Errorf("ping through Sentinel printed %q, want %q", r.stdout, want)
+	}
+
+	r = mustRun(t, "-sentinel", strings.Join(st.SentinelAddrs, ","), "-master", st.MasterName, "inspect", "order:9")
 	got, _, _ := rows(t, r.stdout)
 	checkCells(t, got["order:9"], map[string]string{"HELD": "yes", "FENCE": strconv.FormatInt(lease.Fence(), 10)})
 
