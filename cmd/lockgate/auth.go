@@ -1,6 +1,10 @@
 package main
 
-import "os"
+import (
+	"fmt"
+	"os"
+	"strings"
+)
 
 // The environment variables the passwords are read from, so that they do
 // not show in ps as a -password flag would. An empty variable counts as
@@ -22,6 +26,9 @@ const (
 type credentials struct {
 	user, password                 string
 	sentinelUser, sentinelPassword string
+	// passwordFrom names where password came from ("-password", "the
+	// -url", a variable's name), "" when none was given.
+	passwordFrom string
 }
 
 // resolveCredentials picks each credential from the first place that has
@@ -36,24 +43,58 @@ func resolveCredentials(c *config, set map[string]bool, fromURL credentials) cre
 	}
 	switch {
 	case set["password"]:
-		cr.password = c.password
+		cr.password, cr.passwordFrom = c.password, "-password"
 	case cr.password != "":
+		cr.passwordFrom = "the -url"
 	default:
-		cr.password = firstEnv(envPassword, envRedisCLIAuth)
+		cr.password, cr.passwordFrom = firstEnv(envPassword, envRedisCLIAuth)
+	}
+	if cr.password == "" {
+		cr.passwordFrom = "" // -password= given empty: no password
 	}
 	if len(c.sentinel) > 0 {
 		cr.sentinelUser = c.sentinelUser
-		cr.sentinelPassword = firstEnv(envSentinelPassword)
+		cr.sentinelPassword, _ = firstEnv(envSentinelPassword)
 	}
 	return cr
 }
 
-// firstEnv returns the value of the first of names set and not empty.
-func firstEnv(names ...string) string {
+// firstEnv returns the value of the first of names set and not empty,
+// and that name; "", "" when none is.
+func firstEnv(names ...string) (value, name string) {
 	for _, n := range names {
 		if v := os.Getenv(n); v != "" {
-			return v
+			return v, n
 		}
 	}
-	return ""
+	return "", ""
+}
+
+// authHint adds to err, when Redis refused the client's credentials
+// (WRONGPASS) or wanted some (NOAUTH), the user sent and where its
+// password came from, never the password: the first thing to check. With
+// -sentinel it points at the sentinels' credentials too.
+func authHint(err error, c *config) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "WRONGPASS") && !strings.Contains(msg, "NOAUTH") {
+		return err
+	}
+	cr := c.creds
+	user := cr.user
+	if user == "" {
+		user = "default"
+	}
+	var hint string
+	if cr.passwordFrom != "" {
+		hint = fmt.Sprintf("authentication failed: user %s, the password from %s", user, cr.passwordFrom)
+	} else {
+		hint = fmt.Sprintf("authentication failed: user %s and no password; set %s, or give it in -url or -password", user, envPassword)
+	}
+	if len(c.sentinel) > 0 {
+		hint += fmt.Sprintf("; the sentinels' are -sentinel-user and %s", envSentinelPassword)
+	}
+	return fmt.Errorf("%w (%s)", err, hint)
 }

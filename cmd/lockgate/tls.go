@@ -6,7 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"syscall"
 )
 
 // tlsFlags are the TLS flags. TLS is off unless -tls is given or -url is
@@ -82,3 +84,13 @@ func loadCAs(file string) (*x509.CertPool, error) {
 
 // errNoPEM is a CA file without a PEM certificate.
 var errNoPEM = errors.New("no PEM certificate in it")
+
+// tlsHint adds to err, when TLS is off and the server closed or reset the
+// connection (what a TLS port does to plain RESP), that the port may want
+// TLS.
+func tlsHint(err error, c *config) error {
+	if err == nil || c.tls.enabled || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		return err
+	}
+	return fmt.Errorf("%w (the server closed the connection: if this port speaks TLS, add -tls or use a rediss:// -url)", err)
+}
