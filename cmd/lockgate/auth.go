@@ -72,8 +72,9 @@ func firstEnv(names ...string) (value, name string) {
 
 // authHint adds to err, when Redis refused the client's credentials
 // (WRONGPASS) or wanted some (NOAUTH), the user sent and where its
-// password came from, never the password: the first thing to check. With
-// -sentinel it points at the sentinels' credentials too.
+// password came from, never the password: the first thing to check. When
+// go-redis says the sentinels refused, it names the sentinels' user and
+// variable instead.
 func authHint(err error, c *config) error {
 	if err == nil {
 		return nil
@@ -83,18 +84,25 @@ func authHint(err error, c *config) error {
 		return err
 	}
 	cr := c.creds
-	user := cr.user
+	user, from, set := cr.user, cr.passwordFrom, envPassword
+	if len(c.sentinel) > 0 && strings.Contains(msg, "sentinels") {
+		user, from, set = cr.sentinelUser, "", envSentinelPassword
+		if cr.sentinelPassword != "" {
+			from = envSentinelPassword
+		}
+		if user == "" {
+			user = "default"
+		}
+		if from != "" {
+			return fmt.Errorf("%w (authentication to the sentinels failed: user %s, the password from %s)", err, user, from)
+		}
+		return fmt.Errorf("%w (authentication to the sentinels failed: user %s and no password; set %s)", err, user, set)
+	}
 	if user == "" {
 		user = "default"
 	}
-	var hint string
-	if cr.passwordFrom != "" {
-		hint = fmt.Sprintf("authentication failed: user %s, the password from %s", user, cr.passwordFrom)
-	} else {
-		hint = fmt.Sprintf("authentication failed: user %s and no password; set %s, or give it in -url or -password", user, envPassword)
+	if from != "" {
+		return fmt.Errorf("%w (authentication failed: user %s, the password from %s)", err, user, from)
 	}
-	if len(c.sentinel) > 0 {
-		hint += fmt.Sprintf("; the sentinels' are -sentinel-user and %s", envSentinelPassword)
-	}
-	return fmt.Errorf("%w (%s)", err, hint)
+	return fmt.Errorf("%w (authentication failed: user %s and no password; set %s, or give it in -url or -password)", err, user, set)
 }
