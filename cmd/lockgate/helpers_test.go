@@ -181,13 +181,13 @@ func renewals(t *testing.T, ev *locktest.Events, key string, n int) {
 	}
 }
 
-// redactArgs returns args as the tests show them: URLs through redactURL,
-// the value of -password masked.
+// redactArgs returns args as the tests show them: URLs (an argument with
+// "://" or '@') through redactURL, the value of -password masked.
 func redactArgs(args []string) []string {
 	out := slices.Clone(args)
 	for i, a := range out {
 		switch {
-		case strings.Contains(a, "://"):
+		case strings.Contains(a, "://"), strings.Contains(a, "@"):
 			out[i] = redactURL(a)
 		case strings.HasPrefix(strings.TrimLeft(a, "-"), "password="):
 			out[i] = a[:strings.Index(a, "=")+1] + "xxxxx"
