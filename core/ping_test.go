@@ -36,6 +36,24 @@ func TestPing(t *testing.T) {
 		}
 	})
 
+	// A server that refuses the client's AUTH is unavailable with
+	// WRONGPASS, not a server too old (go-redis leaves the pipelined INFO
+	// of a connection it could not set up without reply or error).
+	t.Run("wrong password", func(t *testing.T) {
+		srv := redistest.Start(t)
+		if err := srv.Client(t).Do(ctx, "ACL", "SETUSER", "alice", "on", ">right-pw", "~*", "&*", "+@all").Err(); err != nil {
+			t.Fatal(err)
+		}
+		opts := srv.Options()
+		opts.Username, opts.Password = "alice", "wrong-pw"
+		c := redis.NewClient(opts)
+		t.Cleanup(func() { c.Close() })
+		err := locktest.Locker(t, c).Ping(ctx)
+		if !errors.Is(err, core.ErrUnavailable) || errors.Is(err, core.ErrUnsupported) || !strings.Contains(err.Error(), "WRONGPASS") {
+			t.Fatalf("Ping with a wrong password = %v, want ErrUnavailable saying WRONGPASS", err)
+		}
+	})
+
 	t.Run("cluster", func(t *testing.T) {
 		cl := redistest.StartCluster(t, 3)
 		l := locktest.Locker(t, cl.Client(t))

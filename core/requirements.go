@@ -89,16 +89,22 @@ func judgeServer(f serverFacts) (unsupported, warning error) {
 
 // readServer reads the server's version (INFO server) and eviction policy
 // (CONFIG GET, when the server allows it) in one round trip. On a Cluster
-// the node that answers stands for the others.
+// the node that answers stands for the others. When the connection could
+// not be set up (AUTH refused: WRONGPASS), go-redis (v9.23) returns the
+// error from Pipelined but leaves the commands with neither a reply nor an
+// error: that error is returned, not an empty version.
 func readServer(ctx context.Context, c redis.UniversalClient) (serverFacts, error) {
 	var info *redis.StringCmd
 	var policy *redis.MapStringStringCmd
-	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, pipeErr := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		info = p.Info(ctx, "server")
 		policy = p.ConfigGet(ctx, "maxmemory-policy")
 		return nil
 	})
 	text, err := info.Result()
+	if err == nil && text == "" && pipeErr != nil {
+		err = pipeErr
+	}
 	if err != nil {
 		return serverFacts{}, err
 	}

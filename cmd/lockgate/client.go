@@ -8,14 +8,21 @@ import (
 
 // newClient returns the go-redis client of the deployment c names: a
 // Cluster client for -cluster, a Sentinel failover client for -sentinel,
-// else a client of the single server -addr. Every call is bounded by the
-// command's context (ContextTimeoutEnabled), so by -timeout. A failed call
-// is reported rather than retried (the operator reruns the command); a
+// else a client of the single server -addr or -url. It authenticates with
+// c.creds (the sentinels with their own, when given) and speaks TLS when
+// c.tls says so, to every node and sentinel alike. Every call is bounded by
+// the command's context (ContextTimeoutEnabled), so by -timeout. A failed
+// call is reported rather than retried (the operator reruns the command); a
 // Cluster client still follows redirects and retries within MaxRedirects,
 // as go-redis does. Retrying a release is safe: core's release script
 // answers a copy of a call the same. The pool is small: a command makes one
-// call at a time.
-func newClient(c *config) redis.UniversalClient {
+// call at a time. It fails, before dialling, when -tls-ca-file cannot be
+// read.
+func newClient(c *config) (redis.UniversalClient, error) {
+	tlsConfig, err := c.tls.config()
+	if err != nil {
+		return nil, err
+	}
 	addrs := []string{c.addr}
 	switch {
 	case len(c.cluster) > 0:
@@ -27,7 +34,13 @@ func newClient(c *config) redis.UniversalClient {
 		Addrs:                 addrs,
 		IsClusterMode:         len(c.cluster) > 0, // even for one address
 		MasterName:            c.master,
-		Password:              c.password,
+		Username:              c.creds.user,
+		Password:              c.creds.password,
+		SentinelUsername:      c.creds.sentinelUser,
+		SentinelPassword:      c.creds.sentinelPassword,
+		TLSConfig:             tlsConfig,
+		ClientName:            c.clientName,
+		Protocol:              c.protocol,
 		DB:                    c.db,
 		DialTimeout:           c.timeout,
 		ReadTimeout:           c.timeout,
@@ -35,7 +48,7 @@ func newClient(c *config) redis.UniversalClient {
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1,
 		PoolSize:              4,
-	})
+	}), nil
 }
 
 // session is the connection of one command: the client and a Locker on
@@ -48,7 +61,10 @@ type session struct {
 
 // lockerFor makes the session's Locker (each command calls it once).
 func (s *session) lockerFor() (*core.Locker, error) {
-	client := newClient(s.cfg)
+	client, err := newClient(s.cfg)
+	if err != nil {
+		return nil, err
+	}
 	// A command's calls are bounded by -timeout, not the library's default
 	// attempt timeout: an operator waits for an answer.
 	l, err := core.New(client, core.WithPrefix(s.cfg.prefix), core.WithAttemptTimeout(s.cfg.timeout))

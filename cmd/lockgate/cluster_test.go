@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockgate/lockgate/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestClusterListsEveryMaster: on a real 3-master Cluster, 20 locks whose
@@ -66,5 +69,49 @@ func TestClusterListsEveryMaster(t *testing.T) {
 	}
 	if footer != "(5 locks; limit reached)" {
 		t.Errorf("footer %q, want (5 locks; limit reached)", footer)
+	}
+}
+
+// TestClusterACLUser: a Cluster whose nodes let in only the ACL user
+// alice (their default user off) is reached with -cluster, -user and the
+// password in LOCKGATE_REDIS_PASSWORD, on every master (ping) and for a
+// lock on any of them (ls); a wrong password fails saying WRONGPASS.
+// (t.Setenv: the package's tests do not run in parallel.)
+func TestClusterACLUser(t *testing.T) {
+	const password = "cluster-Vd8pL1"
+	cl := redistest.StartCluster(t, 3)
+	l := newLocker(t, cl.Client(t)) // before the default user is off
+	for i := range 6 {
+		take(t, l, fmt.Sprintf("job:%d", i))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range cl.Servers {
+		c := redis.NewClient(s.Options())
+		err := c.Do(ctx, "ACL", "SETUSER", "alice", "on", ">"+password, "~*", "&*", "+@all").Err()
+		if err == nil {
+			err = c.Do(ctx, "ACL", "SETUSER", "default", "off").Err()
+		}
+		c.Close()
+		if err != nil {
+			t.Fatalf("node %s: %v", s.Addr, err)
+		}
+	}
+	args := []string{"-cluster", cl.Addrs[0], "-user", "alice", "-timeout", "3s"}
+
+	t.Setenv(envPassword, password)
+	r := mustRun(t, append(slices.Clone(args), "ping")...)
+	if want := "ok: Cluster of 3 masters (seeds " + cl.Addrs[0] + "), user alice\n"; r.stdout != want {
+		t.Errorf("ping printed %q, want %q", r.stdout, want)
+	}
+	r = mustRun(t, append(slices.Clone(args), "ls")...)
+	if _, order, footer := rows(t, r.stdout); len(order) != 6 || footer != "(6 locks)" {
+		t.Errorf("ls listed %q %q, want the 6 locks", order, footer)
+	}
+
+	t.Setenv(envPassword, "wrong-"+password)
+	r = lockgate(t, append(slices.Clone(args), "ping")...)
+	if r.code != exitFailed || !strings.Contains(r.stderr, "WRONGPASS") || strings.Contains(r.stderr, password) {
+		t.Errorf("a wrong password: exit %d, stderr %q; want %d, WRONGPASS and no password", r.code, r.stderr, exitFailed)
 	}
 }

@@ -29,8 +29,11 @@ var commands = []*command{
 		synopsis: "ping",
 		help: `Check that lockgate can use the deployment: every node it would use
 answers (the master, the master behind Sentinel, every Cluster master),
-and each server is Redis 7.0 or later. Print "ok", or the nodes that
-did not answer and why (exit 1).`,
+and each server is Redis 7.0 or later. Print "ok: " and what it
+reached: "server HOST:PORT", "Cluster of N masters (seeds ...)" or
+"Sentinel master NAME at HOST:PORT", then ", TLS" and ", user NAME"
+when they apply. Else print the nodes that did not answer and why
+(exit 1).`,
 		run: ping,
 	},
 	{
@@ -107,7 +110,7 @@ func ping(ctx context.Context, s *session, args []string, stdout io.Writer) erro
 	if err := l.Ping(ctx); err != nil {
 		return opErr("ping", err)
 	}
-	_, err = fmt.Fprintln(stdout, "ok")
+	_, err = fmt.Fprintf(stdout, "ok: %s\n", s.reached(ctx))
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,14 +21,15 @@ type result struct {
 	took           time.Duration
 }
 
-// lockgate runs the command in-process with args.
+// lockgate runs the command in-process with args, and logs what it did
+// (with the passwords in args masked).
 func lockgate(t *testing.T, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	start := time.Now()
 	code := run(context.Background(), args, &out, &errOut)
 	r := result{code: code, stdout: out.String(), stderr: errOut.String(), took: time.Since(start)}
-	t.Logf("lockgate %s → exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	t.Logf("lockgate %s → exit %d\n%s%s", strings.Join(redactArgs(args), " "), r.code, r.stdout, r.stderr)
 	return r
 }
 
@@ -36,7 +38,7 @@ func mustRun(t *testing.T, args ...string) result {
 	t.Helper()
 	r := lockgate(t, args...)
 	if r.code != 0 {
-		t.Fatalf("lockgate %q: exit %d, stderr %q", args, r.code, r.stderr)
+		t.Fatalf("lockgate %q: exit %d, stderr %q", redactArgs(args), r.code, r.stderr)
 	}
 	return r
 }
@@ -177,4 +179,21 @@ func renewals(t *testing.T, ev *locktest.Events, key string, n int) {
 	}); !ok {
 		t.Fatalf("%d renewals of %s within 5s, want %d", seen, key, n)
 	}
+}
+
+// redactArgs returns args as the tests show them: URLs (an argument with
+// "://" or '@') through redactURL, the value of -password masked.
+func redactArgs(args []string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		switch {
+		case strings.Contains(a, "://"), strings.Contains(a, "@"):
+			out[i] = redactURL(a)
+		case strings.HasPrefix(strings.TrimLeft(a, "-"), "password="):
+			out[i] = a[:strings.Index(a, "=")+1] + "xxxxx"
+		case i > 0 && strings.TrimLeft(args[i-1], "-") == "password":
+			out[i] = "xxxxx"
+		}
+	}
+	return out
 }

@@ -7,17 +7,18 @@ import (
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// lockgate ping: "ok" from a healthy server and a 3-master Cluster; a
+// lockgate ping: "ok" and what it reached from a healthy server and a
+// 3-master Cluster; a
 // server that refuses connections fails (exit 1) naming its address and
 // the refusal.
 func TestPing(t *testing.T) {
 	srv := redistest.Start(t)
-	if r := mustRun(t, "-addr", srv.Addr, "ping"); strings.TrimSpace(r.stdout) != "ok" {
-		t.Fatalf("ping of a healthy server printed %q, want ok", r.stdout)
+	if r, want := mustRun(t, "-addr", srv.Addr, "ping"), "ok: server "+srv.Addr+"\n"; r.stdout != want {
+		t.Fatalf("ping of a healthy server printed %q, want %q", r.stdout, want)
 	}
 	cl := redistest.StartCluster(t, 3)
-	if r := mustRun(t, "-cluster", cl.Servers[0].Addr, "ping"); strings.TrimSpace(r.stdout) != "ok" {
-		t.Fatalf("ping of a healthy Cluster printed %q, want ok", r.stdout)
+	if r, want := mustRun(t, "-cluster", cl.Servers[0].Addr, "ping"), "ok: Cluster of 3 masters (seeds "+cl.Servers[0].Addr+")\n"; r.stdout != want {
+		t.Fatalf("ping of a healthy Cluster printed %q, want %q", r.stdout, want)
 	}
 	down := redistest.Start(t)
 	down.Stop()

@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		commandUsage(stdout, cmd)
 		return exitOK
 	}
+	err = tlsHint(authHint(err, cfg), cfg)
 	if errors.Is(err, core.ErrUnavailable) && (errors.Is(ctx.Err(), context.DeadlineExceeded) || timedOut(err)) {
 		err = fmt.Errorf("%w (no answer within -timeout %v)", err, cfg.timeout)
 	}

@@ -23,9 +23,24 @@ server's clock); WAITERS the callers queued for it; TRACE the trace id of
 the holder's W3C traceparent tag (core.WithHolderTag, the otel module's),
 or the raw tag. A free lock shows "-" but for its waiters.
 
-Exit status: 0 done; 1 runtime error (Redis unavailable or not answering
-within -timeout, the lock changed hands during release); 2 usage error
-(unknown command, missing KEY, bad flag, release without --force).
+Passwords: the first of -password, the -url's password,
+LOCKGATE_REDIS_PASSWORD, REDISCLI_AUTH (redis-cli's variable) is sent
+with -user (default the -url's user, else Redis's default user).
+-password and a password in -url show in ps to other users of the
+machine: prefer LOCKGATE_REDIS_PASSWORD. Sentinels that require their
+own credentials take -sentinel-user and LOCKGATE_SENTINEL_PASSWORD.
+
+-url names a single server: redis://[user:password@]host:port[/db], or
+rediss:// for TLS (go-redis's ParseURL; of its query parameters only
+client_name, db, protocol and skip_verify are taken). For a Cluster or
+Sentinel over TLS or with an ACL user, use -cluster or -sentinel with
+-tls, -user and the variables.
+
+Exit status: 0 done; 1 runtime error (Redis unavailable, refusing the
+credentials or the certificate, or not answering within -timeout; a
+-tls-ca-file that cannot be read; the lock changed hands during
+release); 2 usage error (unknown command, missing KEY, bad flag or
+-url, release without --force).
 `
 
 // usage writes the whole usage text.

@@ -70,6 +70,9 @@ func TestUsageErrors(t *testing.T) {
 func TestHelp(t *testing.T) {
 	full := []string{"inspect KEY", "ls [-limit N] [PATTERN]", "release KEY --force", "help [COMMAND]",
 		"-addr", "-cluster", "-sentinel", "-master", "-password", "-db", "-prefix", "-timeout",
+		"-url", "rediss://", "-tls", "-tls-ca-file", "-tls-insecure-skip-verify", "for tests and self-signed certificates only",
+		"-tls-server-name", "-user", "-sentinel-user", "show in ps", "see it in ps",
+		"LOCKGATE_REDIS_PASSWORD", "REDISCLI_AUTH", "LOCKGATE_SENTINEL_PASSWORD",
 		"LAST RESORT", "keeps running until its next renewal notices", "known to be gone",
 		"limit reached", "Exit status"}
 	for _, args := range [][]string{{"-h"}, {"-help"}, {"help"}} {
