@@ -122,6 +122,12 @@ func newMulti(ctx context.Context, parts []*Lease) *Lease {
 	inner, cancel := context.WithCancelCause(ctx)
 	m.ctx, m.cancel = &leaseCtx{Context: inner, lease: m}, cancel
 	for _, p := range parts {
+		if p.ctx.Err() != nil {
+			// Lost while the call took the others: ended from the start
+			// (AfterFunc would cancel it only later, on a goroutine).
+			cancel(context.Cause(p.ctx))
+			break
+		}
 		context.AfterFunc(p.ctx, func() { cancel(context.Cause(p.ctx)) })
 	}
 	return m
