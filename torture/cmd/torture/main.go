@@ -78,7 +78,8 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Crowd, "crowd", 0, "goroutines of a crowd process waiting on the hot keys at once, killed now and then while queued (0: none)")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long faults are injected")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule (0: from the clock; printed)")
-	fs.StringVar(&cfg.Lock, "lock", rig.LockGate, "lockgate, or the controls naive (SET NX PX + DEL) and ignorectx (a holder ignoring its lease context)")
+	fs.StringVar(&cfg.Lock, "lock", rig.LockGate, "lockgate, or the controls naive (SET NX PX + DEL), ignorectx (a holder ignoring its lease context) and loopmulti (with -multi: a LockMulti that is a loop of Locks in the order drawn, keeping what it took when a later one fails)")
+	fs.IntVar(&cfg.Multi, "multi", 0, "percent of the workers' requests (not the crowd's) that take 2-3 keys at once with LockMulti and write to each")
 	fs.StringVar(&cfg.Topology, "topology", "single", "single (one Redis), sentinel (master, replica, sentinel; forced failovers), redlock (3 masters; one master's faults) or cluster (3 masters; pauses, restarts, slot migrations)")
 	fs.StringVar(&faults, "faults", "", "comma-separated fault kinds to inject (default all of the topology): "+
 		strings.Join([]string{rig.FaultPause, rig.FaultKill, rig.FaultKillWaiters, rig.FaultWorkerLatency, rig.FaultSlowReply, rig.FaultRestart, rig.FaultHangShort, rig.FaultHangLong, rig.FaultLateReply, rig.FaultCut, rig.FaultLatency,
@@ -115,7 +116,7 @@ func run(ctx context.Context, args []string) error {
 	if cfg.Seed == 0 {
 		cfg.Seed = start.UnixNano() % 1_000_000
 	}
-	fmt.Fprintf(os.Stderr, "torture: seed %d, %d workers (crowd %d), %d keys (%d hot), %v, -lock %s, -topology %s\n", cfg.Seed, cfg.Workers, cfg.Crowd, cfg.Keys, cfg.Hot, cfg.Duration, cfg.Lock, cfg.Topology)
+	fmt.Fprintf(os.Stderr, "torture: seed %d, %d workers (crowd %d), %d keys (%d hot), %v, -lock %s, -topology %s, -multi %d\n", cfg.Seed, cfg.Workers, cfg.Crowd, cfg.Keys, cfg.Hot, cfg.Duration, cfg.Lock, cfg.Topology, cfg.Multi)
 	rep, err := rig.Run(ctx, cfg)
 	if err != nil {
 		return err
