@@ -127,11 +127,14 @@ func (a *actor) endParts(keys []string, holder, why string) {
 
 // loopMulti is the loopmulti control: LockMulti written as a loop of
 // Locks, in the order the keys were drawn (not sorted), within one wait
-// budget, that returns the first error and keeps what it took (not given
-// back; nothing renews it once the request's context ends, and it expires
-// TTL later). The checker, holding LockMulti to "all or none", finds the
-// keys busy with no holder: deadlocks.
+// budget, under a context that does not end with the request's (as a loop
+// under context.Background() would), that returns the first error and
+// keeps what it took: not given back, and renewed by its Locker until its
+// worker dies. The checker, holding LockMulti to "all or none", finds the
+// keys busy with no holder: deadlocks, and waiters stalled on a lock no
+// one holds.
 func loopMulti(ctx context.Context, l *core.Locker, keys []string, ttl, wait time.Duration) (heldSet, error) {
+	ctx = context.WithoutCancel(ctx)
 	until := time.Now().Add(wait)
 	var parts []*core.Lease
 	for _, k := range keys {

@@ -21,7 +21,11 @@
 //
 // and exits 1 on any violation or deadlock. -lock naive (SET NX PX + DEL)
 // and -lock ignorectx (a holder that ignores its lease context) are the
-// controls: they must fail. Ctrl-C stops everything the run started.
+// controls: they must fail. -multi N makes N% of the workers' requests
+// take 2–3 keys at once with LockMulti and write to each; -lock loopmulti
+// (with -multi) is its control, a loop of Locks that keeps what it took
+// when a later one fails, and must fail too. Ctrl-C stops everything the
+// run started.
 package main
 
 import (
