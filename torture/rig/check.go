@@ -53,8 +53,11 @@ func DefaultLimits(ttl time.Duration) Limits {
 // Report is what the checker found.
 type Report struct {
 	Calls, Acquired, Busy, Unavailable, Canceled, Other int
-	Writes, Accepted, Rejected                          int
-	Faults                                              map[string]int
+	// Multi requests (LockMulti): calls, acquired; of those acquired, judged
+	// (an accepted write on some key) and covered (on every key).
+	MultiCalls, MultiAcquired, MultiJudged, MultiCovered int
+	Writes, Accepted, Rejected                           int
+	Faults                                               map[string]int
 
 	// Violations, each a list of descriptions.
 	Interleaved          []string // (a) with fencing, two holders' accepted writes interleave for a key
@@ -64,6 +67,7 @@ type Report struct {
 	BusyWhenHung         []string // (e) "busy" from a call made while Redis could not answer
 	Overlong             []string // (e) a call past its budget plus the bound
 	BadReentry           []string // a re-entry with another fence, or not re-entrant
+	MultiSplit           []string // a holder of a key of a multi acquisition still believed it held that key when the multi had begun to write (see Check)
 	UnlockLies           []string // Unlock said "not held" of a hold nothing had ended
 	DishonestUnavailable []string // ErrUnavailable from a call whose path to Redis had no fault (see liveness.go)
 
@@ -89,7 +93,7 @@ type Report struct {
 
 // Violations is the number of violations of every kind but deadlocks.
 func (r *Report) Violations() int {
-	return len(r.Interleaved) + len(r.WriteAfter) + len(r.Dishonest) + len(r.BusyWhenHung) + len(r.Overlong) + len(r.BadReentry) + len(r.UnlockLies) + len(r.DishonestUnavailable)
+	return len(r.Interleaved) + len(r.WriteAfter) + len(r.Dishonest) + len(r.MultiSplit) + len(r.BusyWhenHung) + len(r.Overlong) + len(r.BadReentry) + len(r.UnlockLies) + len(r.DishonestUnavailable)
 }
 
 // Failed reports whether the run broke a promise: a violation, a deadlock,
@@ -132,6 +136,7 @@ func (r *Report) FaultTotal() int {
 type holdSpan struct {
 	holder, worker, key string
 	proc                string // the worker's process
+	multi               string // the multi request it is a part of ("" for a single Lock's)
 	fence               int64
 	ttl                 int64 // the lease time it asked for (ns)
 	asked               int64 // the acquiring call's start: the lock may be taken in Redis from then on
@@ -213,7 +218,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	}
 	// Holds from the workers' logs.
 	holds := map[string]*holdSpan{}
-	var calls []Event
+	var calls, multis []Event     // multis: the multi requests' calls, whole (calls has their parts)
 	pending := map[string]Event{} // a worker's begun Lock/TryLock without its result (yet)
 	var died []Event              // calls a worker never returned from
 	for _, e := range events {
@@ -221,27 +226,32 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		switch e.Ev {
 		case "begin":
 			if p, ok := pending[e.Worker]; ok {
-				died = append(died, p) // cannot happen in one process; keep it
+				died = append(died, multiParts(p)...) // cannot happen in one process; keep it
 			}
 			pending[e.Worker] = e
 		case "call":
-			if e.Op == "lock" || e.Op == "trylock" || e.Op == "cancel" {
+			if e.Op == "lock" || e.Op == "trylock" || e.Op == "cancel" || e.Op == OpMulti {
 				delete(pending, e.Worker)
 			}
-			calls = append(calls, e)
-			if e.Res == ResAcquired && e.Holder != "" {
-				holds[e.Holder] = &holdSpan{holder: e.Holder, worker: e.Worker, proc: e.proc(), key: e.Key, fence: e.Fence, ttl: ttlOf(e, lim), asked: e.Start, acq: e.End, ends: e.Ends}
+			if e.Op == OpMulti {
+				multis = append(multis, e)
 			}
-			if h := holds[e.Holder]; h != nil && e.Op == "unlock" && h.unlockAt == 0 {
-				h.unlockAt = e.Start
-				switch until := faultedUntil(faults, e.Start, e.End); {
-				case lim.Redlock && until > 0:
-					// A release answered by a majority leaves the lock on
-					// a node that did not answer: a minority's stale hold,
-					// to its TTL after the node's last renewal.
-					h.minority = until + h.ttl
-				case e.Res == ResOK:
-					h.released = e.End
+			for _, e := range multiParts(e) {
+				calls = append(calls, e)
+				if e.Res == ResAcquired && e.Holder != "" {
+					holds[e.Holder] = &holdSpan{holder: e.Holder, worker: e.Worker, proc: e.proc(), key: e.Key, multi: multiOf(e.Holder), fence: e.Fence, ttl: ttlOf(e, lim), asked: e.Start, acq: e.End, ends: e.Ends}
+				}
+				if h := holds[e.Holder]; h != nil && e.Op == "unlock" && h.unlockAt == 0 {
+					h.unlockAt = e.Start
+					switch until := faultedUntil(faults, e.Start, e.End); {
+					case lim.Redlock && until > 0:
+						// A release answered by a majority leaves the lock on
+						// a node that did not answer: a minority's stale hold,
+						// to its TTL after the node's last renewal.
+						h.minority = until + h.ttl
+					case e.Res == ResOK:
+						h.released = e.End
+					}
 				}
 			}
 		case "end":
@@ -259,7 +269,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		}
 	}
 	for _, p := range pending {
-		died = append(died, p)
+		died = append(died, multiParts(p)...)
 	}
 	for _, h := range holds {
 		if h.end == 0 {
@@ -293,7 +303,42 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		highest[w.Key] = max(highest[w.Key], w.Fence)
 	}
 
-	// (d) honesty: consecutive holds of a key.
+	// A multi acquisition acts on holding all its keys from its first
+	// accepted write to any of them: each of its parts is judged from then.
+	multiFirst := map[string]int64{}
+	for _, h := range holds {
+		if h.multi != "" && h.firstWrite > 0 && (multiFirst[h.multi] == 0 || h.firstWrite < multiFirst[h.multi]) {
+			multiFirst[h.multi] = h.firstWrite
+		}
+	}
+	covered := map[string]bool{} // every part had an accepted write
+	for _, h := range holds {
+		if h.multi != "" {
+			c, seen := covered[h.multi]
+			covered[h.multi] = (c || !seen) && h.firstWrite > 0
+		}
+	}
+	for _, m := range multis {
+		r.MultiCalls++
+		if m.Res == ResAcquired {
+			r.MultiAcquired++
+		}
+		if multiFirst[m.Holder] > 0 {
+			r.MultiJudged++
+		}
+	}
+
+	// (d) honesty: consecutive holds of a key. A part of a multi
+	// acquisition is judged from the multi's first write (to any of its
+	// keys), not its own: from then on no earlier holder of any of its keys
+	// may still believe it holds it. (The writes of one multi acquisition
+	// need not cover all its keys: its lease lost after some of them ends
+	// its writes there, as it should. What all-or-none promises, and the
+	// resource can show, is that once it wrote anything it held every key:
+	// an earlier holder of one of them still believing then is a split
+	// multi acquisition, MultiSplit; a later holder of one of them writing
+	// while the multi still believed is a dishonest holder, as for any
+	// hold. Both except a frozen holder and lost Redis data, as below.)
 	byKey := map[string][]*holdSpan{}
 	for _, h := range holds {
 		byKey[h.key] = append(byKey[h.key], h)
@@ -303,6 +348,9 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		for j := 1; j < len(hs); j++ {
 			y := hs[j]
 			t := y.firstWrite
+			if y.multi != "" {
+				t = multiFirst[y.multi]
+			}
 			if t == 0 {
 				continue // nothing written under it: nothing to protect
 			}
@@ -319,6 +367,10 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 					// Redis before its Lock returned (a frozen waiter's, long
 					// before), and a restart in between loses it.
 					r.StateLossOverlaps++
+				case y.multi != "" && (y.firstWrite == 0 || x.end <= y.firstWrite):
+					// Seen only from the multi's write to another key.
+					r.MultiSplit = append(r.MultiSplit, fmt.Sprintf("%s: %s (fence %d) still held it until %s when %s (fence %d), holding it too, had begun writing its keys at %s",
+						key, x.holder, x.fence, ts(x.end), y.multi, y.fence, ts(t)))
 				default:
 					r.Dishonest = append(r.Dishonest, fmt.Sprintf("%s: %s (fence %d) still held it until %s when %s (fence %d) wrote at %s",
 						key, x.holder, x.fence, ts(x.end), y.holder, y.fence, ts(t)))
@@ -352,6 +404,12 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		if t, ok := killedAt[c.proc()]; ok && t >= c.Start && t <= u.end {
 			u.end = end + ttlOf(c, lim)
 		}
+		if c.Op == OpMulti && nodeFaulted(faults, c.Start, c.End) {
+			// A key a failed multi request took is given back by a
+			// release before it returns; a release Redis did not answer
+			// leaves it to expire, TTL after its last renewal.
+			u.end = max(u.end, end+ttlOf(c, lim))
+		}
 		unknown[c.Key] = append(unknown[c.Key], u)
 	}
 	for _, c := range died {
@@ -378,7 +436,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	partial := map[string][]ownedInterval{}
 	if lim.Redlock {
 		for _, c := range calls {
-			if (c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel") && nodeFaulted(faults, c.Start, c.End) {
+			if (c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel" || c.Op == OpMulti) && nodeFaulted(faults, c.Start, c.End) {
 				partial[c.Key] = append(partial[c.Key], ownedInterval{interval{c.Start, c.End + ttlOf(c, lim)}, c.Holder})
 			}
 		}
@@ -418,11 +476,8 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			}
 		}
 		froze := anyIn(frozen[c.proc()], c.Start, c.End)
-		if c.Budget > 0 && c.End-c.Start > c.Budget+int64(lim.Bound) && !froze {
-			r.Overlong = append(r.Overlong, fmt.Sprintf("%s %s %s took %v from %s (%s), budget %v, during %s", c.Worker, c.Op, c.Key,
-				time.Duration(c.End-c.Start), ts(c.Start), c.Res, time.Duration(c.Budget), during(faults, c.Start, c.End)))
-		}
-		if c.Res == ResBusy && (c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel") {
+		r.overlong(c, faults, froze, lim)
+		if c.Res == ResBusy && (c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel" || c.Op == OpMulti) {
 			for _, h := range hung {
 				if h.start <= c.Start && c.End <= h.end && !froze {
 					r.BusyWhenHung = append(r.BusyWhenHung, fmt.Sprintf("%s %s %s answered busy from %s to %s while Redis was hung", c.Worker, c.Op, c.Key, ts(c.Start), ts(c.End)))
@@ -437,6 +492,15 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			if h.start <= c.Start && c.Start <= h.end && (c.Op == "lock" || c.Op == "trylock") {
 				r.HungDuration = append(r.HungDuration, time.Duration(c.End-c.Start))
 			}
+		}
+	}
+
+	for _, m := range multis {
+		r.overlong(m, faults, anyIn(frozen[m.proc()], m.Start, m.End), lim)
+	}
+	for _, ok := range covered {
+		if ok {
+			r.MultiCovered++
 		}
 	}
 
@@ -467,6 +531,37 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		}
 	}
 	return r
+}
+
+// overlong flags call c if it returned later than its budget plus the
+// bound, its worker not frozen.
+func (r *Report) overlong(c Event, faults []Fault, froze bool, lim Limits) {
+	if c.Budget > 0 && c.End-c.Start > c.Budget+int64(lim.Bound) && !froze {
+		r.Overlong = append(r.Overlong, fmt.Sprintf("%s %s %s took %v from %s (%s), budget %v, during %s", c.Worker, c.Op, c.Key,
+			time.Duration(c.End-c.Start), ts(c.Start), c.Res, time.Duration(c.Budget), during(faults, c.Start, c.End)))
+	}
+}
+
+// multiParts is a multi request's call (or its Unlock's, or the begin of
+// one its worker died in) as the checker judges it: one call per key, by
+// the part's holder. A busy answer is its busy key's (the key named in
+// Why); the other keys were given back before it returned, if taken, and
+// count as an abandoned attempt's. The parts carry no budget: the whole
+// call's is judged once. Any other event is returned as it is.
+func multiParts(e Event) []Event {
+	if e.Op != OpMulti && (e.Op != "unlock" || !strings.Contains(e.Key, ",")) {
+		return []Event{e}
+	}
+	var out []Event
+	for _, k := range strings.Split(e.Key, ",") {
+		p := e
+		p.Key, p.Holder, p.Budget = k, partHolder(e.Holder, k), 0
+		if e.Op == OpMulti && e.Res == ResBusy && k != e.Why {
+			p.Res = ResGivenBack
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // interleavings lists, per key, the accepted writes by a holder whose fence

@@ -141,6 +141,89 @@ func TestCheckRules(t *testing.T) {
 	})
 }
 
+// The multi rules on made-up histories: a multi request m takes k1 and k2
+// (a part of each in the checker's eyes) and writes k1, then k2.
+func TestCheckMulti(t *testing.T) {
+	ms := func(n int) int64 { return int64(n) * int64(time.Millisecond) }
+	lim := Limits{TTL: 500 * time.Millisecond, Margin: 250 * time.Millisecond, Undo: 100 * time.Millisecond, Bound: 300 * time.Millisecond}
+	multi := func(start, end int, res, why string) Event {
+		return Event{Ev: "call", Worker: "m", Key: "k1,k2", Holder: "m#1", Op: OpMulti, Start: ms(start), End: ms(end), Budget: int64(time.Second), Res: res, Why: why, Fence: 20}
+	}
+	ends := func(at int) []Event {
+		return []Event{{Ev: "end", Worker: "m", Key: "k1", Holder: "m#1@k1", End: ms(at), Why: "unlock"}, {Ev: "end", Worker: "m", Key: "k2", Holder: "m#1@k2", End: ms(at), Why: "unlock"},
+			{Ev: "call", Worker: "m", Key: "k1,k2", Holder: "m#1", Op: "unlock", Start: ms(at), End: ms(at + 1), Res: ResOK}}
+	}
+	single := func(w, h, key string, start, acq, end int, fence int64) []Event {
+		return []Event{{Ev: "call", Worker: w, Key: key, Holder: h, Op: "lock", Start: ms(start), End: ms(acq), Budget: int64(time.Second), Res: ResAcquired, Fence: fence},
+			{Ev: "end", Worker: w, Key: key, Holder: h, End: ms(end), Why: "unlock"}}
+	}
+	write := func(seq int64, h, key string, at int, fence int64) Write {
+		return Write{Seq: seq, At: ms(at), Key: key, Holder: h, Fence: fence, Live: true, Accepted: true}
+	}
+	// y held k2 from 0 and wrote it at 70, after m (which says it holds k2
+	// since 50) wrote k1 at 60; m writes k2 only at 90, after y's end at 80.
+	// No key's own history shows it: y's writes precede m's on k2, with a
+	// lower fence, and y ended before m's first write to k2.
+	ev := append(append(single("y", "y#1", "k2", 0, 1, 80, 10), multi(40, 50, ResAcquired, "")), ends(100)...)
+	wr := []Write{write(1, "y#1", "k2", 5, 10), write(2, "m#1@k1", "k1", 60, 20), write(3, "y#1", "k2", 70, 10), write(4, "m#1@k2", "k2", 90, 20)}
+	t.Run("split", func(t *testing.T) {
+		r := Check(ev, wr, nil, lim)
+		if len(r.MultiSplit) != 1 || r.Violations() != 1 || r.MultiCalls != 1 || r.MultiJudged != 1 || r.MultiCovered != 1 {
+			t.Fatalf("split %v, violations %d, multi %d judged %d covered %d", r.MultiSplit, r.Violations(), r.MultiCalls, r.MultiJudged, r.MultiCovered)
+		}
+	})
+	t.Run("frozen holder explains it", func(t *testing.T) {
+		r := Check(ev, wr, []Fault{{Kind: FaultPause, Target: "y", Start: ms(20), End: ms(65)}}, lim)
+		if len(r.MultiSplit) != 0 || r.FrozenOverlaps != 1 {
+			t.Fatalf("split %v, frozen %d", r.MultiSplit, r.FrozenOverlaps)
+		}
+	})
+	t.Run("clean", func(t *testing.T) {
+		ev := append(append(single("y", "y#1", "k2", 0, 1, 30, 10), multi(40, 50, ResAcquired, "")), ends(100)...)
+		wr := []Write{write(1, "y#1", "k2", 5, 10), write(2, "m#1@k1", "k1", 60, 20), write(3, "m#1@k2", "k2", 90, 20)}
+		if r := Check(ev, wr, nil, lim); r.Violations() != 0 || len(r.Deadlocks) != 0 {
+			t.Fatalf("violations %d: %v %v; deadlocks %v", r.Violations(), r.MultiSplit, r.Dishonest, r.Deadlocks)
+		}
+	})
+	t.Run("later holder while the multi believed", func(t *testing.T) {
+		ev := append(append([]Event{multi(0, 10, ResAcquired, "")}, ends(100)...), single("y", "y#1", "k2", 20, 30, 40, 30)...)
+		wr := []Write{write(1, "m#1@k1", "k1", 15, 20), write(2, "y#1", "k2", 35, 30)}
+		if r := Check(ev, wr, nil, lim); len(r.Dishonest) != 1 || len(r.MultiSplit) != 0 {
+			t.Fatalf("dishonest %v, split %v", r.Dishonest, r.MultiSplit)
+		}
+	})
+	// All or none: a multi request busy on k2 gave k1 back before it
+	// returned, so k1 busy long after is a deadlock; just after (within the
+	// undo), or after a fault in the call (the give-back may have failed:
+	// TTL), it is not.
+	busy := func(at int) Event {
+		return Event{Ev: "call", Worker: "z", Key: "k1", Op: "trylock", Start: ms(at), End: ms(at + 1), Budget: int64(time.Second), Res: ResBusy}
+	}
+	failed := multi(0, 100, ResBusy, "k2")
+	onK1 := func(r *Report) (n int) {
+		for _, d := range r.Deadlocks {
+			if strings.Contains(d, " k1 ") {
+				n++
+			}
+		}
+		return n
+	}
+	t.Run("given back", func(t *testing.T) {
+		if r := Check([]Event{failed, busy(600)}, nil, nil, lim); onK1(r) != 1 {
+			t.Fatalf("deadlocks %v: k1 busy 500ms after the multi request returned", r.Deadlocks)
+		}
+		if r := Check([]Event{failed, busy(300)}, nil, nil, lim); onK1(r) != 0 {
+			t.Fatalf("deadlocks %v within the undo and margin", r.Deadlocks)
+		}
+		if r := Check([]Event{failed, busy(600)}, nil, []Fault{{Kind: FaultCut, Start: ms(50), End: ms(60)}}, lim); onK1(r) != 0 {
+			t.Fatalf("deadlocks %v: a fault in the call, the give-back may have failed", r.Deadlocks)
+		}
+		if r := Check([]Event{failed}, nil, nil, lim); len(r.Deadlocks) != 1 || onK1(r) != 0 {
+			t.Fatalf("deadlocks %v: the multi's own busy answer on k2, which no one held", r.Deadlocks)
+		}
+	})
+}
+
 // The liveness rules on made-up histories: each flags the case it names and
 // lets the explained one pass.
 func TestLivenessRules(t *testing.T) {

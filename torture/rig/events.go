@@ -73,6 +73,7 @@ const (
 	ResOK          = "ok"
 	ResNotHeld     = "not_held"
 	ResOther       = "other"
+	ResGivenBack   = "given_back" // a key of a multi request that failed on another key (the checker's, never logged)
 )
 
 // Write is one write the resource received.

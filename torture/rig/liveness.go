@@ -160,7 +160,11 @@ func (r *Report) liveness(h *history) {
 	// When each lock may be held by someone who is not a live waiter.
 	busy := map[string][]interval{}
 	for _, hs := range h.holds {
-		busy[hs.key] = append(busy[hs.key], interval{hs.acq, hs.gone()})
+		from := hs.acq
+		if hs.multi != "" {
+			from = hs.asked // a multi request may take a key long before it returns
+		}
+		busy[hs.key] = append(busy[hs.key], interval{from, hs.gone()})
 	}
 	for key, us := range h.unknown {
 		busy[key] = append(busy[key], us...)
@@ -184,6 +188,9 @@ func (r *Report) liveness(h *history) {
 		}
 		// Queued, and its worker died in the call (or the run ended).
 		b := begun[call]
+		if b.Op == OpMulti {
+			continue // its keys count as held to TTL after the death (Check's unknown outcomes)
+		}
 		end := h.killedAt[b.proc()]
 		if end < q {
 			continue // the run ended: nothing after it is judged

@@ -121,6 +121,34 @@ func TestRigControls(t *testing.T) {
 	})
 }
 
+// LockMulti under worker faults (pauses and kills: a run whose every wait
+// the liveness rules can judge), a third of the workers' requests taking
+// 2–3 keys: lockgate keeps every promise, and loopmulti (a loop of Locks in
+// the order drawn that keeps what it took when a later one fails) is
+// caught leaving locks no one holds — busy answers with no holder
+// (deadlocks) or waiters stalled on them. The probe: multi acquisitions
+// wrote to every one of their keys, so the split rule had something to
+// judge.
+func TestRigMulti(t *testing.T) {
+	cfg := rig.RunConfig{Workers: 4, Keys: 6, Multi: 30, Duration: 15 * time.Second, Seed: 7, Faults: []string{rig.FaultPause, rig.FaultKill}}
+	t.Run("lockgate", func(t *testing.T) {
+		rep := run(t, cfg)
+		if rep.Failed() {
+			t.Errorf("%d violations (%d split multi), %d deadlocks, %d stalls, %d FIFO breaks", rep.Violations(), len(rep.MultiSplit), len(rep.Deadlocks), len(rep.Stalls), len(rep.FIFOBreaks))
+		}
+		if rep.MultiCovered == 0 {
+			t.Errorf("probe: no multi acquisition wrote to all its keys (%d calls, %d acquired)", rep.MultiCalls, rep.MultiAcquired)
+		}
+	})
+	t.Run("loopmulti", func(t *testing.T) {
+		c := cfg
+		c.Lock = rig.LockLoopMulti
+		if rep := run(t, c); len(rep.Deadlocks)+len(rep.Stalls) == 0 {
+			t.Error("loopmulti: no deadlock or stall found")
+		}
+	})
+}
+
 // The liveness controls: workers built with defects the queue issue fixed
 // put back (core's mutants, -tags lockgate_mutants) make the rig fail, each
 // with a workload that meets it. Each runs the same workload without the

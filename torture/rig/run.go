@@ -24,7 +24,8 @@ type RunConfig struct {
 	Crowd    int           // goroutines of the crowd process, waiting on the hot keys at once (0: none)
 	Duration time.Duration // default 1m
 	Seed     int64         // the fault schedule's seed; default the time
-	Lock     string        // LockGate (default), LockNaive, LockIgnoreCtx
+	Lock     string        // LockGate (default), LockNaive, LockIgnoreCtx, LockLoopMulti
+	Multi    int           // percent of the workers' requests (not the crowd's) that take 2–3 keys at once with LockMulti; default 0
 	Topology string        // "single" (default), "sentinel", "redlock" (3 masters) or "cluster" (3 masters)
 	Faults   []string      // the fault kinds to inject; default all of the topology
 	Fenced   bool          // the resource rejects lower fences (the default run passes true)
@@ -77,9 +78,12 @@ func (c *RunConfig) defaults() error {
 		c.Lock = LockGate
 	}
 	switch c.Lock {
-	case LockGate, LockNaive, LockIgnoreCtx:
+	case LockGate, LockNaive, LockIgnoreCtx, LockLoopMulti:
 	default:
-		return fmt.Errorf("-lock %q: want %s, %s or %s", c.Lock, LockGate, LockNaive, LockIgnoreCtx)
+		return fmt.Errorf("-lock %q: want %s, %s, %s or %s", c.Lock, LockGate, LockNaive, LockIgnoreCtx, LockLoopMulti)
+	}
+	if c.Lock == LockLoopMulti && c.Multi <= 0 {
+		return fmt.Errorf("-lock %s needs -multi above 0", LockLoopMulti)
 	}
 	if c.Topology == "" {
 		c.Topology = "single"
@@ -176,6 +180,9 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		}
 		if cfg.Pace > 0 {
 			args = append(args, "-pace", cfg.Pace.String())
+		}
+		if cfg.Multi > 0 {
+			args = append(args, "-multi", strconv.Itoa(cfg.Multi))
 		}
 		return args
 	}}

@@ -22,6 +22,7 @@ const (
 	LockGate      = "lockgate"  // core.Locker, the holder checks its lease context before each write
 	LockNaive     = "naive"     // a naive SET NX lock with a fixed expiry: SET NX PX + DEL, no owner check, no renewal, no fence
 	LockIgnoreCtx = "ignorectx" // core.Locker, but the holder ignores its lease context and writes on
+	LockLoopMulti = "loopmulti" // core.Locker, but a multi request is a loop of Locks in the order drawn that keeps what it took when a later one fails (multi.go)
 )
 
 // WorkerConfig is one worker process.
@@ -48,6 +49,7 @@ type WorkerConfig struct {
 	ReadTimeout time.Duration
 	CtxTimeout  bool // the client's ContextTimeoutEnabled
 	Crowd       int  // > 0: this many goroutines wait on the hot keys at once (the crowd)
+	Multi       int  // percent of a lone worker's requests that take 2–3 keys at once (LockMulti, multi.go)
 	Log         string
 }
 
@@ -100,6 +102,7 @@ func WorkerMain(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", 300*time.Millisecond, "go-redis read timeout")
 	fs.BoolVar(&cfg.CtxTimeout, "ctx-timeout", false, "go-redis ContextTimeoutEnabled")
 	fs.IntVar(&cfg.Crowd, "crowd", 0, "goroutines waiting at once (0: one actor)")
+	fs.IntVar(&cfg.Multi, "multi", 0, "percent of a lone worker's requests that take 2-3 keys at once")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -228,12 +231,7 @@ func (w *worker) lockerNow() *core.Locker {
 // early), and hold it for a while.
 func (a *actor) step(stop context.Context) {
 	w, rng := a.w, a.rng
-	k := rng.IntN(w.cfg.Keys)
-	hot := w.cfg.Hot > 0 && (w.cfg.Crowd > 0 || rng.IntN(100) < 70)
-	if hot {
-		k = rng.IntN(w.cfg.Hot)
-	}
-	key := fmt.Sprintf("k%d", k)
+	key, hot := a.drawKey()
 	ttl, wait := w.cfg.TTL, w.cfg.Wait
 	pair := -1
 	if len(w.cfg.TTLs) > 0 {
@@ -303,6 +301,13 @@ func (a *actor) step(stop context.Context) {
 		a.naiveStep(ctx, stop, key, holder, op, budget, ttl)
 		return
 	}
+	if w.cfg.Multi > 0 && w.cfg.Crowd == 0 && w.cfg.Keys >= 2 && rng.IntN(100) < w.cfg.Multi {
+		if op == "trylock" {
+			wait = core.NoWait // one attempt at each key
+		}
+		a.multiStep(ctx, stop, a.drawKeys(key), holder, budget, ttl, wait, ctxEnds)
+		return
+	}
 	t0 := now()
 	// Logged first, so that a call the worker dies in is still known to
 	// the checker: what it may have taken in Redis has no holder.
@@ -326,6 +331,18 @@ func (a *actor) step(stop context.Context) {
 	ev.Fence, ev.Res = lease.Fence(), ResAcquired
 	w.log.add(ev, true)
 	a.hold(stop, locker, lease, key, holder, ttl)
+}
+
+// drawKey draws the key of a request, and whether it is a hot one: the
+// first Hot keys take 70% of a lone worker's requests, all of the crowd's.
+func (a *actor) drawKey() (string, bool) {
+	w, rng := a.w, a.rng
+	k := rng.IntN(w.cfg.Keys)
+	hot := w.cfg.Hot > 0 && (w.cfg.Crowd > 0 || rng.IntN(100) < 70)
+	if hot {
+		k = rng.IntN(w.cfg.Hot)
+	}
+	return fmt.Sprintf("k%d", k), hot
 }
 
 // hold writes to the resource under lease for a while, sometimes
@@ -400,7 +417,7 @@ func (a *actor) hold(stop context.Context, locker *core.Locker, lease *core.Leas
 
 // write sends one write if the lease's context is live (always, for the
 // ignorectx control), and reports whether to go on.
-func (a *actor) write(lease *core.Lease, key, holder string, fence int64) bool {
+func (a *actor) write(lease interface{ Context() context.Context }, key, holder string, fence int64) bool {
 	live := lease.Context().Err() == nil
 	if !live && a.w.cfg.Lock != LockIgnoreCtx {
 		return false

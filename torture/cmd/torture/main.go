@@ -21,8 +21,11 @@
 //
 // and exits 1 on any violation or deadlock. -lock naive (a SET NX PX lock
 // with a fixed expiry, released by DEL) and -lock ignorectx (a holder that
-// ignores its lease context) are the controls: they must fail. Ctrl-C stops
-// everything the run started.
+// ignores its lease context) are the controls: they must fail. -multi N
+// makes N% of the workers' requests take 2–3 keys at once with LockMulti
+// and write to each; -lock loopmulti (with -multi) is its control, a loop
+// of Locks that keeps what it took when a later one fails, and must fail
+// too. Ctrl-C stops everything the run started.
 package main
 
 import (
@@ -79,7 +82,8 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Crowd, "crowd", 0, "goroutines of a crowd process waiting on the hot keys at once, killed now and then while queued (0: none)")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long faults are injected")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule (0: from the clock; printed)")
-	fs.StringVar(&cfg.Lock, "lock", rig.LockGate, "lockgate, or the controls naive (a SET NX PX lock with a fixed expiry, released by DEL) and ignorectx (a holder ignoring its lease context)")
+	fs.StringVar(&cfg.Lock, "lock", rig.LockGate, "lockgate, or the controls naive (a SET NX PX lock with a fixed expiry, released by DEL), ignorectx (a holder ignoring its lease context) and loopmulti (with -multi: a LockMulti that is a loop of Locks in the order drawn, keeping what it took when a later one fails)")
+	fs.IntVar(&cfg.Multi, "multi", 0, "percent of the workers' requests (not the crowd's) that take 2-3 keys at once with LockMulti and write to each")
 	fs.StringVar(&cfg.Topology, "topology", "single", "single (one Redis), sentinel (master, replica, sentinel; forced failovers), redlock (3 masters; one master's faults) or cluster (3 masters; pauses, restarts, slot migrations)")
 	fs.StringVar(&faults, "faults", "", "comma-separated fault kinds to inject (default all of the topology): "+
 		strings.Join([]string{rig.FaultPause, rig.FaultKill, rig.FaultKillWaiters, rig.FaultWorkerLatency, rig.FaultSlowReply, rig.FaultRestart, rig.FaultHangShort, rig.FaultHangLong, rig.FaultLateReply, rig.FaultCut, rig.FaultLatency,
@@ -116,7 +120,7 @@ func run(ctx context.Context, args []string) error {
 	if cfg.Seed == 0 {
 		cfg.Seed = start.UnixNano() % 1_000_000
 	}
-	fmt.Fprintf(os.Stderr, "torture: seed %d, %d workers (crowd %d), %d keys (%d hot), %v, -lock %s, -topology %s\n", cfg.Seed, cfg.Workers, cfg.Crowd, cfg.Keys, cfg.Hot, cfg.Duration, cfg.Lock, cfg.Topology)
+	fmt.Fprintf(os.Stderr, "torture: seed %d, %d workers (crowd %d), %d keys (%d hot), %v, -lock %s, -topology %s, -multi %d\n", cfg.Seed, cfg.Workers, cfg.Crowd, cfg.Keys, cfg.Hot, cfg.Duration, cfg.Lock, cfg.Topology, cfg.Multi)
 	rep, err := rig.Run(ctx, cfg)
 	if err != nil {
 		return err
