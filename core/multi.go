@@ -67,7 +67,7 @@ func (l *Locker) LockMulti(ctx context.Context, keys []string, opts ...LockOptio
 	for _, name := range names {
 		s, err := l.lockUntil(ctx, name, opts, true, until)
 		if err != nil {
-			giveBack(parts, laterOf(until, time.Now()).Add(replyGrace))
+			giveBack(parts, until.Add(replyGrace))
 			return nil, err
 		}
 		parts = append(parts, s)
@@ -105,14 +105,6 @@ func giveBack(parts []*Lease, by time.Time) {
 			return
 		}
 	}
-}
-
-// laterOf is the later of a and b.
-func laterOf(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // newMulti makes the lease of a LockMulti that took parts: its context
