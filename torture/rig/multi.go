@@ -85,16 +85,7 @@ func (a *actor) multiStep(ctx, stop context.Context, keys []string, holder strin
 	ev.Fence, ev.Res = fence, ResAcquired
 	w.log.add(ev, true)
 	stopLost := context.AfterFunc(lease.Context(), func() {
-		why := "context"
-		switch cause := context.Cause(lease.Context()); {
-		case errors.Is(cause, core.ErrLockLost):
-			why = "lost"
-		case errors.Is(cause, core.ErrClosed):
-			why = "closed"
-		case errors.Is(cause, context.DeadlineExceeded):
-			why = "deadline"
-		}
-		a.endParts(keys, holder, why)
+		a.endParts(keys, holder, endWhy(lease.Context()))
 	})
 	defer stopLost()
 	rounds := 1 + rng.IntN(4)

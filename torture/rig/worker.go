@@ -355,16 +355,7 @@ func (a *actor) hold(stop context.Context, locker *core.Locker, lease *core.Leas
 	// tells the holder to stop: from then on it no longer believes it holds
 	// the lock. (An Unlock logs its end before, so that one comes first.)
 	stopLost := context.AfterFunc(lease.Context(), func() {
-		why := "context"
-		switch cause := context.Cause(lease.Context()); {
-		case errors.Is(cause, core.ErrLockLost):
-			why = "lost"
-		case errors.Is(cause, core.ErrClosed):
-			why = "closed"
-		case errors.Is(cause, context.DeadlineExceeded):
-			why = "deadline"
-		}
-		w.log.add(Event{Ev: "end", Worker: a.name, Key: key, Holder: holder, End: now(), Why: why}, true)
+		w.log.add(Event{Ev: "end", Worker: a.name, Key: key, Holder: holder, End: now(), Why: endWhy(lease.Context())}, true)
 	})
 	defer stopLost()
 	writes := 1 + rng.IntN(4)
@@ -482,4 +473,18 @@ func result(err error) string {
 		return ResCanceled
 	}
 	return ResOther + ": " + err.Error()
+}
+
+// endWhy names why a lease's context ended, for the log: lost, closed,
+// deadline, or context (the request's own end).
+func endWhy(ctx context.Context) string {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, core.ErrLockLost):
+		return "lost"
+	case errors.Is(cause, core.ErrClosed):
+		return "closed"
+	case errors.Is(cause, context.DeadlineExceeded):
+		return "deadline"
+	}
+	return "context"
 }
