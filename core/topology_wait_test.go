@@ -154,7 +154,11 @@ func TestWaitFollowsSentinelFailover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := waitFor(ctx, waiter, key, 5*time.Second)
+			// The budget outlasts what the failover may take (10s; in a
+			// loaded run it took nearly all of an earlier 5s budget, and the
+			// release came after it), yet ends before the waiter's first
+			// refresh (20s): only the release can hand it the lock.
+			got := waitFor(ctx, waiter, key, 12*time.Second)
 			waitQueued(t, direct, key, 1)
 			if err := st.Failover(10 * time.Second); err != nil { // the fault
 				t.Fatal(err)
