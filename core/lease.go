@@ -169,11 +169,12 @@ func (s *Lease) Pattern() string {
 }
 
 // Fence returns the lease's fencing token: strictly greater than the fence
-// of every earlier holder of this key (a LockMulti's lease: the highest of
-// its locks' fences; fence each name's writes with FenceOf) (see "Fencing" in the package doc for
+// of every earlier holder of this key (see "Fencing" in the package doc for
 // the exact conditions), and the same for every re-entry of one hold. Pass
 // it with every write the lock protects, so the store can reject a write
-// carrying a lower fence than it has already seen.
+// carrying a lower fence than it has already seen. A LockMulti's lease
+// answers the highest of its locks' fences; fence each name's writes with
+// FenceOf.
 func (s *Lease) Fence() int64 {
 	switch {
 	case s == nil:
@@ -185,8 +186,7 @@ func (s *Lease) Fence() int64 {
 }
 
 // Reentrant reports whether this lease re-entered a lock that a lease of
-// its context's chain already held.
-// A LockMulti's lease is re-entrant when each of its locks was.
+// its context's chain already held (a LockMulti's lease: each of its locks).
 func (s *Lease) Reentrant() bool {
 	if s != nil && s.parts != nil {
 		return s.multiReentrant()

@@ -16,9 +16,10 @@ import (
 // names; a write to one name's data is fenced with that name's own fence,
 // FenceOf(name) (names in different slots draw fences from different
 // floors, on a Cluster from different nodes' clocks, so the highest of a
-// set says nothing to a later holder of one name). Each lock is an ordinary lock (its own
-// key, fence, queue and watchdog renewal), so a Lock or TryLock of one of
-// the names excludes, and is excluded by, a LockMulti that names it.
+// set says nothing to a later holder of one name). Each lock is an
+// ordinary lock (its own key, fence, queue and watchdog renewal), so a Lock
+// or TryLock of one of the names excludes, and is excluded by, a LockMulti
+// that names it.
 //
 // The names are taken one after the other in sorted order (duplicates
 // count once), each waiting in its FIFO queue as Lock does, all within one
@@ -28,8 +29,9 @@ import (
 // shared name is the only one waiting for the next. When a name cannot be
 // taken in time the ones already taken are given back: released when
 // LockMulti returns, or, if Redis is slow to answer, in the background
-// (the call still returns within its budget). On a Cluster the names may be in different slots: the
-// same holds, since each lock lives in one slot. It costs one round trip
+// (the call still returns within its budget). On a Cluster the names may
+// be in different slots: the same holds, since each lock lives in one
+// slot. It costs one round trip
 // per name uncontended. (A name that ctx already holds is re-entered, so
 // it is held before the others, out of order: the no-deadlock promise is
 // for calls that hold none of their names beforehand.)
