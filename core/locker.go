@@ -277,10 +277,9 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 	return l.lockUntil(ctx, key, opts, wait, time.Time{})
 }
 
-// lockUntil is lock, its budget ending by until at the latest (zero: no
-// such bound; LockMulti's names share one budget).
-func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, wait bool, until time.Time) (*Lease, error) {
-	start := time.Now()
+// callOptions is the Locker's call options with opts applied (o.err: the
+// first invalid one).
+func (l *Locker) callOptions(opts []LockOption) callOptions {
 	o := l.opts.call
 	for _, opt := range opts {
 		if opt == nil {
@@ -289,6 +288,14 @@ func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, w
 		}
 		opt.applyLock(&o)
 	}
+	return o
+}
+
+// lockUntil is lock, its budget ending by until at the latest (zero: no
+// such bound; LockMulti's names share one budget).
+func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, wait bool, until time.Time) (*Lease, error) {
+	start := time.Now()
+	o := l.callOptions(opts)
 	err := o.err
 	if err == nil {
 		err = validateKey(key)

@@ -54,11 +54,9 @@ func (l *Locker) LockMulti(ctx context.Context, keys []string, opts ...LockOptio
 			return nil, err // before any is taken
 		}
 	}
-	o := l.opts.call
-	for _, opt := range opts {
-		if opt != nil {
-			opt.applyLock(&o)
-		}
+	o := l.callOptions(opts)
+	if o.err != nil {
+		return nil, o.err // before any is taken
 	}
 	budget := o.attemptTimeout
 	if o.wait > 0 {
