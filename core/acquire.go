@@ -358,13 +358,15 @@ func (l *Locker) reloadSlots() {
 // has now: a Sentinel failover client (a *redis.Client whose address is
 // go-redis's "FailoverClient") or a Cluster client.
 func followsFailovers(c redis.UniversalClient) bool {
-	switch c := c.(type) {
-	case *redis.ClusterClient:
-		return true
-	case *redis.Client:
-		return c.Options().Addr == "FailoverClient"
-	}
-	return false
+	_, cluster := c.(*redis.ClusterClient)
+	return cluster || isFailoverClient(c)
+}
+
+// isFailoverClient reports whether c is a Sentinel failover client
+// (go-redis names its address so).
+func isFailoverClient(c redis.UniversalClient) bool {
+	p, ok := c.(*redis.Client)
+	return ok && p.Options().Addr == "FailoverClient"
 }
 
 // dialFailed reports whether err is a failure to connect: the call was

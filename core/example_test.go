@@ -205,3 +205,21 @@ func ExampleLocker_LockMulti() {
 	// another owner busy: true
 	// unlock: <nil>
 }
+
+// A Locker on a Sentinel failover client, told the sentinels' addresses so
+// that a deployment whose sentinels all refuse connections is reported at
+// once, naming them. (Not run: it needs a Sentinel deployment.)
+func ExampleWithSentinelAddrs() {
+	opts := &redis.FailoverOptions{
+		MasterName:    "mymaster",
+		SentinelAddrs: []string{"127.0.0.1:26379", "127.0.0.1:26380", "127.0.0.1:26381"},
+	}
+	rdb := redis.NewFailoverClient(opts)
+	defer rdb.Close()
+	locker, err := core.New(rdb, core.WithSentinelAddrs(opts.SentinelAddrs...))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer locker.Close()
+}

@@ -683,3 +683,90 @@ func TestNoProbeThroughNewClient(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A Sentinel failover client whose sentinels all refuse connections: a
+// Locker told their addresses (WithSentinelAddrs) ends Lock and TryLock at
+// once with ErrUnavailable naming the refusal; one not told them (the
+// control) ends Lock with its budget. A live sentinel among refusing ones
+// is enough for the call to go on and get the lock (control: the probe does
+// not take a refusing address for the deployment).
+func TestSentinelsRefusing(t *testing.T) {
+	const budget = 3 * time.Second
+	ctx := locktest.Context(t)
+	var dead []string
+	for range 3 {
+		s := redistest.Start(t)
+		s.Stop()
+		dead = append(dead, s.Addr)
+	}
+	failover := func(addrs []string) *redis.Client {
+		c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "mymaster", SentinelAddrs: addrs})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	told := failover(dead)
+	for _, call := range []string{"Lock", "TryLock"} {
+		l := locktest.Locker(t, told, core.WithSentinelAddrs(dead...))
+		start := time.Now()
+		var err error
+		if call == "Lock" {
+			_, err = l.Lock(ctx, "k", core.WithWait(budget))
+		} else {
+			_, err = l.TryLock(ctx, "k")
+		}
+		took := time.Since(start)
+		t.Logf("told the sentinels, %s: %v after %v", call, err, took.Round(time.Millisecond))
+		if !errors.Is(err, core.ErrUnavailable) || !strings.Contains(err.Error(), "connection refused") ||
+			!strings.Contains(err.Error(), "sentinel") {
+			t.Fatalf("%s = %v, want ErrUnavailable naming the sentinels' refusal", call, err)
+		}
+		if took > time.Second {
+			t.Errorf("%s took %v: every sentinel refusing ends the call at once", call, took)
+		}
+	}
+
+	start := time.Now()
+	_, err := locktest.Locker(t, failover(dead)).Lock(ctx, "k", core.WithWait(budget))
+	took := time.Since(start)
+	t.Logf("control, not told: %v after %v", err, took.Round(time.Millisecond))
+	if !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("control: Lock = %v, want ErrUnavailable", err)
+	}
+	if took < budget-100*time.Millisecond {
+		t.Errorf("control: Lock ended after %v, before its %v budget: the refusal was seen without the addresses", took, budget)
+	}
+
+	live := redistest.StartSentinel(t)
+	mixed := append(slices.Clone(dead), live.SentinelAddrs...)
+	o := live.Options()
+	o.SentinelAddrs = mixed
+	c := redis.NewFailoverClient(o)
+	t.Cleanup(func() { c.Close() })
+	lease, err := locktest.Locker(t, c, core.WithSentinelAddrs(mixed...)).Lock(ctx, "k", core.WithWait(budget))
+	if err != nil {
+		t.Fatalf("one live sentinel among refusing ones: Lock = %v, want the lock", err)
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WithSentinelAddrs on a client that is not a Sentinel failover client, or
+// with an empty address, is an error from New.
+func TestSentinelAddrsInvalid(t *testing.T) {
+	s := redistest.Start(t)
+	plain := s.Client(t)
+	if _, err := core.New(plain, core.WithSentinelAddrs("127.0.0.1:1")); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("New(plain client, WithSentinelAddrs) = %v, want ErrInvalid", err)
+	}
+	failover := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}})
+	defer failover.Close()
+	if _, err := core.New(failover, core.WithSentinelAddrs("")); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("New(WithSentinelAddrs(\"\")) = %v, want ErrInvalid", err)
+	}
+	l, err := core.New(failover, core.WithSentinelAddrs("127.0.0.1:1"))
+	if err != nil {
+		t.Fatalf("control: New(failover client, WithSentinelAddrs) = %v", err)
+	}
+	l.Close()
+}

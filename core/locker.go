@@ -86,6 +86,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(o.sentinels) > 0 && !isFailoverClient(client) {
+		return nil, invalidf("WithSentinelAddrs: the client is not a Sentinel failover client (redis.NewFailoverClient)")
+	}
 	o.call.boxArgs()
 	marker := markerTTL(client)
 	be := &deployment{c: client, scripts: mut.scriptSet(), windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
@@ -106,7 +109,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		mut:              mut,
 	}
 	l.rooms = []*waitRoom{newWaitRoom(client, l.monoNow, &l.mut)}
-	l.reach = newProber(client, l.reached.Load)
+	l.reach = newProber(client, l.reached.Load, o.sentinels)
 	l.wd = newWatchdog(l)
 	if be.pipe != nil {
 		be.pipe.spawn = l.goBackground
@@ -250,9 +253,10 @@ func (l *Locker) stopBackground() {
 // and names the refusal only if its budget ends first (docs/topologies.md
 // has the figures). TryLock and NoWait end at once on any client. After a
 // failed dial a Cluster client is made to read its slot map again, so that
-// the next call goes to the promoted replica. (A Sentinel client whose
-// sentinels all refuse before it ever reached its master is not told apart
-// from a slow one: the call ends with its budget.)
+// the next call goes to the promoted replica. A Sentinel client whose
+// sentinels all refuse before it ever reached its master is told apart from
+// a slow one only with WithSentinelAddrs; otherwise the call ends with its
+// budget.
 //
 // Errors: a *BusyError (errors.Is ErrNotObtained) when Redis answered busy
 // until the budget ended; an ErrUnavailable error, naming the cause, when

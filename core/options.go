@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 )
@@ -84,6 +85,7 @@ type lockerOptions struct {
 	noCoalesce  bool
 	ackN        int           // WithReplicaAck: replicas to wait for (0: none)
 	ackTimeout  time.Duration // WithReplicaAck: how long
+	sentinels   []string      // WithSentinelAddrs
 	mutants     string        // defects put back, for tests' controls (export_test.go)
 	err         error
 }
@@ -357,6 +359,25 @@ func WithReplicaAck(n int, timeout time.Duration) Option {
 		default:
 			o.ackN, o.ackTimeout = n, timeout
 		}
+	})
+}
+
+// WithSentinelAddrs names the sentinels of a Sentinel failover client
+// (redis.NewFailoverClient: pass its FailoverOptions.SentinelAddrs), which
+// go-redis keeps to itself. With them, a call that finds every sentinel
+// refusing connections ends at once with ErrUnavailable naming the refusal
+// (one dial of each, about 100ms after the call began), as a call to a
+// refusing master does; without them such a call ends with its budget,
+// saying only that nothing answered. A sentinel that accepts is enough for
+// the call to go on. Default: none. Errors from New: ErrInvalid when the
+// client is not a Sentinel failover client or an address is empty.
+func WithSentinelAddrs(addrs ...string) Option {
+	return lockerOption(func(o *lockerOptions) {
+		if slices.Contains(addrs, "") {
+			o.fail(invalidf("WithSentinelAddrs: an empty address"))
+			return
+		}
+		o.sentinels = slices.Clone(addrs)
 	})
 }
 

@@ -87,6 +87,9 @@ func (l *Locker) nodes(ctx context.Context) []pingNode {
 	}
 	switch c := l.client.(type) {
 	case *redis.Client:
+		if isFailoverClient(c) {
+			return []pingNode{clientNode("Sentinel master", c)}
+		}
 		return []pingNode{clientNode(c.Options().Addr, c)}
 	case *redis.ClusterClient:
 		return clusterNodes(ctx, l, c)

@@ -32,14 +32,15 @@ const (
 
 // prober dials the deployment on behalf of a slow call: a plain client's
 // server; a Sentinel failover client's master, through its sentinels (as
-// the client dials); a Cluster client's seed addresses, until the Locker
-// first reaches the Cluster (after that a refused node is a failover's,
-// which the client's own errors and failingOver handle). A Redlock node has
-// none. A Sentinel client whose sentinels all refuse is not told apart in
-// time: go-redis keeps the sentinels' addresses to itself, dials each with
-// its retries and asks them one call at a time, so a probe through the
-// client's dialer waits behind the call it probes for; such a call ends
-// with its budget.
+// the client dials), after dialling the sentinels themselves when the
+// Locker was told their addresses (WithSentinelAddrs); a Cluster client's
+// seed addresses, until the Locker first reaches the Cluster (after that a
+// refused node is a failover's, which the client's own errors and
+// failingOver handle). A Redlock node has none. Without the sentinels'
+// addresses, a failover client whose sentinels all refuse is not told apart
+// in time: go-redis keeps them to itself, dials each with its retries and
+// asks them one call at a time, so a probe through the client's dialer
+// waits behind the call it probes for; such a call ends with its budget.
 type prober struct {
 	dial func(ctx context.Context) error // nil: no probing
 	// idle reports whether a call now is to be watched: the client has no
@@ -54,24 +55,33 @@ type prober struct {
 }
 
 // newProber makes the prober of client c; reached reports whether the
-// Locker has had an answer from the deployment.
-func newProber(c redis.UniversalClient, reached func() bool) *prober {
+// Locker has had an answer from the deployment; sentinels are the
+// addresses of a failover client's sentinels, if the Locker was told them.
+func newProber(c redis.UniversalClient, reached func() bool, sentinels []string) *prober {
 	switch c := c.(type) {
 	case *redis.Client:
 		o := c.Options()
 		if o.Dialer == nil {
 			return &prober{}
 		}
-		return &prober{
-			dial: func(ctx context.Context) error {
-				conn, err := o.Dialer(ctx, o.Network, o.Addr)
-				if err != nil {
+		master := func(ctx context.Context) error {
+			conn, err := o.Dialer(ctx, o.Network, o.Addr)
+			if err != nil {
+				return err
+			}
+			return conn.Close()
+		}
+		dial := master
+		if len(sentinels) > 0 {
+			tcp := tcpDialer(nil, o.DialTimeout)
+			dial = func(ctx context.Context) error {
+				if err := dialAny(ctx, tcp, sentinels, "sentinel"); err != nil {
 					return err
 				}
-				return conn.Close()
-			},
-			idle: func() bool { return c.PoolStats().TotalConns == 0 },
+				return master(ctx)
+			}
 		}
+		return &prober{dial: dial, idle: func() bool { return c.PoolStats().TotalConns == 0 }}
 	case *redis.ClusterClient:
 		o := c.Options()
 		if reflect.ValueOf(o.NewClient).Pointer() != reflect.ValueOf(redis.NewClient).Pointer() {
@@ -80,8 +90,9 @@ func newProber(c redis.UniversalClient, reached func() bool) *prober {
 			// sets redis.NewClient when the options name none.)
 			return &prober{}
 		}
+		dial := tcpDialer(o.Dialer, o.DialTimeout)
 		return &prober{
-			dial: func(ctx context.Context) error { return dialAny(ctx, o) },
+			dial: func(ctx context.Context) error { return dialAny(ctx, dial, o.Addrs, "seed") },
 			// (not PoolStats: a Cluster client without a slot map loads
 			// it there, dialling every seed with its retries)
 			idle: func() bool { return !reached() },
@@ -90,21 +101,25 @@ func newProber(c redis.UniversalClient, reached func() bool) *prober {
 	return &prober{}
 }
 
-// dialAny dials every seed address of a Cluster client at once, as the
-// client dials (its Dialer, or TCP within DialTimeout): nil as soon as one
-// accepts, else the first failure, saying that every address failed.
-func dialAny(ctx context.Context, o *redis.ClusterOptions) error {
-	dial := o.Dialer
-	if dial == nil {
-		d := &net.Dialer{Timeout: o.DialTimeout}
-		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return d.DialContext(ctx, network, addr)
-		}
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// tcpDialer is dial, or, when nil, a TCP dial within timeout.
+func tcpDialer(dial dialFunc, timeout time.Duration) dialFunc {
+	if dial != nil {
+		return dial
 	}
+	d := &net.Dialer{Timeout: timeout}
+	return d.DialContext
+}
+
+// dialAny dials every address at once: nil as soon as one accepts, else
+// the first failure, saying that every address (of the kind what names)
+// failed.
+func dialAny(ctx context.Context, dial dialFunc, addrs []string, what string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, len(o.Addrs))
-	for _, addr := range o.Addrs {
+	errs := make(chan error, len(addrs))
+	for _, addr := range addrs {
 		go func() {
 			conn, err := dial(ctx, "tcp", addr)
 			if err == nil {
@@ -115,7 +130,7 @@ func dialAny(ctx context.Context, o *redis.ClusterOptions) error {
 	}
 	var first error
 	accepted := false
-	for range o.Addrs { // every dial ends before dialAny returns
+	for range addrs { // every dial ends before dialAny returns
 		err := <-errs
 		switch {
 		case err == nil && !accepted:
@@ -128,10 +143,10 @@ func dialAny(ctx context.Context, o *redis.ClusterOptions) error {
 	if accepted {
 		return nil
 	}
-	if len(o.Addrs) > 1 {
-		return fmt.Errorf("all %d seed addresses: %w", len(o.Addrs), first)
+	if len(addrs) > 1 {
+		return fmt.Errorf("all %d %s addresses: %w", len(addrs), what, first)
 	}
-	return first
+	return fmt.Errorf("%s address: %w", what, first)
 }
 
 // watches reports whether a call now is to be watched by a probe.

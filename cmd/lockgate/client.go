@@ -67,7 +67,12 @@ func (s *session) lockerFor() (*core.Locker, error) {
 	}
 	// A command's calls are bounded by -timeout, not the library's default
 	// attempt timeout: an operator waits for an answer.
-	l, err := core.New(client, core.WithPrefix(s.cfg.prefix), core.WithAttemptTimeout(s.cfg.timeout))
+	opts := []core.Option{core.WithPrefix(s.cfg.prefix), core.WithAttemptTimeout(s.cfg.timeout)}
+	if len(s.cfg.sentinel) > 0 {
+		// every sentinel refusing is then said at once
+		opts = append(opts, core.WithSentinelAddrs(s.cfg.sentinel...))
+	}
+	l, err := core.New(client, opts...)
 	if err != nil {
 		client.Close()
 		return nil, err

@@ -76,3 +76,22 @@ func TestSentinelCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestSentinelsRefusing: with every sentinel refusing connections, ping
+// fails (exit 1) at once naming the sentinels' refusal, well within its
+// -timeout.
+func TestSentinelsRefusing(t *testing.T) {
+	var dead []string
+	for range 2 {
+		s := redistest.Start(t)
+		s.Stop()
+		dead = append(dead, s.Addr)
+	}
+	r := lockgate(t, "-sentinel", strings.Join(dead, ","), "-master", "mymaster", "-timeout", "5s", "ping")
+	if r.code != 1 || !strings.Contains(r.stderr, "sentinel addresses") || !strings.Contains(r.stderr, "connection refused") {
+		t.Errorf("every sentinel refusing: exit %d %q, want 1 naming the sentinels' refusal", r.code, r.stderr)
+	}
+	if r.took > 2*time.Second {
+		t.Errorf("every sentinel refusing: ping took %v, want the refusal at once (timeout 5s)", r.took)
+	}
+}
