@@ -167,7 +167,11 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 	}
 	if a.l.monoNow() >= validUntil {
 		if a.l.mut.lateGrant {
-			a.undo() // the fixed defect: the same owner then waits on, its done marker written
+			// the fixed defect: the same owner then waits on, its done
+			// marker written (waited for, so that every round shows it)
+			undone := make(chan struct{})
+			a.l.undoThen(&a.keys, a.owner, a.o, undone)
+			<-undone
 			return nil, nil
 		}
 		return a.attempt(ctx)
