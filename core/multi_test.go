@@ -207,9 +207,11 @@ func testMultiNoDeadlock(t *testing.T, a, b *core.Locker) {
 
 	// Control: two workers taking the names in the order given, x then z
 	// and z then x, each going on to its second name once the other holds
-	// its first: each waits for the other, and both waits end busy.
-	var both sync.WaitGroup
+	// its first, and letting go of its first only once both waits ended:
+	// each waits for the other, and both waits end busy.
+	var both, tried sync.WaitGroup
 	both.Add(2)
+	tried.Add(2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i, names := range [][]string{{"dl:x", "dl:z"}, {"dl:z", "dl:x"}} {
@@ -219,11 +221,15 @@ func testMultiNoDeadlock(t *testing.T, a, b *core.Locker) {
 			both.Done()
 			if err != nil {
 				errs[i] = err
+				tried.Done()
 				return
 			}
 			defer s.Unlock(ctx)
 			both.Wait()
-			if s2, err := l.Lock(ctx, names[1], core.WithWait(300*time.Millisecond)); err == nil {
+			s2, err := l.Lock(ctx, names[1], core.WithWait(300*time.Millisecond))
+			tried.Done()
+			tried.Wait()
+			if err == nil {
 				s2.Unlock(ctx)
 			} else {
 				errs[i] = err
