@@ -26,7 +26,8 @@ test: redis $(TESTPROGRESS)
 	@set -eo pipefail; all=$$SECONDS; totals=$(TOOLS)/test-totals; rm -f $$totals; for m in $(MODULES); do \
 		t=$$SECONDS; echo "== $$m: go vet"; (cd $$m && $(GO) vet ./...); echo "== $$m: go vet ok ($$((SECONDS-t))s)"; \
 		echo "== $$m: go test -race"; \
-		(cd $$m && $(GO) test -race -count=1 -timeout 12m -json ./... 2>&1) | $(TESTPROGRESS) -totals $$totals; \
+		t=$$SECONDS; (cd $$m && $(GO) test -race -count=1 -timeout 12m -json ./... 2>&1) | $(TESTPROGRESS) -totals $$totals; \
+		echo "== $$m: go test ok ($$((SECONDS-t))s, building included)"; \
 	done; read p f s < $$totals; echo "== all modules passed in $$((SECONDS-all))s"; \
 	echo "tests: $$p passed, $$f failed, $$s skipped"
 

@@ -57,7 +57,17 @@ type pkgState struct {
 	ran    bool            // a test of it has started (its "run" line is printed)
 	lines  []line          // its output in the order it came
 	failed map[string]bool // tests that failed
+	took   []testTime      // its top-level tests' times, as they ended
 }
+
+type testTime struct {
+	name    string
+	seconds float64
+}
+
+// slowPackage is how long a package runs before its ok line names its
+// slowest tests (where the time of make test goes).
+const slowPackage = 60
 
 type reporter struct {
 	mu       sync.Mutex
@@ -162,6 +172,7 @@ func (r *reporter) handle(e event) {
 			s.failed[e.Test] = true
 			if !strings.Contains(e.Test, "/") {
 				r.failed++
+				s.took = append(s.took, testTime{e.Test, e.Elapsed})
 			}
 			return
 		}
@@ -175,12 +186,16 @@ func (r *reporter) handle(e event) {
 		if e.Test != "" {
 			if !strings.Contains(e.Test, "/") {
 				r.passed++
+				s.took = append(s.took, testTime{e.Test, e.Elapsed})
 			}
 			return
 		}
 		r.ok++
 		delete(r.running, e.Package)
 		r.printfLocked("%s ok    %s  %.1fs", r.stamp(), e.Package, e.Elapsed)
+		if e.Elapsed >= slowPackage {
+			r.printfLocked("      slowest: %s", slowest(s.took, 8))
+		}
 		delete(r.pkgs, e.Package)
 	case "skip":
 		if e.Test != "" {
@@ -224,6 +239,16 @@ func framing(l string) bool {
 	return strings.HasPrefix(t, "=== RUN") || strings.HasPrefix(t, "=== PAUSE") ||
 		strings.HasPrefix(t, "=== CONT") || strings.HasPrefix(t, "=== NAME") ||
 		strings.HasPrefix(t, "--- PASS") || strings.HasPrefix(t, "--- SKIP")
+}
+
+// slowest names the n longest of took with their times.
+func slowest(took []testTime, n int) string {
+	sort.Slice(took, func(i, j int) bool { return took[i].seconds > took[j].seconds })
+	var parts []string
+	for _, t := range took[:min(n, len(took))] {
+		parts = append(parts, fmt.Sprintf("%s %.1fs", t.name, t.seconds))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // heartbeat prints what is still going on after every quiet stretch.
