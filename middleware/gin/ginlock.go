@@ -2,8 +2,6 @@ package ginlock
 
 import (
 	"context"
-	"fmt"
-	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -14,7 +12,7 @@ import (
 
 // ErrNoLocker is returned by New and NewTemplate for a nil Locker. It
 // matches core.ErrInvalid.
-var ErrNoLocker = fmt.Errorf("ginlock: nil Locker: %w", core.ErrInvalid)
+var ErrNoLocker = lockhttp.NoLocker("ginlock")
 
 // New returns Gin middleware that runs the rest of the chain (c.Next())
 // while holding the lock named by the key template (for example
@@ -39,11 +37,7 @@ var ErrNoLocker = fmt.Errorf("ginlock: nil Locker: %w", core.ErrInvalid)
 // one naming a source HTTP cannot read; an error matching core.ErrInvalid
 // and naming the option for a nil or invalid option.
 func New(l *core.Locker, key string, opts ...Option) (gin.HandlerFunc, error) {
-	t, err := lockhttp.Compile(l, key, ErrNoLocker)
-	if err != nil {
-		return nil, err
-	}
-	return NewTemplate(l, t, opts...)
+	return lockhttp.NewFromKey(l, key, opts, ErrNoLocker, NewTemplate)
 }
 
 // NewTemplate is New for a template compiled beforehand or built with
@@ -52,11 +46,10 @@ func New(l *core.Locker, key string, opts ...Option) (gin.HandlerFunc, error) {
 // New.
 func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (gin.HandlerFunc, error) {
 	m := &middleware{o: defaultOptions()}
-	route, err := lockhttp.Configure(&m.o, l, key, opts, ErrNoLocker)
-	if err != nil {
+	var err error
+	if m.e, err = lockhttp.OptionsEngine[*gin.Context, struct{}](&m.o, l, key, opts, ErrNoLocker, m); err != nil {
 		return nil, err
 	}
-	m.e = lockhttp.Engine[*gin.Context, struct{}]{Locker: l, Route: route, FailOpen: m.o.FailOpen, Logger: m.o.Logger, Shim: m, Logged: new(sync.Map)}
 	return m.handle, nil
 }
 

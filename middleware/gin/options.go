@@ -8,7 +8,6 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/lockhttp"
-	"github.com/lockgate/lockgate/keyfunc"
 )
 
 // Option configures the middleware built by New and NewTemplate. Every
@@ -53,12 +52,8 @@ func defaultOptions() options {
 // fmt.Stringer (keyfunc.FormatValue), else from c.Request.Context()
 // (keyfunc.WithValue).
 func defaultContextValue(c *gin.Context, name string) (string, bool) {
-	if v, ok := c.Get(name); ok && v != nil {
-		if s, ok := keyfunc.FormatValue(v); ok {
-			return s, true
-		}
-	}
-	return keyfunc.ContextValue(c.Request.Context(), name)
+	v, _ := c.Get(name)
+	return lockhttp.ContextValue(v, c.Request.Context(), name)
 }
 
 // WithWait sets how long a request waits for a busy lock before the busy

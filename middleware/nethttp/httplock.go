@@ -2,9 +2,7 @@ package httplock
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/lockhttp"
@@ -13,7 +11,7 @@ import (
 
 // ErrNoLocker is returned by New and NewTemplate for a nil Locker. It
 // matches core.ErrInvalid.
-var ErrNoLocker = fmt.Errorf("httplock: nil Locker: %w", core.ErrInvalid)
+var ErrNoLocker = lockhttp.NoLocker("httplock")
 
 // New returns middleware that runs the next handler while holding the lock
 // named by the key template (for example "order:{query.user_id}:{path.voucher}";
@@ -36,11 +34,7 @@ var ErrNoLocker = fmt.Errorf("httplock: nil Locker: %w", core.ErrInvalid)
 // one naming a source HTTP cannot read; an error matching core.ErrInvalid
 // and naming the option for a nil or invalid option.
 func New(l *core.Locker, key string, opts ...Option) (func(http.Handler) http.Handler, error) {
-	t, err := lockhttp.Compile(l, key, ErrNoLocker)
-	if err != nil {
-		return nil, err
-	}
-	return NewTemplate(l, t, opts...)
+	return lockhttp.NewFromKey(l, key, opts, ErrNoLocker, NewTemplate)
 }
 
 // NewTemplate is New for a template compiled beforehand or built with
@@ -49,11 +43,10 @@ func New(l *core.Locker, key string, opts ...Option) (func(http.Handler) http.Ha
 // New.
 func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (func(http.Handler) http.Handler, error) {
 	m := &middleware{o: defaultOptions()}
-	route, err := lockhttp.Configure(&m.o, l, key, opts, ErrNoLocker)
-	if err != nil {
+	var err error
+	if m.e, err = lockhttp.OptionsEngine[call, struct{}](&m.o, l, key, opts, ErrNoLocker, m); err != nil {
 		return nil, err
 	}
-	m.e = lockhttp.Engine[call, struct{}]{Locker: l, Route: route, FailOpen: m.o.FailOpen, Logger: m.o.Logger, Shim: m, Logged: new(sync.Map)}
 	return m.wrap, nil
 }
 
