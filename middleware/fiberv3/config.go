@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/lockhttp"
 	"github.com/lockgate/lockgate/keyfunc"
 )
 
@@ -135,31 +136,6 @@ var ConfigDefault = Config{
 	ContextValue: defaultContextValue,
 }
 
-// configDefault returns cfg with its zero fields set to defaults.
-func configDefault(cfg Config) Config {
-	if cfg.LimitReached == nil {
-		cfg.LimitReached = ConfigDefault.LimitReached
-	}
-	if cfg.ErrorHandler == nil {
-		cfg.ErrorHandler = ConfigDefault.ErrorHandler
-	}
-	if cfg.MaxBodySize == 0 {
-		cfg.MaxBodySize = ConfigDefault.MaxBodySize
-	}
-	if cfg.ContextValue == nil {
-		cfg.ContextValue = ConfigDefault.ContextValue
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	return cfg
-}
-
 func defaultContextValue(c fiber.Ctx, name string) (string, bool) {
-	if v := c.Locals(name); v != nil {
-		if s, ok := keyfunc.FormatValue(v); ok {
-			return s, true
-		}
-	}
-	return keyfunc.ContextValue(c.Context(), name)
+	return lockhttp.ContextValue(c.Locals(name), c.Context(), name)
 }
