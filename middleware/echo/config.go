@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/lockhttp"
 	"github.com/lockgate/lockgate/keyfunc"
 )
 
@@ -158,7 +159,8 @@ var DefaultConfig = Config{
 	ContextValue: defaultContextValue,
 }
 
-// withDefaults returns cfg with its zero fields set to the defaults.
+// withDefaults returns cfg with its zero fields set to the defaults (the
+// Logger is lockhttp.ConfigEngine's, slog.Default()).
 func withDefaults(cfg Config) Config {
 	if cfg.Skipper == nil {
 		cfg.Skipper = DefaultConfig.Skipper
@@ -175,17 +177,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.ContextValue == nil {
 		cfg.ContextValue = DefaultConfig.ContextValue
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	return cfg
 }
 
 func defaultContextValue(c echo.Context, name string) (string, bool) {
-	if v := c.Get(name); v != nil {
-		if s, ok := keyfunc.FormatValue(v); ok {
-			return s, true
-		}
-	}
-	return keyfunc.ContextValue(c.Request().Context(), name)
+	return lockhttp.ContextValue(c.Get(name), c.Request().Context(), name)
 }
