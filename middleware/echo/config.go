@@ -118,18 +118,12 @@ type Config struct {
 	// written by the middleware (see the package doc on errors)
 	BusyHandler func(c echo.Context, err error) error
 
-	// ErrorHandler answers a request that cannot be served, with status:
-	//   - 400: err is a *keyfunc.Error naming the part of the key at fault
-	//     (its text never holds the value, so it may be sent), or a failure
-	//     to read the body;
-	//   - 413: the body is over MaxBodySize, or over a bound set in front
-	//     (Echo's BodyLimit middleware, http.MaxBytesReader: err is theirs);
-	//   - 499 (StatusClientClosedRequest): the request's context was
-	//     cancelled (the client went away) while waiting for the lock;
-	//   - 503: the lock could not be taken — Redis unavailable, the
-	//     request's deadline passed while waiting (err matches
-	//     context.DeadlineExceeded), the Locker closed, or another failure.
-	//     err is internal and must not be sent to the client.
+	// ErrorHandler answers a request that cannot be served: status 400,
+	// 413, 499, 500 or 503 and err its cause, as middleware/README.md in
+	// the repository lists them (Replacing the answers); only a 400's
+	// *keyfunc.Error may be sent (it names the part, never the value), the
+	// others are internal. A 413's err is Echo's own when its BodyLimit
+	// middleware in front cut the body off.
 	// What it returns is returned by the middleware, as for BusyHandler; to
 	// have the app's HTTPErrorHandler write every answer:
 	//

@@ -16,15 +16,12 @@ type leaseKey struct{}
 // holding the lock named by the key template (typed placeholders such as
 // {query.user_id:int} canonicalise the value; see package keyfunc).
 //
-// Answers, as every adapter's (middleware/README.md in the repository has
-// them all, with the setup errors and the defaults): 400 for a key error
-// (naming the part), 413 for a body over MaxBodySize, LimitReached (429
-// with Retry-After) when still busy after the wait, 503 when the lock
-// cannot be taken (FailOpen runs the handler without it when Redis is
-// unavailable), 499 (StatusClientClosedRequest) when the user context is
-// cancelled while waiting. The lease is released after the handler, also
-// when it returns an error or panics (the panic goes on to Fiber's recover
-// middleware), within ReleaseTimeout.
+// It answers as every adapter does (middleware/README.md in the
+// repository, Answers); Config.LimitReached and Config.ErrorHandler
+// replace the answers. While the rest of the chain runs, c.UserContext()
+// is the lease's Context and FromContext(c) the lease. The lease is
+// released after the handler, also when it returns an error or panics
+// (the panic goes on to Fiber's recover middleware).
 //
 // Like Fiber's own middleware, New panics on a bad config, at setup, with
 // the error Validate returns: no Locker, no Key nor Template, a malformed

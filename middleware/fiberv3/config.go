@@ -74,13 +74,12 @@ type Config struct {
 	// Optional. Default: 429 with {"error": "resource is busy, retry later"}
 	LimitReached fiber.Handler
 
-	// ErrorHandler answers a request that cannot be served: status 400 (err
-	// is a *keyfunc.Error naming the part, never the value), 413 (body over
-	// MaxBodySize), 499 (StatusClientClosedRequest: the request context,
-	// c.Context(), was cancelled while waiting for the lock) or 503 (Redis
-	// unavailable, the request context's deadline passed while waiting —
-	// err matches context.DeadlineExceeded —, the Locker closed, or another
-	// failure; err is internal and must not reach the client).
+	// ErrorHandler answers a request that cannot be served: status 400,
+	// 413, 499, 500 or 503 and err its cause, as middleware/README.md in
+	// the repository lists them (Replacing the answers); only a 400's
+	// *keyfunc.Error may be sent (it names the part, never the value), the
+	// others are internal. The wait is bounded by the request
+	// context, c.Context().
 	//
 	// Optional. Default: that status with {"error": "..."}: the key error's
 	// text for 400, fixed texts otherwise

@@ -20,16 +20,10 @@ var ErrNoLocker = lockhttp.NoLocker("ginlock")
 // placeholders such as {query.user_id:int} canonicalise the value; see
 // package keyfunc for the syntax and keyfunc.HTTP for bare names).
 //
-// Answers, as every adapter's (middleware/README.md in the repository has
-// them all, with the setup errors and the defaults), each one aborting the
-// chain: 400 for a key error (naming the part), 413 for a body over
-// WithMaxBodySize, 429 with Retry-After when the lock is still busy after
-// the wait (WithBusyHandler), 503 when the lock cannot be taken
-// (WithFailOpen runs the chain without it when Redis is unavailable), 499
-// (StatusClientClosedRequest) when the request is cancelled while waiting.
-// The lease is released after c.Next() returns, also when a handler panics
-// (the panic goes on to gin.Recovery); the release is bounded by
-// WithReleaseTimeout.
+// It answers as every adapter does (middleware/README.md in the
+// repository, Answers), each answer aborting the chain; WithBusyHandler
+// and WithErrorHandler replace them. The lease is released after c.Next()
+// returns, also when a handler panics (the panic goes on to gin.Recovery).
 //
 // New checks everything at setup, so that a mistake is an error here
 // rather than an answer to every request: ErrNoLocker for a nil Locker; a

@@ -17,17 +17,11 @@ import (
 type Option func(*options)
 
 // ErrorHandler writes the answer to a request that cannot be served; the
-// chain is already aborted when it runs (c.IsAborted). status is one of:
-//   - 400: err is a *keyfunc.Error naming the part of the key at fault (its
-//     text never holds the value, so it may be sent), or a failure to read
-//     the body;
-//   - 413: the body is over WithMaxBodySize;
-//   - 499 (StatusClientClosedRequest): the request's context was cancelled
-//     (the client went away) while waiting for the lock;
-//   - 503: the lock could not be taken — Redis unavailable, the request's
-//     deadline passed while waiting (err matches context.DeadlineExceeded),
-//     the Locker closed, or another failure. err is internal and must not be
-//     sent to the client.
+// chain is already aborted when it runs (c.IsAborted). status is 400, 413,
+// 499, 500 or 503 and err its cause, as middleware/README.md in the
+// repository lists them (Replacing the answers): only a 400's
+// *keyfunc.Error may be sent (it names the part of the key, never the
+// value); the others are internal.
 type ErrorHandler func(c *gin.Context, status int, err error)
 
 // options are the settings New and NewTemplate check: those every adapter
@@ -99,7 +93,7 @@ func WithBusyHandler(h gin.HandlerFunc) Option {
 	return with.Busy(h, h != nil)
 }
 
-// WithErrorHandler replaces the 400, 413, 499 and 503 answers (see
+// WithErrorHandler replaces the 400, 413, 499, 500 and 503 answers (see
 // ErrorHandler). nil keeps the default: that status with {"error": "..."}:
 // the key error's text for 400 (it names the part, never the value), fixed
 // texts otherwise — internal errors are never sent.

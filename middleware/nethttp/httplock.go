@@ -18,15 +18,9 @@ var ErrNoLocker = lockhttp.NoLocker("httplock")
 // typed placeholders such as {query.user_id:int} canonicalise the value; see
 // package keyfunc for the syntax and keyfunc.HTTP for bare names).
 //
-// Answers, as every adapter's (middleware/README.md in the repository has
-// them all, with the setup errors and the defaults): 400 for a key error
-// (naming the part), 413 for a body over WithMaxBodySize, 429 with
-// Retry-After when the lock is still busy after the wait
-// (WithBusyHandler), 503 when the lock cannot be taken (WithFailOpen runs
-// the handler without it when Redis is unavailable), 499
-// (StatusClientClosedRequest) when the request is cancelled while waiting.
-// The lease is released after the handler, also when it panics; the
-// release is bounded by WithReleaseTimeout.
+// It answers as every adapter does (middleware/README.md in the
+// repository, Answers); WithBusyHandler and WithErrorHandler replace the
+// answers. The lease is released after the handler, also when it panics.
 //
 // New checks everything at setup, so that a mistake is an error here
 // rather than an answer to every request: ErrNoLocker for a nil Locker; a
