@@ -95,15 +95,13 @@ type Config struct {
 	FailOpen bool
 
 	// Route is the pattern of the route the middleware serves, as the
-	// router writes it ("/v/:voucher"). When set, New (and Validate) checks that every
-	// {path.name} placeholder of the template is a parameter of the route:
-	// one that no request could fill (a typo, {path.vouchr} on
-	// "/v/:voucher") is a setup error matching keyfunc.ErrBadTemplate that
-	// names the template and the route. When empty, such a placeholder is
-	// found at the first request: answered 500, logged at error once per
-	// route, naming the template and the route.
+	// router writes it ("/v/:voucher"), so that a {path.name} placeholder
+	// the route does not have (a typo, {path.vouchr}) is a setup error
+	// (New panics, Validate returns it) matching keyfunc.ErrBadTemplate
+	// naming the template and the route.
 	//
-	// Optional. Default: "" (checked at the first request)
+	// Optional. Default: "" (such a placeholder is answered 500, see
+	// middleware/README.md, Answers)
 	Route string
 
 	// Logger logs fail-open runs, lock failures and failed releases.

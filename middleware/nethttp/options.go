@@ -123,13 +123,10 @@ func WithMaxBodySize(n int64) Option {
 }
 
 // WithRoute tells the middleware the pattern of the route it serves, as
-// the router writes it ("POST /v/{voucher}"): New and NewTemplate then check that every
-// {path.name} placeholder of the template is a parameter of the route,
-// and a placeholder that no request could fill (a typo,
-// {path.vouchr} on "/v/{voucher}") is a setup error matching keyfunc.ErrBadTemplate
-// that names the template and the route. Without it (the default, "")
-// such a placeholder is found at the first request: answered 500, logged
-// at error once per route, naming the template and the route.
+// the router writes it ("POST /v/{voucher}"), so that a {path.name} placeholder the
+// route does not have (a typo, {path.vouchr}) is an error of New matching
+// keyfunc.ErrBadTemplate naming the template and the route. Default "":
+// such a placeholder is answered 500 (middleware/README.md, Answers).
 func WithRoute(pattern string) Option {
 	return with.Route(pattern)
 }
