@@ -1,6 +1,7 @@
-// Package fiberkey reads a request's key placeholders for the two Fiber
-// adapters (fiberlock for Fiber v2 and for v3): both ctx types have the
-// methods of Ctx, over the same fasthttp request. Values read from the ctx
+// Package fiberkey is what the two Fiber adapters (fiberlock for Fiber v2
+// and for v3) share: reading a request's key placeholders (Request), the
+// Config and most of the shim (Shim). Both ctx types have the methods of
+// Ctx and Handle, over the same fasthttp request. Values read from the ctx
 // are only valid during the request; keyfunc's Key copies them into the
 // key.
 package fiberkey

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/lockhttp"
 	"github.com/lockgate/lockgate/keyfunc"
 )
 
@@ -74,13 +75,12 @@ type Config struct {
 	// Optional. Default: 429 with {"error": "resource is busy, retry later"}
 	LimitReached fiber.Handler
 
-	// ErrorHandler answers a request that cannot be served: status 400 (err
-	// is a *keyfunc.Error naming the part, never the value), 413 (body over
-	// MaxBodySize), 499 (StatusClientClosedRequest: the user context was
-	// cancelled while waiting for the lock) or 503 (Redis unavailable, the
-	// user context's deadline passed while waiting — err matches
-	// context.DeadlineExceeded —, the Locker closed, or another failure;
-	// err is internal and must not reach the client).
+	// ErrorHandler answers a request that cannot be served: status 400,
+	// 413, 499, 500 or 503 and err its cause, as middleware/README.md in
+	// the repository lists them (Replacing the answers); only a 400's
+	// *keyfunc.Error may be sent (it names the part, never the value), the
+	// others are internal. The wait is bounded by the user context,
+	// c.UserContext().
 	//
 	// Optional. Default: that status with {"error": "..."}: the key error's
 	// text for 400, fixed texts otherwise
@@ -96,15 +96,13 @@ type Config struct {
 	FailOpen bool
 
 	// Route is the pattern of the route the middleware serves, as the
-	// router writes it ("/v/:voucher"). When set, New (and Validate) checks that every
-	// {path.name} placeholder of the template is a parameter of the route:
-	// one that no request could fill (a typo, {path.vouchr} on
-	// "/v/:voucher") is a setup error matching keyfunc.ErrBadTemplate that
-	// names the template and the route. When empty, such a placeholder is
-	// found at the first request: answered 500, logged at error once per
-	// route, naming the template and the route.
+	// router writes it ("/v/:voucher"), so that a {path.name} placeholder
+	// the route does not have (a typo, {path.vouchr}) is a setup error
+	// (New panics, Validate returns it) matching keyfunc.ErrBadTemplate
+	// naming the template and the route.
 	//
-	// Optional. Default: "" (checked at the first request)
+	// Optional. Default: "" (such a placeholder is answered 500, see
+	// middleware/README.md, Answers)
 	Route string
 
 	// Logger logs fail-open runs, lock failures and failed releases.
@@ -136,31 +134,6 @@ var ConfigDefault = Config{
 	ContextValue: defaultContextValue,
 }
 
-// configDefault returns cfg with its zero fields set to defaults.
-func configDefault(cfg Config) Config {
-	if cfg.LimitReached == nil {
-		cfg.LimitReached = ConfigDefault.LimitReached
-	}
-	if cfg.ErrorHandler == nil {
-		cfg.ErrorHandler = ConfigDefault.ErrorHandler
-	}
-	if cfg.MaxBodySize == 0 {
-		cfg.MaxBodySize = ConfigDefault.MaxBodySize
-	}
-	if cfg.ContextValue == nil {
-		cfg.ContextValue = ConfigDefault.ContextValue
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	return cfg
-}
-
 func defaultContextValue(c *fiber.Ctx, name string) (string, bool) {
-	if v := c.Locals(name); v != nil {
-		if s, ok := keyfunc.FormatValue(v); ok {
-			return s, true
-		}
-	}
-	return keyfunc.ContextValue(c.UserContext(), name)
+	return lockhttp.ContextValue(c.Locals(name), c.UserContext(), name)
 }

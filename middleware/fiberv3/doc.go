@@ -24,35 +24,18 @@
 // {header.X-Tenant:uuid}) build the key from the value the handler will
 // parse: "01", "+1" and "1" lock the same key, and "x" is a 400.
 //
-// Setup: New checks the whole Config (the Locker, the template, Wait, TTL,
-// ReleaseTimeout, MaxBodySize, and LockOptions through core.Combine) and,
-// like Fiber's own middleware, panics on a mistake; Validate returns the
-// same error instead. A bad config never reaches a request, so it can
-// neither answer 503 to every request nor, with FailOpen, run them all
-// without the lock.
-//
-// Outcomes are every adapter's; middleware/README.md in the repository has
-// them all, with the setup errors and the defaults. In short: a key error
-// is a 400 naming the part, never the value, and nothing is locked; a body
-// over MaxBodySize a 413; a lock still busy when the wait ends
-// (Config.Wait) a 429 with Retry-After (Config.LimitReached replaces it);
-// Redis unavailable, the request context's (c.Context()) deadline passed
-// while waiting, a closed Locker or an unsupported Redis a 503, and the
-// handler does not run (Config.FailOpen runs it without the lock when
-// Redis is unavailable, and only then); a request context cancelled while
-// waiting a 499 (StatusClientClosedRequest). Fiber's request context is
-// never cancelled unless earlier middleware (timeout.New, say) set one
-// that is.
-//
-// Otherwise the handler runs with FromContext(c) returning the lease (Key,
-// Fence) and c.Context() set to the lease's Context: a Lock of the same
-// key with it re-enters, and it is cancelled with cause core.ErrLockLost if
-// the lock is lost while the handler runs. The lease is released after the
-// handler returns, returns an error, or panics (use Fiber's recover
-// middleware in front, as usual), within Config.ReleaseTimeout.
-//
-// Internal error texts are never sent to the client; Config.ErrorHandler
-// replaces the default answers.
+// Setup errors, answers and defaults are every adapter's, written once in
+// middleware/README.md in the repository (Setup, Defaults, Answers, Under
+// the lock); each Config field's doc gives its default. What is Fiber's:
+// New panics on a bad config, like Fiber's own middleware (Validate
+// returns the error instead), so that it never reaches a request;
+// Config.LimitReached and Config.ErrorHandler replace the answers, and
+// Config.Next skips the middleware. The wait is bounded by the request
+// context (c.Context()), which Fiber never cancels unless earlier
+// middleware (timeout.New, say) set one that is. Under the lock
+// FromContext(c) returns the lease and c.Context() is the lease's Context;
+// the lease is released after the handler returns, returns an error, or
+// panics (use Fiber's recover middleware in front, as usual).
 //
 // # The fiber.Ctx and c.Context()
 //

@@ -16,17 +16,12 @@ type leaseKey struct{}
 // holding the lock named by the key template (typed placeholders such as
 // {query.user_id:int} canonicalise the value; see package keyfunc).
 //
-// Answers, as every adapter's (middleware/README.md in the repository has
-// them all, with the setup errors and the defaults): 400 for a key error
-// (naming the part), 413 for a body over MaxBodySize, LimitReached (429
-// with Retry-After) when still busy after the wait, 503 when the lock
-// cannot be taken (FailOpen runs the handler without it when Redis is
-// unavailable), 499 (StatusClientClosedRequest) when the request context
-// (c.Context()) is cancelled while waiting. While the rest of the chain
-// runs, c.Context() is the lease's Context and FromContext(c) the lease.
-// The lease is released after the handler, also when it returns an error
-// or panics (the panic goes on to Fiber's recover middleware), within
-// ReleaseTimeout.
+// It answers as every adapter does (middleware/README.md in the
+// repository, Answers); Config.LimitReached and Config.ErrorHandler
+// replace the answers. While the rest of the chain runs, c.Context() is
+// the lease's Context and FromContext(c) the lease. The lease is released
+// after the handler, also when it returns an error or panics (the panic
+// goes on to Fiber's recover middleware).
 //
 // Like Fiber's own middleware, New panics on a bad config, at setup, with
 // the error Validate returns: no Locker, no Key nor Template, a malformed
@@ -35,15 +30,7 @@ type leaseKey struct{}
 // LockOptions entry (an error matching core.ErrInvalid and naming the
 // field). Only the first config is used.
 func New(config ...Config) fiber.Handler {
-	var cfg Config
-	if len(config) > 0 {
-		cfg = config[0]
-	}
-	m, err := build(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return m.handle
+	return lockhttp.Must(build(lockhttp.First(config))).handle
 }
 
 // Validate returns the error New(cfg) panics with, or nil when New(cfg)
@@ -72,21 +59,17 @@ func FromContext(ctx context.Context) *core.Lease {
 }
 
 // middleware is the shim of the shared engine (lockhttp.Engine) for
-// Fiber v3.
+// Fiber v3: fiberkey.Shim and what differs from the other Fiber's.
 type middleware struct {
-	cfg Config
-	e   lockhttp.Engine[fiber.Ctx, error]
+	fiberkey.Shim[fiber.Ctx]
+	e lockhttp.Engine[fiber.Ctx, error]
 }
 
 // build checks cfg and compiles it.
 func build(cfg Config) (*middleware, error) {
-	m := &middleware{cfg: configDefault(cfg)}
-	cfg = m.cfg
+	m := new(middleware)
 	var err error
-	m.e, err = lockhttp.ConfigEngine[fiber.Ctx, error]("fiberlock", lockhttp.Fields{Locker: cfg.Locker, Key: cfg.Key, Template: cfg.Template,
-		Wait: cfg.Wait, TTL: cfg.TTL, ReleaseTimeout: cfg.ReleaseTimeout, LockOptions: cfg.LockOptions,
-		MaxBodySize: int64(cfg.MaxBodySize), Route: cfg.Route, FailOpen: cfg.FailOpen, Logger: cfg.Logger}, nil, m)
-	if err != nil {
+	if m.e, err = m.Setup(fiberkey.Config[fiber.Ctx](cfg), fiberkey.Config[fiber.Ctx](ConfigDefault), unescaped, m); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -94,22 +77,10 @@ func build(cfg Config) (*middleware, error) {
 
 func (m *middleware) handle(c fiber.Ctx) error { return m.e.Serve(c) }
 
-func (m *middleware) Skip(c fiber.Ctx) bool { return m.cfg.Next != nil && m.cfg.Next(c) }
-
-func (m *middleware) Key(c fiber.Ctx, route *lockhttp.Route) (string, int, error) {
-	if route.Body && len(c.Body()) > m.cfg.MaxBodySize {
-		return "", fiber.StatusRequestEntityTooLarge, lockhttp.BodyTooLarge()
-	}
-	q := fiberkey.Request[fiber.Ctx]{C: c, Unescaped: unescaped, Ctx: m.cfg.ContextValue}
-	return route.Key(q.Lookup)
-}
-
 // Route is the pattern Fiber matched ("/v/:voucher").
 func (m *middleware) Route(c fiber.Ctx) string { return c.Route().Path }
 
 func (m *middleware) Context(c fiber.Ctx) context.Context { return c.Context() }
-
-func (m *middleware) Next(c fiber.Ctx) error { return c.Next() }
 
 func (m *middleware) Locked(c fiber.Ctx, lease *core.Lease) error {
 	parent := c.Context()
@@ -131,18 +102,6 @@ func (m *middleware) Locked(c fiber.Ctx, lease *core.Lease) error {
 		// for a lost lock). In front of it, the handler has returned.
 	}()
 	return c.Next()
-}
-
-func (m *middleware) Busy(c fiber.Ctx, retryAfter string, _ error) error {
-	c.Set(fiber.HeaderRetryAfter, retryAfter)
-	return m.cfg.LimitReached(c)
-}
-
-func (m *middleware) Error(c fiber.Ctx, status int, retryAfter string, err error) error {
-	if retryAfter != "" {
-		c.Set(fiber.HeaderRetryAfter, retryAfter)
-	}
-	return m.cfg.ErrorHandler(c, status, err)
 }
 
 // abandoned reports whether c was abandoned (fiber.CustomCtx.Abandon, as

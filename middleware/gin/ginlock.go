@@ -2,8 +2,6 @@ package ginlock
 
 import (
 	"context"
-	"fmt"
-	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -14,7 +12,7 @@ import (
 
 // ErrNoLocker is returned by New and NewTemplate for a nil Locker. It
 // matches core.ErrInvalid.
-var ErrNoLocker = fmt.Errorf("ginlock: nil Locker: %w", core.ErrInvalid)
+var ErrNoLocker = lockhttp.NoLocker("ginlock")
 
 // New returns Gin middleware that runs the rest of the chain (c.Next())
 // while holding the lock named by the key template (for example
@@ -22,16 +20,10 @@ var ErrNoLocker = fmt.Errorf("ginlock: nil Locker: %w", core.ErrInvalid)
 // placeholders such as {query.user_id:int} canonicalise the value; see
 // package keyfunc for the syntax and keyfunc.HTTP for bare names).
 //
-// Answers, as every adapter's (middleware/README.md in the repository has
-// them all, with the setup errors and the defaults), each one aborting the
-// chain: 400 for a key error (naming the part), 413 for a body over
-// WithMaxBodySize, 429 with Retry-After when the lock is still busy after
-// the wait (WithBusyHandler), 503 when the lock cannot be taken
-// (WithFailOpen runs the chain without it when Redis is unavailable), 499
-// (StatusClientClosedRequest) when the request is cancelled while waiting.
-// The lease is released after c.Next() returns, also when a handler panics
-// (the panic goes on to gin.Recovery); the release is bounded by
-// WithReleaseTimeout.
+// It answers as every adapter does (middleware/README.md in the
+// repository, Answers), each answer aborting the chain; WithBusyHandler
+// and WithErrorHandler replace them. The lease is released after c.Next()
+// returns, also when a handler panics (the panic goes on to gin.Recovery).
 //
 // New checks everything at setup, so that a mistake is an error here
 // rather than an answer to every request: ErrNoLocker for a nil Locker; a
@@ -39,11 +31,7 @@ var ErrNoLocker = fmt.Errorf("ginlock: nil Locker: %w", core.ErrInvalid)
 // one naming a source HTTP cannot read; an error matching core.ErrInvalid
 // and naming the option for a nil or invalid option.
 func New(l *core.Locker, key string, opts ...Option) (gin.HandlerFunc, error) {
-	t, err := lockhttp.Compile(l, key, ErrNoLocker)
-	if err != nil {
-		return nil, err
-	}
-	return NewTemplate(l, t, opts...)
+	return lockhttp.NewFromKey(l, key, opts, ErrNoLocker, NewTemplate)
 }
 
 // NewTemplate is New for a template compiled beforehand or built with
@@ -52,11 +40,10 @@ func New(l *core.Locker, key string, opts ...Option) (gin.HandlerFunc, error) {
 // New.
 func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (gin.HandlerFunc, error) {
 	m := &middleware{o: defaultOptions()}
-	route, err := lockhttp.Configure(&m.o, l, key, opts, ErrNoLocker)
-	if err != nil {
+	var err error
+	if m.e, err = lockhttp.OptionsEngine[*gin.Context, struct{}](&m.o, l, key, opts, ErrNoLocker, m); err != nil {
 		return nil, err
 	}
-	m.e = lockhttp.Engine[*gin.Context, struct{}]{Locker: l, Route: route, FailOpen: m.o.FailOpen, Logger: m.o.Logger, Shim: m, Logged: new(sync.Map)}
 	return m.handle, nil
 }
 

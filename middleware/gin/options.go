@@ -8,7 +8,6 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/lockhttp"
-	"github.com/lockgate/lockgate/keyfunc"
 )
 
 // Option configures the middleware built by New and NewTemplate. Every
@@ -18,17 +17,11 @@ import (
 type Option func(*options)
 
 // ErrorHandler writes the answer to a request that cannot be served; the
-// chain is already aborted when it runs (c.IsAborted). status is one of:
-//   - 400: err is a *keyfunc.Error naming the part of the key at fault (its
-//     text never holds the value, so it may be sent), or a failure to read
-//     the body;
-//   - 413: the body is over WithMaxBodySize;
-//   - 499 (StatusClientClosedRequest): the request's context was cancelled
-//     (the client went away) while waiting for the lock;
-//   - 503: the lock could not be taken — Redis unavailable, the request's
-//     deadline passed while waiting (err matches context.DeadlineExceeded),
-//     the Locker closed, or another failure. err is internal and must not be
-//     sent to the client.
+// chain is already aborted when it runs (c.IsAborted). status is 400, 413,
+// 499, 500 or 503 and err its cause, as middleware/README.md in the
+// repository lists them (Replacing the answers): only a 400's
+// *keyfunc.Error may be sent (it names the part of the key, never the
+// value); the others are internal.
 type ErrorHandler func(c *gin.Context, status int, err error)
 
 // options are the settings New and NewTemplate check: those every adapter
@@ -53,12 +46,8 @@ func defaultOptions() options {
 // fmt.Stringer (keyfunc.FormatValue), else from c.Request.Context()
 // (keyfunc.WithValue).
 func defaultContextValue(c *gin.Context, name string) (string, bool) {
-	if v, ok := c.Get(name); ok && v != nil {
-		if s, ok := keyfunc.FormatValue(v); ok {
-			return s, true
-		}
-	}
-	return keyfunc.ContextValue(c.Request.Context(), name)
+	v, _ := c.Get(name)
+	return lockhttp.ContextValue(v, c.Request.Context(), name)
 }
 
 // WithWait sets how long a request waits for a busy lock before the busy
@@ -104,7 +93,7 @@ func WithBusyHandler(h gin.HandlerFunc) Option {
 	return with.Busy(h, h != nil)
 }
 
-// WithErrorHandler replaces the 400, 413, 499 and 503 answers (see
+// WithErrorHandler replaces the 400, 413, 499, 500 and 503 answers (see
 // ErrorHandler). nil keeps the default: that status with {"error": "..."}:
 // the key error's text for 400 (it names the part, never the value), fixed
 // texts otherwise — internal errors are never sent.
@@ -143,13 +132,10 @@ func WithMaxBodySize(n int64) Option {
 }
 
 // WithRoute tells the middleware the pattern of the route it serves, as
-// the router writes it ("/v/:voucher"): New and NewTemplate then check that every
-// {path.name} placeholder of the template is a parameter of the route,
-// and a placeholder that no request could fill (a typo,
-// {path.vouchr} on "/v/:voucher") is a setup error matching keyfunc.ErrBadTemplate
-// that names the template and the route. Without it (the default, "")
-// such a placeholder is found at the first request: answered 500, logged
-// at error once per route, naming the template and the route.
+// the router writes it ("/v/:voucher"), so that a {path.name} placeholder the
+// route does not have (a typo, {path.vouchr}) is an error of New matching
+// keyfunc.ErrBadTemplate naming the template and the route. Default "":
+// such a placeholder is answered 500 (middleware/README.md, Answers).
 func WithRoute(pattern string) Option {
 	return with.Route(pattern)
 }

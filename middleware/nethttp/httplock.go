@@ -2,9 +2,7 @@ package httplock
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/lockhttp"
@@ -13,22 +11,16 @@ import (
 
 // ErrNoLocker is returned by New and NewTemplate for a nil Locker. It
 // matches core.ErrInvalid.
-var ErrNoLocker = fmt.Errorf("httplock: nil Locker: %w", core.ErrInvalid)
+var ErrNoLocker = lockhttp.NoLocker("httplock")
 
 // New returns middleware that runs the next handler while holding the lock
 // named by the key template (for example "order:{query.user_id}:{path.voucher}";
 // typed placeholders such as {query.user_id:int} canonicalise the value; see
 // package keyfunc for the syntax and keyfunc.HTTP for bare names).
 //
-// Answers, as every adapter's (middleware/README.md in the repository has
-// them all, with the setup errors and the defaults): 400 for a key error
-// (naming the part), 413 for a body over WithMaxBodySize, 429 with
-// Retry-After when the lock is still busy after the wait
-// (WithBusyHandler), 503 when the lock cannot be taken (WithFailOpen runs
-// the handler without it when Redis is unavailable), 499
-// (StatusClientClosedRequest) when the request is cancelled while waiting.
-// The lease is released after the handler, also when it panics; the
-// release is bounded by WithReleaseTimeout.
+// It answers as every adapter does (middleware/README.md in the
+// repository, Answers); WithBusyHandler and WithErrorHandler replace the
+// answers. The lease is released after the handler, also when it panics.
 //
 // New checks everything at setup, so that a mistake is an error here
 // rather than an answer to every request: ErrNoLocker for a nil Locker; a
@@ -36,11 +28,7 @@ var ErrNoLocker = fmt.Errorf("httplock: nil Locker: %w", core.ErrInvalid)
 // one naming a source HTTP cannot read; an error matching core.ErrInvalid
 // and naming the option for a nil or invalid option.
 func New(l *core.Locker, key string, opts ...Option) (func(http.Handler) http.Handler, error) {
-	t, err := lockhttp.Compile(l, key, ErrNoLocker)
-	if err != nil {
-		return nil, err
-	}
-	return NewTemplate(l, t, opts...)
+	return lockhttp.NewFromKey(l, key, opts, ErrNoLocker, NewTemplate)
 }
 
 // NewTemplate is New for a template compiled beforehand or built with
@@ -49,11 +37,10 @@ func New(l *core.Locker, key string, opts ...Option) (func(http.Handler) http.Ha
 // New.
 func NewTemplate(l *core.Locker, key *keyfunc.Template, opts ...Option) (func(http.Handler) http.Handler, error) {
 	m := &middleware{o: defaultOptions()}
-	route, err := lockhttp.Configure(&m.o, l, key, opts, ErrNoLocker)
-	if err != nil {
+	var err error
+	if m.e, err = lockhttp.OptionsEngine[call, struct{}](&m.o, l, key, opts, ErrNoLocker, m); err != nil {
 		return nil, err
 	}
-	m.e = lockhttp.Engine[call, struct{}]{Locker: l, Route: route, FailOpen: m.o.FailOpen, Logger: m.o.Logger, Shim: m, Logged: new(sync.Map)}
 	return m.wrap, nil
 }
 

@@ -1,0 +1,55 @@
+package lockhttp
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/keyfunc"
+)
+
+// The helpers behind the adapters' constructors keep what each adapter
+// said on its own: the ErrNoLocker text, a nil middleware on error, the
+// first config only, and {ctx.name} from the framework's value first.
+func TestAdapterHelpers(t *testing.T) {
+	err := NoLocker("ginlock")
+	if err.Error() != "ginlock: nil Locker: "+core.ErrInvalid.Error() || !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("NoLocker = %v", err)
+	}
+
+	called := false
+	newTemplate := func(*core.Locker, *keyfunc.Template, ...int) (func(), error) {
+		called = true
+		return func() {}, nil
+	}
+	if mw, err := NewFromKey(nil, "k:{query.id}", []int{1}, err, newTemplate); mw != nil || err == nil || called {
+		t.Errorf("NewFromKey(nil Locker) = %v, %v; NewTemplate called: %v", mw != nil, err, called)
+	}
+
+	if got := First([]string{"a", "b"}); got != "a" {
+		t.Errorf("First = %q", got)
+	}
+	if got := First[string](nil); got != "" {
+		t.Errorf("First(none) = %q", got)
+	}
+
+	ctx := keyfunc.WithValue(context.Background(), "user", "ctx")
+	for _, tc := range []struct {
+		stored any
+		want   string
+		ok     bool
+	}{
+		{"fw", "fw", true},
+		{42, "42", true},
+		{nil, "ctx", true},
+		{struct{}{}, "ctx", true}, // not a key value: the context's
+	} {
+		if got, ok := ContextValue(tc.stored, ctx, "user"); got != tc.want || ok != tc.ok {
+			t.Errorf("ContextValue(%v) = %q, %v; want %q", tc.stored, got, ok, tc.want)
+		}
+	}
+	if _, ok := ContextValue(nil, context.Background(), "user"); ok {
+		t.Error("ContextValue with nothing stored reports a value")
+	}
+}
