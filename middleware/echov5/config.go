@@ -1,0 +1,194 @@
+package echolock
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/keyfunc"
+)
+
+// Config defines the config for the middleware. Every field is checked by
+// NewWithConfig: an invalid value is an error there, naming the field,
+// never a failure of each request, and never a reason to fail open.
+type Config struct {
+	// Skipper defines a function to skip the middleware: the handler runs
+	// without the lock (FromContext returns nil), nothing is read or taken.
+	//
+	// Optional. Default: middleware.DefaultSkipper (never skips)
+	Skipper middleware.Skipper
+
+	// Locker takes the locks.
+	//
+	// Required.
+	Locker *core.Locker
+
+	// Key is the key template, e.g. "order:{query.user_id}:{path.voucher}"
+	// (see package keyfunc; {path.x} reads the route parameter c.Param("x")
+	// of ":x", percent-decoded; a bare {x} tries path, query, form, body,
+	// header in that order). It is compiled once, by NewWithConfig.
+	//
+	// Required unless Template is set.
+	Key string
+
+	// Template is a key template compiled beforehand or built with
+	// keyfunc.Join; it wins over Key. It is re-validated for HTTP
+	// (keyfunc.HTTP): gRPC sources are a setup error.
+	//
+	// Optional. Default: nil
+	Template *keyfunc.Template
+
+	// Wait is how long a request waits for a busy lock before BusyHandler.
+	// core.NoWait makes a single attempt; any other negative value is a
+	// setup error.
+	//
+	// Optional. Default: 0, the Locker's wait (2s unless set in core.New)
+	Wait time.Duration
+
+	// TTL is the lease time of the lock, renewed by the watchdog while the
+	// handler runs. A value other than 0 below core.MinTTL (50ms) is a
+	// setup error.
+	//
+	// Optional. Default: 0, the Locker's TTL (30s unless set in core.New)
+	TTL time.Duration
+
+	// ReleaseTimeout bounds how long the release after the handler waits
+	// for Redis (core.WithReleaseTimeout); a release not answered in time
+	// is logged and the lock expires after its TTL. A negative value is a
+	// setup error.
+	//
+	// Optional. Default: 0, the Locker's (1s unless set in core.New)
+	ReleaseTimeout time.Duration
+
+	// LockOptions are further options for core.Locker.Lock
+	// (core.WithoutWatchdog, ...), applied after Wait, TTL and
+	// ReleaseTimeout, with core's meaning (core.WithWait(0) is a single
+	// attempt). A nil or invalid option is a setup error.
+	//
+	// Optional. Default: nil
+	LockOptions []core.LockOption
+
+	// MaxBodySize bounds the body, in bytes, read when the key uses it
+	// ({body.*}, {form.*} or a bare name); a larger body is answered 413.
+	// The body is read once and replayed to the handler. A negative value
+	// is a setup error.
+	//
+	// Optional. Default: 0, keyfunc.DefaultMaxBodySize (1 MiB)
+	MaxBodySize int64
+
+	// FailOpen runs the handler without the lock, logging a warning, when
+	// Redis is unavailable (the lock error matches core.ErrUnavailable) and
+	// the request is still live. Every other failure is answered as without
+	// it: the Locker closed (core.ErrClosed), an unsupported server, a
+	// request that is over, bad input.
+	//
+	// Optional. Default: false (fail closed: 503, handler not run)
+	FailOpen bool
+
+	// Route is the pattern of the route the middleware serves, as the
+	// router writes it ("/v/:voucher"). When set, NewWithConfig checks that every
+	// {path.name} placeholder of the template is a parameter of the route:
+	// one that no request could fill (a typo, {path.vouchr} on
+	// "/v/:voucher") is a setup error matching keyfunc.ErrBadTemplate that
+	// names the template and the route. When empty, such a placeholder is
+	// found at the first request: answered 500, logged at error once per
+	// route, naming the template and the route.
+	//
+	// Optional. Default: "" (checked at the first request)
+	Route string
+
+	// Logger logs fail-open runs, lock failures and failed releases. Echo
+	// v5 logs with log/slog too: Logger: e.Logger sends them where Echo's
+	// own go.
+	//
+	// Optional. Default: slog.Default() at construction
+	Logger *slog.Logger
+
+	// BusyHandler answers a request whose lock is still busy when the wait
+	// ends; err matches core.ErrNotObtained (core.RetryAfter(err) tells when
+	// the lock is likely free). The Retry-After header
+	// (core.RetryAfterSeconds, whole seconds, at least 1) is already set when
+	// it runs. What it returns is returned by the middleware: nil after
+	// writing the answer, or an error (an *echo.HTTPError, or one of Echo's
+	// status errors such as echo.ErrTooManyRequests.Wrap(err)) for Echo's
+	// HTTPErrorHandler to write.
+	//
+	// Optional. Default: 429 with {"error": "resource is busy, retry later"},
+	// written by the middleware (see the package doc on errors)
+	BusyHandler func(c *echo.Context, err error) error
+
+	// ErrorHandler answers a request that cannot be served, with status:
+	//   - 400: err is a *keyfunc.Error naming the part of the key at fault
+	//     (its text never holds the value, so it may be sent), or a failure
+	//     to read the body;
+	//   - 413: the body is over MaxBodySize, or over a bound set in front
+	//     (Echo's BodyLimit middleware, http.MaxBytesReader: err is theirs);
+	//   - 499 (StatusClientClosedRequest): the request's context was
+	//     cancelled (the client went away) while waiting for the lock;
+	//   - 503: the lock could not be taken — Redis unavailable, the
+	//     request's deadline passed while waiting (err matches
+	//     context.DeadlineExceeded), the Locker closed, or another failure.
+	//     err is internal and must not be sent to the client.
+	// What it returns is returned by the middleware, as for BusyHandler; to
+	// have the app's HTTPErrorHandler write every answer:
+	//
+	//	ErrorHandler: func(c *echo.Context, status int, err error) error {
+	//		return echo.NewHTTPError(status, "").Wrap(err) // err is internal: Message is empty
+	//	}
+	//
+	// Optional. Default: that status with {"error": "..."}: the key error's
+	// text for 400, fixed texts otherwise, written by the middleware
+	ErrorHandler func(c *echo.Context, status int, err error) error
+
+	// ContextValue reads {ctx.name}, for authentication middleware that
+	// publish the caller's identity.
+	//
+	// Optional. Default: c.Get(name) when it holds a string, integer,
+	// boolean or fmt.Stringer (keyfunc.FormatValue), else
+	// keyfunc.ContextValue(c.Request().Context(), name)
+	ContextValue func(c *echo.Context, name string) (string, bool)
+}
+
+// DefaultConfig is the default config. Locker and Key have no default.
+var DefaultConfig = Config{
+	Skipper:      middleware.DefaultSkipper,
+	MaxBodySize:  keyfunc.DefaultMaxBodySize,
+	BusyHandler:  defaultBusy,
+	ErrorHandler: defaultError,
+	ContextValue: defaultContextValue,
+}
+
+// withDefaults returns cfg with its zero fields set to the defaults.
+func withDefaults(cfg Config) Config {
+	if cfg.Skipper == nil {
+		cfg.Skipper = DefaultConfig.Skipper
+	}
+	if cfg.MaxBodySize == 0 {
+		cfg.MaxBodySize = DefaultConfig.MaxBodySize
+	}
+	if cfg.BusyHandler == nil {
+		cfg.BusyHandler = DefaultConfig.BusyHandler
+	}
+	if cfg.ErrorHandler == nil {
+		cfg.ErrorHandler = DefaultConfig.ErrorHandler
+	}
+	if cfg.ContextValue == nil {
+		cfg.ContextValue = DefaultConfig.ContextValue
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return cfg
+}
+
+func defaultContextValue(c *echo.Context, name string) (string, bool) {
+	if v := c.Get(name); v != nil {
+		if s, ok := keyfunc.FormatValue(v); ok {
+			return s, true
+		}
+	}
+	return keyfunc.ContextValue(c.Request().Context(), name)
+}

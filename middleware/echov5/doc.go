@@ -1,0 +1,95 @@
+// Package echolock (folder middleware/echov5, a Go module of its own) is
+// Echo v5 middleware that runs a handler while holding a distributed lock
+// whose key is derived from the request:
+//
+//	lock := echolock.Must(echolock.NewWithConfig(echolock.Config{
+//		Locker: locker,
+//		Key:    "order:{query.user_id:int}:{path.voucher}",
+//	}))
+//	e.POST("/voucher-order/seckill/:voucher", order, lock)
+//
+//	func order(c *echo.Context) error {
+//		lease := echolock.FromContext(c.Request().Context())
+//		// ... the critical section, with lease.Context() and lease.Fence()
+//	}
+//
+// New(locker, key) is the same with every other field at its default;
+// Config is also an echo.MiddlewareConfigurator (Config.ToMiddleware), as
+// Echo v5's own middleware configs are. The package is named echolock so
+// that it does not shadow echo. It is the Echo v4 adapter
+// (middleware/echo, also package echolock) on Echo v5's types — a
+// *echo.Context, slog — with the same Config, answers and log lines; the
+// v4 adapter stays supported for as long as Echo v4 gets fixes (until
+// 2026-12-31).
+//
+// The key template (package keyfunc) reads route parameters (c.Param of
+// ":voucher", percent-decoded as net/http's PathValue does, once, whatever
+// the echo.RouterConfig: "/v/a:b" and "/v/a%3Ab" lock the same key), the
+// query, headers, form fields and JSON body fields (the body is read once,
+// bounded by Config.MaxBodySize, and replayed to the handler, for c.Bind
+// and c.FormValue alike), and values earlier middleware stored with c.Set
+// or in the request context (keyfunc.WithValue), read by {ctx.name}.
+// Typed placeholders ({query.user_id:int}, {path.id:uint},
+// {header.X-Tenant:uuid}) build the key from the value the handler will
+// parse: "01", "+1" and "1" lock the same key, and "x" is a 400.
+//
+// Setup: NewWithConfig checks the whole Config (the Locker, the template,
+// Wait, TTL, ReleaseTimeout, MaxBodySize, and LockOptions through
+// core.Combine) and returns an error naming the field; Must turns it into a
+// panic for one-line setup. A bad config never reaches a request, so it can
+// neither answer 503 to every request nor, with FailOpen, run them all
+// without the lock.
+//
+// Defaults: each field's doc gives its default. Outcomes are every
+// adapter's; middleware/README.md in the repository has them all, with the
+// setup errors and the defaults. In short: a key error is a 400 naming the
+// part, never the value, and nothing is locked; a body over MaxBodySize (or
+// over Echo's BodyLimit in front) a 413; a lock still busy when Wait ends a
+// 429 with Retry-After (BusyHandler); Redis unavailable, the request's
+// deadline passed while waiting, a closed Locker or an unsupported Redis a
+// 503 with Retry-After, and the handler does not run (FailOpen runs it
+// without the lock when Redis is unavailable, and only then); a request
+// cancelled while waiting a 499 (StatusClientClosedRequest); Skipper
+// returning true runs the handler without the lock, nothing read.
+//
+// Under the lock, c.Request()'s context is the lease's Context:
+// FromContext returns the lease (Key, Fence), a Lock of the same key with
+// it re-enters, and it is cancelled with cause core.ErrLockLost if the
+// lock is lost while the handler runs. The lease is released when the rest
+// of the chain returns — with nil, with an error, or by a panic (which goes
+// on to Echo's Recover middleware) — within ReleaseTimeout. The middleware
+// in front gets the request back as it passed it on.
+//
+// # Errors and Echo's HTTPErrorHandler
+//
+// Echo's middleware usually return an error and let the app's
+// HTTPErrorHandler write it. The default answers of this package do not:
+// they are written by the middleware ({"error": "..."}, Content-Type
+// application/json; charset=utf-8, the bytes httplock writes) and the
+// middleware returns nil. Echo's DefaultHTTPErrorHandler would write
+// {"message": "..."}, an app's own handler anything, and c.JSON goes
+// through the app's JSONSerializer; writing the answer keeps it the same
+// across every lockgate adapter and every app configuration, and the app's
+// HTTPErrorHandler is not called for it (the status is still in the
+// *echo.Response, echo.UnwrapResponse(c.Response()), for access logs).
+//
+// To have the app's HTTPErrorHandler write them instead, return the error
+// from the replaceable answers; what BusyHandler and ErrorHandler return,
+// the middleware returns:
+//
+//	ErrorHandler: func(c *echo.Context, status int, err error) error {
+//		return echo.NewHTTPError(status, "").Wrap(err) // err is internal: keep it out of Message
+//	},
+//	BusyHandler: func(c *echo.Context, err error) error {
+//		return echo.ErrTooManyRequests.Wrap(err) // Retry-After is already set
+//	},
+//
+// Echo's DefaultHTTPErrorHandler(true) sends a wrapped error's text to the
+// client; the lock errors are internal, so keep exposeError false with
+// these.
+//
+// An error the handler returns is not the middleware's: it goes on to the
+// app's HTTPErrorHandler as usual, which runs after the lock is released.
+//
+// Internal error texts are never sent to the client by the default answers.
+package echolock
