@@ -12,9 +12,11 @@ require (
 	github.com/gofiber/fiber/v3 v3.1.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/labstack/echo/v4 v4.16.0
+	github.com/labstack/echo/v5 v5.4.6
 	github.com/lockgate/lockgate v0.0.0
 	github.com/lockgate/lockgate/interceptor/connect v0.0.0
 	github.com/lockgate/lockgate/middleware/echo v0.0.0
+	github.com/lockgate/lockgate/middleware/echov5 v0.0.0
 	github.com/lockgate/lockgate/middleware/fiberv3 v0.0.0
 	github.com/lockgate/lockgate/middleware/gin v0.0.0
 	github.com/lockgate/lockgate/otel v0.0.0
@@ -114,3 +116,5 @@ replace github.com/lockgate/lockgate/middleware/gin => ../middleware/gin
 replace github.com/lockgate/lockgate/middleware/echo => ../middleware/echo
 
 replace github.com/lockgate/lockgate/interceptor/connect => ../interceptor/connect
+
+replace github.com/lockgate/lockgate/middleware/echov5 => ../middleware/echov5

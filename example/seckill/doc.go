@@ -11,7 +11,8 @@
 //
 //   - LockRedis: a lockgate core.Locker through the adapter of the entry
 //     point, one line each: the HTTP stack's (Stacks: Fiber v2 and v3,
-//     net/http, chi, Gin, Echo, each with its own lockgate middleware),
+//     net/http, chi, Gin, Echo v4 and v5, each with its own lockgate
+//     middleware),
 //     grpclock for gRPC (NewGRPCServer) and connectlock for Connect
 //     (NewConnectServer), on the same key; works across nodes.
 //   - LockLocal: an in-process mutex per key; safe on one node only.

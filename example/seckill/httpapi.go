@@ -64,12 +64,16 @@ const (
 	// StackGin is Gin (NewGinHandler) with middleware/gin (ginlock).
 	StackGin = "gin"
 	// StackEcho is Echo v4 (NewEchoHandler) with middleware/echo
-	// (echolock).
+	// (echolock), supported for as long as Echo v4 gets fixes (until
+	// 2026-12-31).
 	StackEcho = "echo"
+	// StackEchoV5 is Echo v5 (NewEchoV5Handler) with middleware/echov5
+	// (echolock for Echo v5).
+	StackEchoV5 = "echov5"
 )
 
 // Stacks lists every HTTP stack, in the order of `seckill serve -h`.
-var Stacks = []string{StackFiber, StackFiberV3, StackNetHTTP, StackChi, StackGin, StackEcho}
+var Stacks = []string{StackFiber, StackFiberV3, StackNetHTTP, StackChi, StackGin, StackEcho, StackEchoV5}
 
 // ParseStack checks s against Stacks.
 func ParseStack(s string) (string, error) {
@@ -91,7 +95,7 @@ type StackServer interface {
 
 // NewStackServer returns the server of `seckill serve -http stack`: Fiber
 // v2 (NewFiberApp) or v3 (NewFiberV3App), or for the net/http stacks
-// (nethttp, chi, gin, echo) their handler in an http.Server with
+// (nethttp, chi, gin, echo, echov5) their handler in an http.Server with
 // cfg.Timeouts, as NewHTTPServer. Each applies the four timeouts and
 // refuses ambiguous framing. Errors: an unknown stack, and as
 // NewFiberApp.
@@ -124,6 +128,8 @@ func NewStackServer(cfg Config, stack string) (StackServer, error) {
 		return netHTTP(NewGinHandler)
 	case StackEcho:
 		return netHTTP(NewEchoHandler)
+	case StackEchoV5:
+		return netHTTP(NewEchoV5Handler)
 	}
 	_, err := ParseStack(stack)
 	return nil, err

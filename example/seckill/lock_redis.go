@@ -7,8 +7,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 	fiberv3 "github.com/gofiber/fiber/v3"
 	"github.com/labstack/echo/v4"
+	echov5 "github.com/labstack/echo/v5"
 
 	echolock "github.com/lockgate/lockgate/middleware/echo"
+	echov5lock "github.com/lockgate/lockgate/middleware/echov5"
 	fiberlock "github.com/lockgate/lockgate/middleware/fiber"
 	fiberv3lock "github.com/lockgate/lockgate/middleware/fiberv3"
 	ginlock "github.com/lockgate/lockgate/middleware/gin"
@@ -38,6 +40,7 @@ const OrderKeyTemplate = "order:{query.user_id:int}:{path.voucher_id:int}"
 //	chi      r.Context()           (middleware/nethttp, given to With)
 //	gin      c.Request.Context()   (middleware/gin)
 //	echo     c.Request().Context() (middleware/echo)
+//	echov5   c.Request().Context() (middleware/echov5)
 
 // fiberRedisLock is the lock of Fiber v2 (fiberlock.New panics on a bad
 // Config, as Fiber's own middleware do).
@@ -62,9 +65,14 @@ func (cfg Config) ginRedisLock() gin.HandlerFunc {
 		ginlock.WithWait(cfg.Wait), ginlock.WithTTL(cfg.TTL), ginlock.WithLogger(cfg.Logger)))
 }
 
-// echoRedisLock is the lock of Echo.
+// echoRedisLock is the lock of Echo v4.
 func (cfg Config) echoRedisLock() echo.MiddlewareFunc {
 	return echolock.Must(echolock.NewWithConfig(echolock.Config{Locker: cfg.Locker, Key: cfg.keyTemplate(), Wait: cfg.Wait, TTL: cfg.TTL, Logger: cfg.Logger}))
+}
+
+// echoV5RedisLock is the lock of Echo v5 (the same Config as v4's).
+func (cfg Config) echoV5RedisLock() echov5.MiddlewareFunc {
+	return echov5lock.Must(echov5lock.NewWithConfig(echov5lock.Config{Locker: cfg.Locker, Key: cfg.keyTemplate(), Wait: cfg.Wait, TTL: cfg.TTL, Logger: cfg.Logger}))
 }
 
 // keyTemplate is OrderKeyTemplate, unless a test replaces it (to show the

@@ -41,7 +41,7 @@ func TestTimeouts(t *testing.T) {
 	servers := map[string]func(Config) (*http.Server, error){
 		"connect": NewConnectServer,
 	}
-	for _, stack := range []string{StackChi, StackGin, StackEcho} {
+	for _, stack := range []string{StackChi, StackGin, StackEcho, StackEchoV5} {
 		servers[stack] = func(cfg Config) (*http.Server, error) {
 			s, err := NewStackServer(cfg, stack)
 			if err != nil {

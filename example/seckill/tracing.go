@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	fiberv3 "github.com/gofiber/fiber/v3"
 	"github.com/labstack/echo/v4"
+	echov5 "github.com/labstack/echo/v5"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -163,6 +164,27 @@ func (cfg Config) echoTrace(method, route string) echo.MiddlewareFunc {
 					code = he.Code
 				}
 			}
+			httpSpanStatus(span, code)
+			return err
+		}
+	}
+}
+
+// echoV5Trace is echoTrace on Echo v5: the status is the one the answer
+// has or will have (echo.ResolveResponseStatus: the app's HTTPErrorHandler
+// writes a returned error after the chain).
+func (cfg Config) echoV5Trace(method, route string) echov5.MiddlewareFunc {
+	name := method + " " + route
+	opts := serverSpanOptions(attribute.String("http.request.method", method), attribute.String("http.route", route))
+	return func(next echov5.HandlerFunc) echov5.HandlerFunc {
+		return func(c *echov5.Context) error {
+			r := c.Request()
+			ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+			ctx, span := cfg.Tracer.Start(ctx, name, opts...)
+			defer span.End()
+			c.SetRequest(r.WithContext(ctx))
+			err := next(c)
+			_, code := echov5.ResolveResponseStatus(c.Response(), err)
 			httpSpanStatus(span, code)
 			return err
 		}

@@ -42,6 +42,7 @@ func TestTracing(t *testing.T) {
 		{StackChi, "POST /voucher-order/seckill/{voucher_id}", "lock " + OrderKeyTemplate},
 		{StackGin, "POST /voucher-order/seckill/:voucher_id", "lock " + OrderKeyTemplate},
 		{StackEcho, "POST /voucher-order/seckill/:voucher_id", "lock " + OrderKeyTemplate},
+		{StackEchoV5, "POST /voucher-order/seckill/:voucher_id", "lock " + OrderKeyTemplate},
 		{"grpc", "seckill.v1.Seckill/Order", "lock order:{user_id}:{voucher_id}"},
 		{"connect", "seckill.v1.Seckill/Order", "lock order:{user_id}:{voucher_id}"},
 	} {

@@ -121,8 +121,8 @@ func dribble(c net.Conn, msg string, gap time.Duration, stop <-chan struct{}) <-
 // liked, and net/http bounded only the header (5s). Each stack, as serve
 // starts it. Measured: Fiber (v2 and v3) answers 408 and hangs up after
 // 2s (header) or 3s after a fast header (the body gets the request timeout
-// minus the header timeout); net/http (nethttp, chi, gin, echo) answers
-// 400 after 2s (header) or 5s (body).
+// minus the header timeout); net/http (nethttp, chi, gin, echo, echov5)
+// answers 400 after 2s (header) or 5s (body).
 // The control: the same request sent at once is served.
 func TestSlowClientsCutOff(t *testing.T) {
 	const gap = 300 * time.Millisecond
@@ -256,8 +256,8 @@ func TestIdleConnectionClosed(t *testing.T) {
 //
 // The control: two well-framed requests pipelined on one connection are
 // both served, so the reading below does see a second request when there
-// is one. The Fiber stacks answer as Fiber, the net/http stacks (chi, gin
-// and echo too: httpFraming wraps each) as net/http.
+// is one. The Fiber stacks answer as Fiber, the net/http stacks (chi,
+// gin, echo and echov5 too: httpFraming wraps each) as net/http.
 func TestAmbiguousFraming(t *testing.T) {
 	const smuggled = "POST /voucher-order/seckill/1?user_id=2 HTTP/1.1\r\nHost: seckill\r\nContent-Length: 0\r\n\r\n"
 	line := "POST /voucher-order/seckill/1?user_id=1 HTTP/1.1\r\nHost: seckill\r\n"

@@ -51,7 +51,8 @@ route with their own lockgate adapter, on the same key template:
   nethttp  net/http's ServeMux, middleware/nethttp
   chi      a chi v5 router, middleware/nethttp given to the route's With
   gin      Gin, middleware/gin
-  echo     Echo v4, middleware/echo
+  echo     Echo v4, middleware/echo (supported for as long as Echo v4 gets fixes, until 2026-12-31)
+  echov5   Echo v5, middleware/echov5
 Every stack bounds slow and idle clients with the four -*-timeout flags (a client past the header or
 request timeout is disconnected: a header sent one byte at a time no longer holds a connection), and
 refuses ambiguous framing (several Content-Length headers, or a Transfer-Encoding) with 400 (net/http:
