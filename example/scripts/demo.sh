@@ -18,7 +18,8 @@
 # the fenced chaos round a duplicate.
 #
 # DEMO_HTTP picks the nodes' HTTP stack (seckill serve -http: fiber, the
-# default, fiberv3, nethttp, chi, gin, echo or echov5), e.g. make demo DEMO_HTTP=gin.
+# default, fiberv3, nethttp, chi, gin, echo or echov5), e.g. make demo
+# DEMO_HTTP=gin.
 #
 # The orchestration is Go (cmd/seckill/demo.go); this script only locates or
 # builds the binary and forwards Ctrl-C. The demo stops its nodes and its

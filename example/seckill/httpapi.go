@@ -189,8 +189,8 @@ type Timeouts struct {
 	// ReadHeader. Default DefaultReadTimeout (5s).
 	Read time.Duration
 	// Write bounds sending the answer. Default DefaultWriteTimeout (15s).
-	// net/http (http.Server.WriteTimeout: the nethttp, chi, gin and echo
-	// stacks, and Connect) counts it from the end of the request header,
+	// net/http (http.Server.WriteTimeout: the nethttp, chi, gin, echo and
+	// echov5 stacks, and Connect) counts it from the end of the request header,
 	// so it covers the body, the lock wait and the handler too: it must be
 	// longer than Config.Wait, or a request waiting for the lock loses its
 	// connection instead of getting its 429. Fiber (fasthttp) counts it

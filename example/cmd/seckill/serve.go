@@ -75,7 +75,7 @@ refuses ambiguous framing (several Content-Length headers, or a Transfer-Encodin
 	fs.DurationVar(&f.timeouts.Read, "read-timeout", seckill.DefaultReadTimeout,
 		"HTTP: time a client has to send the whole request, body included (at least -read-header-timeout)")
 	fs.DurationVar(&f.timeouts.Write, "write-timeout", seckill.DefaultWriteTimeout,
-		"HTTP: time to send the answer; on the net/http stacks (nethttp, chi, gin, echo) and Connect it runs\nfrom the end of the request header, so it must be longer than -wait plus the handler's work")
+		"HTTP: time to send the answer; on the net/http stacks (nethttp, chi, gin, echo, echov5) and Connect it runs\nfrom the end of the request header, so it must be longer than -wait plus the handler's work")
 	fs.DurationVar(&f.timeouts.Idle, "idle-timeout", seckill.DefaultIdleTimeout,
 		"HTTP: how long an idle keep-alive connection is kept open")
 	return fs, f
