@@ -19,6 +19,17 @@ import (
 // do sends one request and returns status, decoded error text and headers.
 func do(t *testing.T, method, url string, body io.Reader) (int, map[string]any, http.Header) {
 	t.Helper()
+	resp, b := roundTrip(t, method, url, body)
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%s %s: %d, body %q is not JSON", method, url, resp.StatusCode, b)
+	}
+	return resp.StatusCode, out, resp.Header
+}
+
+// roundTrip sends one request and returns the response and its whole body.
+func roundTrip(t *testing.T, method, url string, body io.Reader) (*http.Response, []byte) {
+	t.Helper()
 	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
@@ -28,12 +39,8 @@ func do(t *testing.T, method, url string, body io.Reader) (int, map[string]any, 
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out map[string]any
 	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatalf("%s %s: %d, body %q is not JSON", method, url, resp.StatusCode, b)
-	}
-	return resp.StatusCode, out, resp.Header
+	return resp, b
 }
 
 // TestBadInput: missing or non-numeric ids are 400 naming the field, an

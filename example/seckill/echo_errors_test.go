@@ -1,7 +1,6 @@
 package seckill
 
 import (
-	"io"
 	"net/http"
 	"testing"
 )
@@ -18,17 +17,8 @@ func TestEchoV5ErrorsAsV4(t *testing.T) {
 		status      int
 		ctype, body string
 	}
-	send := func(method, url string) answer {
-		req, err := http.NewRequest(method, url, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+	answerOf := func(method, url string) answer {
+		resp, b := roundTrip(t, method, url, nil)
 		return answer{resp.StatusCode, resp.Header.Get("Content-Type"), string(b)}
 	}
 	for _, c := range []struct {
@@ -40,7 +30,7 @@ func TestEchoV5ErrorsAsV4(t *testing.T) {
 		{"HEAD", "/nope", http.StatusNotFound},
 		{"GET", "/healthz", http.StatusOK}, // the control: a route both serve
 	} {
-		want, got := send(c.method, v4+c.path), send(c.method, v5+c.path)
+		want, got := answerOf(c.method, v4+c.path), answerOf(c.method, v5+c.path)
 		if want.status != c.status || got != want {
 			t.Errorf("%s %s: echov5 %+v, echo %+v, want status %d", c.method, c.path, got, want, c.status)
 		}

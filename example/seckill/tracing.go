@@ -133,13 +133,21 @@ func (cfg Config) ginTrace(method, route string) gin.HandlerFunc {
 	name := method + " " + route
 	opts := serverSpanOptions(attribute.String("http.request.method", method), attribute.String("http.route", route))
 	return func(c *gin.Context) {
-		ctx := propagator.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
-		ctx, span := cfg.Tracer.Start(ctx, name, opts...)
+		r, span := cfg.startHTTPSpan(c.Request, name, opts)
 		defer span.End()
-		c.Request = c.Request.WithContext(ctx)
+		c.Request = r
 		c.Next()
 		httpSpanStatus(span, c.Writer.Status())
 	}
+}
+
+// startHTTPSpan starts the server span name for r, continuing the
+// client's traceparent, and returns r with the span's context: the one the
+// lock is taken with on the net/http stacks.
+func (cfg Config) startHTTPSpan(r *http.Request, name string, opts []trace.SpanStartOption) (*http.Request, trace.Span) {
+	ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx, span := cfg.Tracer.Start(ctx, name, opts...)
+	return r.WithContext(ctx), span
 }
 
 // echoTrace is httpTrace on Echo: the span's context goes into
@@ -149,11 +157,9 @@ func (cfg Config) echoTrace(method, route string) echo.MiddlewareFunc {
 	opts := serverSpanOptions(attribute.String("http.request.method", method), attribute.String("http.route", route))
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			r := c.Request()
-			ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-			ctx, span := cfg.Tracer.Start(ctx, name, opts...)
+			r, span := cfg.startHTTPSpan(c.Request(), name, opts)
 			defer span.End()
-			c.SetRequest(r.WithContext(ctx))
+			c.SetRequest(r)
 			err := next(c)
 			code := c.Response().Status
 			if err != nil && !c.Response().Committed {
@@ -178,11 +184,9 @@ func (cfg Config) echoV5Trace(method, route string) echov5.MiddlewareFunc {
 	opts := serverSpanOptions(attribute.String("http.request.method", method), attribute.String("http.route", route))
 	return func(next echov5.HandlerFunc) echov5.HandlerFunc {
 		return func(c *echov5.Context) error {
-			r := c.Request()
-			ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-			ctx, span := cfg.Tracer.Start(ctx, name, opts...)
+			r, span := cfg.startHTTPSpan(c.Request(), name, opts)
 			defer span.End()
-			c.SetRequest(r.WithContext(ctx))
+			c.SetRequest(r)
 			err := next(c)
 			_, code := echov5.ResolveResponseStatus(c.Response(), err)
 			httpSpanStatus(span, code)
@@ -200,11 +204,10 @@ func (cfg Config) httpTrace(method, route string, next http.Handler) http.Handle
 	name := method + " " + route
 	opts := serverSpanOptions(attribute.String("http.request.method", method), attribute.String("http.route", route))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := cfg.Tracer.Start(ctx, name, opts...)
+		r, span := cfg.startHTTPSpan(r, name, opts)
 		defer span.End()
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-		next.ServeHTTP(sw, r.WithContext(ctx))
+		next.ServeHTTP(sw, r)
 		httpSpanStatus(span, sw.code)
 	})
 }

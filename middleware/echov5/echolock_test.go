@@ -72,20 +72,11 @@ func TestSkipper(t *testing.T) {
 	})))
 	s := start(t, e)
 	do := func(path string, skip bool) locktest.Result {
-		req, err := http.NewRequestWithContext(ctx, "POST", s.URL+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var h http.Header
 		if skip {
-			req.Header.Set("X-Skip", "1")
+			h = http.Header{"X-Skip": {"1"}}
 		}
-		resp, err := s.client.Do(req)
-		if err != nil {
-			return locktest.Result{Err: err}
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return locktest.Result{Status: resp.StatusCode, Body: string(b)}
+		return locktest.Send(ctx, s.client, "POST", s.URL+path, h, "", "")
 	}
 	check := func(name string, r locktest.Result, status int, body string) {
 		t.Helper()
