@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/lockhttp"
 	"github.com/lockgate/lockgate/keyfunc"
 )
 
@@ -89,15 +90,13 @@ type Config struct {
 	FailOpen bool
 
 	// Route is the pattern of the route the middleware serves, as the
-	// router writes it ("/v/:voucher"). When set, NewWithConfig checks that every
-	// {path.name} placeholder of the template is a parameter of the route:
-	// one that no request could fill (a typo, {path.vouchr} on
-	// "/v/:voucher") is a setup error matching keyfunc.ErrBadTemplate that
-	// names the template and the route. When empty, such a placeholder is
-	// found at the first request: answered 500, logged at error once per
-	// route, naming the template and the route.
+	// router writes it ("/v/:voucher"), so that a {path.name} placeholder
+	// the route does not have (a typo, {path.vouchr}) is an error of
+	// NewWithConfig matching keyfunc.ErrBadTemplate naming the template
+	// and the route.
 	//
-	// Optional. Default: "" (checked at the first request)
+	// Optional. Default: "" (such a placeholder is answered 500, see
+	// middleware/README.md, Answers)
 	Route string
 
 	// Logger logs fail-open runs, lock failures and failed releases. Echo
@@ -120,18 +119,12 @@ type Config struct {
 	// written by the middleware (see the package doc on errors)
 	BusyHandler func(c *echo.Context, err error) error
 
-	// ErrorHandler answers a request that cannot be served, with status:
-	//   - 400: err is a *keyfunc.Error naming the part of the key at fault
-	//     (its text never holds the value, so it may be sent), or a failure
-	//     to read the body;
-	//   - 413: the body is over MaxBodySize, or over a bound set in front
-	//     (Echo's BodyLimit middleware, http.MaxBytesReader: err is theirs);
-	//   - 499 (StatusClientClosedRequest): the request's context was
-	//     cancelled (the client went away) while waiting for the lock;
-	//   - 503: the lock could not be taken — Redis unavailable, the
-	//     request's deadline passed while waiting (err matches
-	//     context.DeadlineExceeded), the Locker closed, or another failure.
-	//     err is internal and must not be sent to the client.
+	// ErrorHandler answers a request that cannot be served: status 400,
+	// 413, 499, 500 or 503 and err its cause, as middleware/README.md in
+	// the repository lists them (Replacing the answers); only a 400's
+	// *keyfunc.Error may be sent (it names the part, never the value), the
+	// others are internal. A 413's err is Echo's own when its BodyLimit
+	// middleware in front cut the body off.
 	// What it returns is returned by the middleware, as for BusyHandler; to
 	// have the app's HTTPErrorHandler write every answer:
 	//
@@ -161,7 +154,8 @@ var DefaultConfig = Config{
 	ContextValue: defaultContextValue,
 }
 
-// withDefaults returns cfg with its zero fields set to the defaults.
+// withDefaults returns cfg with its zero fields set to the defaults (the
+// Logger is lockhttp.ConfigEngine's, slog.Default()).
 func withDefaults(cfg Config) Config {
 	if cfg.Skipper == nil {
 		cfg.Skipper = DefaultConfig.Skipper
@@ -178,17 +172,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.ContextValue == nil {
 		cfg.ContextValue = DefaultConfig.ContextValue
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	return cfg
 }
 
 func defaultContextValue(c *echo.Context, name string) (string, bool) {
-	if v := c.Get(name); v != nil {
-		if s, ok := keyfunc.FormatValue(v); ok {
-			return s, true
-		}
-	}
-	return keyfunc.ContextValue(c.Request().Context(), name)
+	return lockhttp.ContextValue(c.Get(name), c.Request().Context(), name)
 }

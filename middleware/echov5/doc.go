@@ -33,32 +33,17 @@
 // {header.X-Tenant:uuid}) build the key from the value the handler will
 // parse: "01", "+1" and "1" lock the same key, and "x" is a 400.
 //
-// Setup: NewWithConfig checks the whole Config (the Locker, the template,
-// Wait, TTL, ReleaseTimeout, MaxBodySize, and LockOptions through
-// core.Combine) and returns an error naming the field; Must turns it into a
-// panic for one-line setup. A bad config never reaches a request, so it can
-// neither answer 503 to every request nor, with FailOpen, run them all
-// without the lock.
-//
-// Defaults: each field's doc gives its default. Outcomes are every
-// adapter's; middleware/README.md in the repository has them all, with the
-// setup errors and the defaults. In short: a key error is a 400 naming the
-// part, never the value, and nothing is locked; a body over MaxBodySize (or
-// over Echo's BodyLimit in front) a 413; a lock still busy when Wait ends a
-// 429 with Retry-After (BusyHandler); Redis unavailable, the request's
-// deadline passed while waiting, a closed Locker or an unsupported Redis a
-// 503 with Retry-After, and the handler does not run (FailOpen runs it
-// without the lock when Redis is unavailable, and only then); a request
-// cancelled while waiting a 499 (StatusClientClosedRequest); Skipper
-// returning true runs the handler without the lock, nothing read.
-//
-// Under the lock, c.Request()'s context is the lease's Context:
-// FromContext returns the lease (Key, Fence), a Lock of the same key with
-// it re-enters, and it is cancelled with cause core.ErrLockLost if the
-// lock is lost while the handler runs. The lease is released when the rest
-// of the chain returns — with nil, with an error, or by a panic (which goes
-// on to Echo's Recover middleware) — within ReleaseTimeout. The middleware
-// in front gets the request back as it passed it on.
+// Setup errors, answers and defaults are every adapter's, written once in
+// middleware/README.md in the repository (Setup, Defaults, Answers, Under
+// the lock); each Config field's doc gives its default. NewWithConfig
+// returns a bad Config as an error naming the field (Must panics with it),
+// so that it never reaches a request. What is Echo's: BusyHandler and
+// ErrorHandler replace the answers (below), Skipper skips the middleware,
+// and under the lock c.Request()'s context is the lease's Context
+// (FromContext returns the lease); the lease is released when the rest of
+// the chain returns, with nil, with an error, or by a panic (which goes on
+// to Echo's Recover middleware). A body over Echo's BodyLimit in front is
+// a 413, as one over MaxBodySize.
 //
 // # Errors and Echo's HTTPErrorHandler
 //
@@ -90,6 +75,4 @@
 //
 // An error the handler returns is not the middleware's: it goes on to the
 // app's HTTPErrorHandler as usual, which runs after the lock is released.
-//
-// Internal error texts are never sent to the client by the default answers.
 package echolock

@@ -28,15 +28,11 @@ func New(l *core.Locker, key string) (echo.MiddlewareFunc, error) {
 // holding the lock named by the key template (typed placeholders such as
 // {query.user_id:int} canonicalise the value; see package keyfunc).
 //
-// Answers, as every adapter's (middleware/README.md in the repository has
-// them all, with the setup errors and the defaults): 400 for a key error
-// (naming the part), 413 for a body over MaxBodySize, BusyHandler (429
-// with Retry-After) when still busy after the wait, 503 with Retry-After
-// when the lock cannot be taken (FailOpen runs the handler without it when
-// Redis is unavailable), 499 (StatusClientClosedRequest) when the request
-// is cancelled while waiting. The lease is released after the handler
-// returns, returns an error, or panics (the panic goes on to Echo's
-// Recover middleware), within ReleaseTimeout.
+// It answers as every adapter does (middleware/README.md in the
+// repository, Answers); Config.BusyHandler and Config.ErrorHandler
+// replace the answers. The lease is released after the handler returns,
+// returns an error, or panics (the panic goes on to Echo's Recover
+// middleware).
 //
 // NewWithConfig checks the whole Config at setup, so that a mistake is an
 // error here rather than an answer to every request. Errors, each naming
