@@ -58,6 +58,10 @@ type Report struct {
 	MultiCalls, MultiAcquired, MultiJudged, MultiCovered int
 	Writes, Accepted, Rejected                           int
 	Faults                                               map[string]int
+	// Stretches in which a worker process did not run (more than 100ms
+	// between its ticks), and the longest.
+	Unscheduled        int
+	LongestUnscheduled time.Duration
 
 	// Violations, each a list of descriptions.
 	Interleaved          []string // (a) with fencing, two holders' accepted writes interleave for a key
@@ -215,6 +219,16 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			}
 		}
 		runEnd = max(runEnd, f.End)
+	}
+	// Stretches in which a worker process did not run (its own "stall"
+	// events): not counted against a call's budget.
+	stalls := map[string][]interval{}
+	for _, e := range events {
+		if e.Ev == "stall" {
+			stalls[e.Worker] = append(stalls[e.Worker], interval{e.Start, e.End})
+			r.Unscheduled++
+			r.LongestUnscheduled = max(r.LongestUnscheduled, time.Duration(e.End-e.Start))
+		}
 	}
 	// Holds from the workers' logs.
 	holds := map[string]*holdSpan{}
@@ -476,7 +490,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			}
 		}
 		froze := anyIn(frozen[c.proc()], c.Start, c.End)
-		r.overlong(c, faults, froze, lim)
+		r.overlong(c, faults, froze, stalls[c.proc()], lim)
 		if c.Res == ResBusy && (c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel" || c.Op == OpMulti) {
 			for _, h := range hung {
 				if h.start <= c.Start && c.End <= h.end && !froze {
@@ -496,7 +510,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	}
 
 	for _, m := range multis {
-		r.overlong(m, faults, anyIn(frozen[m.proc()], m.Start, m.End), lim)
+		r.overlong(m, faults, anyIn(frozen[m.proc()], m.Start, m.End), stalls[m.proc()], lim)
 	}
 	for _, ok := range covered {
 		if ok {
@@ -534,12 +548,26 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 }
 
 // overlong flags call c if it returned later than its budget plus the
-// bound, its worker not frozen.
-func (r *Report) overlong(c Event, faults []Fault, froze bool, lim Limits) {
-	if c.Budget > 0 && c.End-c.Start > c.Budget+int64(lim.Bound) && !froze {
+// bound, its worker not frozen, the time its process stalled during the
+// call not counted.
+func (r *Report) overlong(c Event, faults []Fault, froze bool, stalls []interval, lim Limits) {
+	took := c.End - c.Start - overlap(stalls, c.Start, c.End)
+	if c.Budget > 0 && took > c.Budget+int64(lim.Bound) && !froze {
 		r.Overlong = append(r.Overlong, fmt.Sprintf("%s %s %s took %v from %s (%s), budget %v, during %s", c.Worker, c.Op, c.Key,
 			time.Duration(c.End-c.Start), ts(c.Start), c.Res, time.Duration(c.Budget), during(faults, c.Start, c.End)))
 	}
+}
+
+// overlap is how much of [from, to] the intervals cover (they do not
+// overlap each other: one process's stalls).
+func overlap(ivs []interval, from, to int64) int64 {
+	var sum int64
+	for _, iv := range ivs {
+		if a, b := max(iv.start, from), min(iv.end, to); b > a {
+			sum += b - a
+		}
+	}
+	return sum
 }
 
 // multiParts is a multi request's call (or its Unlock's, or the begin of

@@ -106,6 +106,23 @@ func TestCheckRules(t *testing.T) {
 			t.Fatalf("busy while hung %v, past budget %v", r.BusyWhenHung, r.Overlong)
 		}
 	})
+	t.Run("past budget, the process unscheduled", func(t *testing.T) {
+		// A 1s budget, 1.35s taken: past budget plus the 300ms bound,
+		// unless 100ms of it the worker's process did not run.
+		slow := busy("c/g1", 0, 1350)
+		stall := Event{Ev: "stall", Worker: "c", Start: ms(500), End: ms(600)}
+		if r := Check([]Event{slow, stall}, nil, nil, lim); len(r.Overlong) != 0 || r.Unscheduled != 1 {
+			t.Fatalf("past budget %v, unscheduled %d: the stall's 100ms do not count", r.Overlong, r.Unscheduled)
+		}
+		other := stall
+		other.Worker = "d"
+		if r := Check([]Event{slow, other}, nil, nil, lim); len(r.Overlong) != 1 {
+			t.Fatalf("control: another process's stall: past budget %v, want the call", r.Overlong)
+		}
+		if r := Check([]Event{slow}, nil, nil, lim); len(r.Overlong) != 1 {
+			t.Fatalf("control: no stall: past budget %v, want the call", r.Overlong)
+		}
+	})
 	t.Run("unlock lies", func(t *testing.T) {
 		unlock := Event{Ev: "call", Worker: "a", Key: "k", Holder: "a#1", Op: "unlock", Start: ms(100), End: ms(101), Res: ResNotHeld}
 		ev := []Event{acq("a", "a#1", 0, 1, 10), end("a", "a#1", 100), unlock}

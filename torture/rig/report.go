@@ -30,6 +30,8 @@ func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 		len(r.Interleaved), len(r.WriteAfter), len(r.Dishonest), len(r.MultiSplit), len(r.BusyWhenHung), len(r.Overlong), len(r.BadReentry), len(r.UnlockLies), len(r.DishonestUnavailable), len(r.Deadlocks))
 	fmt.Fprintf(w, "overlaps    without fencing %d (stale writes: a lower fence than the key had seen); holders still believing when the next wrote, explained: frozen %d, Redis data lost %d\n",
 		r.OverlapsUnfenced, r.FrozenOverlaps, r.StateLossOverlaps)
+	fmt.Fprintf(w, "unscheduled %d stretches of 100ms+ in which a worker process did not run (longest %v; not counted against budgets)\n",
+		r.Unscheduled, r.LongestUnscheduled.Round(time.Millisecond))
 	fmt.Fprintf(w, "recovery    max time until every key was acquired again:")
 	for _, k := range kinds {
 		if d, ok := r.Recovery[k]; ok {

@@ -164,6 +164,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	}
 	n := max(cfg.Crowd, 1)
 	var wg sync.WaitGroup
+	wg.Go(func() { w.watchStalls(ctx) })
 	for j := range n {
 		a := &actor{w: w, name: cfg.Name, rng: rand.New(rand.NewPCG(cfg.Seed, 0x70727475+uint64(j))), res: &resourceClient{addr: cfg.Resource}}
 		if cfg.Crowd > 0 {
@@ -187,6 +188,33 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	defer cancel()
 	w.lockerNow().Shutdown(sctx)
 	return nil
+}
+
+// stallAfter is the longest gap between ticks (10ms apart) of a running
+// worker that is not a stall.
+const stallAfter = 100 * time.Millisecond
+
+// watchStalls logs each stretch in which this process did not run (a
+// machine with more work than cores, a long collection): ticks 10ms apart
+// that came more than stallAfter apart, as a "stall" event of the process.
+// The checker does not count a stall's time against a call's budget, as
+// it does not count a paused worker's.
+func (w *worker) watchStalls(ctx context.Context) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	last := now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n := now()
+		if time.Duration(n-last) > stallAfter {
+			w.log.add(Event{Ev: "stall", Worker: w.cfg.Name, Start: last, End: n}, true)
+		}
+		last = n
+	}
 }
 
 // callKey is the context key under which a call's context carries its
