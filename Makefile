@@ -18,18 +18,16 @@ STOCK ?= 200
 # `make` alone runs test (the first target below); `make help` lists the targets.
 .PHONY: test help lint fmt staticcheck redis demo seckill proto bench bench-core torture torture-all failover
 
-## test: (the default) ensure redis-server, then go vet and go test -race in every module, with progress lines
-# go test -json goes through scripts/testprogress.go: a line as each package starts and ends (ok/FAIL, time), a
+## test: (the default) ensure redis-server, then go vet and go test -race in every module, TEST_JOBS (2) at a time
+# scripts/test.sh runs the modules, the longest first; go test -json goes through scripts/testprogress.go: a line
+# as each package starts and ends (ok/FAIL, time; for a package of a minute or more its slowest tests), a
 # heartbeat while go builds, and on FAIL the failed tests' output; a green run prints no test's output. It closes
 # with the count of top-level tests of all modules: "tests: N passed, N failed, N skipped".
+TEST_JOBS ?= 2
+# The root module and the example take the longest: they start first.
+TEST_ORDER = . example $(filter-out . example,$(MODULES))
 test: redis $(TESTPROGRESS)
-	@set -eo pipefail; all=$$SECONDS; totals=$(TOOLS)/test-totals; rm -f $$totals; for m in $(MODULES); do \
-		t=$$SECONDS; echo "== $$m: go vet"; (cd $$m && $(GO) vet ./...); echo "== $$m: go vet ok ($$((SECONDS-t))s)"; \
-		echo "== $$m: go test -race"; \
-		t=$$SECONDS; (cd $$m && $(GO) test -race -count=1 -timeout 12m -json ./... 2>&1) | $(TESTPROGRESS) -totals $$totals; \
-		echo "== $$m: go test ok ($$((SECONDS-t))s, building included)"; \
-	done; read p f s < $$totals; echo "== all modules passed in $$((SECONDS-all))s"; \
-	echo "tests: $$p passed, $$f failed, $$s skipped"
+	@TEST_JOBS=$(TEST_JOBS) TESTPROGRESS=$(TESTPROGRESS) GO=$(GO) scripts/test.sh $(TEST_ORDER)
 
 $(TESTPROGRESS): scripts/testprogress.go
 	@mkdir -p $(TOOLS)
@@ -68,9 +66,13 @@ redis:
 	@scripts/ensure-redis.sh
 
 ## seckill: build the example service into bin/seckill
+# go build -v names each package it compiles; a line every 25 of them shows progress (a fresh clone compiles a few
+# hundred, minutes on two cores), and compiler errors pass through.
 seckill:
 	@mkdir -p bin
-	cd example && $(GO) build -o ../bin/seckill ./cmd/seckill
+	@echo "== building bin/seckill (cd example && go build ./cmd/seckill)"
+	@set -o pipefail; cd example && $(GO) build -v -o ../bin/seckill ./cmd/seckill 2>&1 | \
+		awk '/^#|\.go:[0-9]+/ { print; next } { n++; if (n % 25 == 0) { print "   ... " n " packages compiled"; fflush() } }'
 
 ## demo: 3 seckill nodes, local lock vs redis lock, side by side
 demo: redis seckill

@@ -84,9 +84,14 @@ type reporter struct {
 
 func main() {
 	totals := flag.String("totals", "", "add this run's test counts to `file` (created when missing) and print the sums")
+	since := flag.Int64("since", 0, "count the times printed from this Unix `time` (make test's start) instead of from now")
 	flag.Parse()
-	r := &reporter{start: time.Now(), last: time.Now(), pkgs: map[string]*pkgState{}, running: map[string]bool{}}
-	go r.heartbeat(20 * time.Second)
+	start := time.Now()
+	if *since > 0 {
+		start = time.Unix(*since, 0)
+	}
+	r := &reporter{start: start, last: time.Now(), pkgs: map[string]*pkgState{}, running: map[string]bool{}}
+	go r.heartbeat(10 * time.Second)
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1024*1024), 64*1024*1024)
 	for sc.Scan() {
