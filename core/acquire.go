@@ -18,7 +18,7 @@ type acquisition struct {
 	l        *Locker
 	key      string
 	keys     lockKeys // addressed by the hold: no copy
-	o        *callOptions
+	o        callOptions
 	owner    string
 	waits    bool      // a Lock with a wait budget: it queues in Redis
 	deadline time.Time // end of the wait budget or of ctx; zero: none
@@ -85,7 +85,7 @@ func (a *acquisition) ended(ctx context.Context) error {
 // an error that ends the call, or neither: busy, or (Redlock) split or a
 // failure that may pass, the call going on within its budget.
 func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
-	l, o := a.l, a.o
+	l, o := a.l, &a.o
 	a.attempts++
 	sent := l.monoNow()
 	entry, seq := noEntry, 0
@@ -209,7 +209,7 @@ func (a *acquisition) failed(ctx context.Context, owner string, err error) error
 // took makes the lease of an attempt sent at sent (monotonic ns; wall:
 // the wall clock then, when observed) that answered fence.
 func (a *acquisition) took(ctx context.Context, fence, sent int64, wall time.Time) (*Lease, error) {
-	l, o := a.l, a.o
+	l, o := a.l, &a.o
 	if !wall.IsZero() && a.attempts == 1 {
 		// A first attempt's fence is the server's clock when the script
 		// ran (a later one's may be a grant's, issued earlier), against
@@ -234,7 +234,7 @@ func (a *acquisition) took(ctx context.Context, fence, sent int64, wall time.Tim
 // (newHeld) and hands the hold to the watchdog.
 func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt int64, claim bool) (*Lease, error) {
 	l := a.l
-	s := newHeld(ctx, l, a.key, a.keys, a.owner, a.o, fence, validUntil, renewAt, claim)
+	s := newHeld(ctx, l, a.key, a.keys, a.owner, &a.o, fence, validUntil, renewAt, claim)
 	s.h.uncertain.Store(a.uncertain)
 	if !l.wd.add(s.h) {
 		a.undo()
@@ -247,7 +247,7 @@ func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt in
 // in the queue.
 func (a *acquisition) undo() { a.undoOwner(a.owner) }
 
-func (a *acquisition) undoOwner(owner string) { a.l.undo(&a.keys, owner, a.o) }
+func (a *acquisition) undoOwner(owner string) { a.l.undo(&a.keys, owner, &a.o) }
 
 // freshOwner readies a Redlock acquisition whose attempt may have left grants
 // (given back by the caller under the old owner) for another attempt: under

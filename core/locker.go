@@ -281,25 +281,27 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 	return l.lockUntil(ctx, key, opts, wait, time.Time{})
 }
 
-// callOptions is the Locker's call options with opts applied (o.err: the
-// first invalid one).
-func (l *Locker) callOptions(opts []LockOption) callOptions {
-	o := l.opts.call
+// callOptions sets o to the Locker's call options with opts applied (o.err:
+// the first invalid one). (o is filled in place: options apply through an
+// interface, so a local copy would be moved to the heap on every call.)
+func (l *Locker) callOptions(o *callOptions, opts []LockOption) {
+	*o = l.opts.call
 	for _, opt := range opts {
 		if opt == nil {
 			o.fail(invalidf("nil option"))
 			continue
 		}
-		opt.applyLock(&o)
+		opt.applyLock(o)
 	}
-	return o
 }
 
 // lockUntil is lock, its budget ending by until at the latest (zero: no
 // such bound; LockMulti's names share one budget).
 func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, wait bool, until time.Time) (*Lease, error) {
 	start := time.Now()
-	o := l.callOptions(opts)
+	a := &acquisition{l: l, key: key}
+	o := &a.o
+	l.callOptions(o, opts)
 	err := o.err
 	if err == nil {
 		err = validateKey(key)
@@ -316,7 +318,6 @@ func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, w
 	}
 	o.boxArgs()
 
-	a := &acquisition{l: l, key: key, o: &o}
 	if d, ok := ctx.Deadline(); ok {
 		a.deadline, a.ctxEnds = d, true
 	}

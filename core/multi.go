@@ -54,7 +54,8 @@ func (l *Locker) LockMulti(ctx context.Context, keys []string, opts ...LockOptio
 			return nil, err // before any is taken
 		}
 	}
-	o := l.callOptions(opts)
+	var o callOptions
+	l.callOptions(&o, opts)
 	if o.err != nil {
 		return nil, o.err // before any is taken
 	}

@@ -170,7 +170,7 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 			// the fixed defect: the same owner then waits on, its done
 			// marker written (waited for, so that every round shows it)
 			undone := make(chan struct{})
-			a.l.undoThen(&a.keys, a.owner, a.o, undone)
+			a.l.undoThen(&a.keys, a.owner, &a.o, undone)
 			<-undone
 			return nil, nil
 		}
