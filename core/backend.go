@@ -137,7 +137,7 @@ func (s *deployment) acked(ctx context.Context, script *script, key string, keys
 	if err != nil {
 		return nil, 0, err
 	}
-	call := &scriptCall{script: script, keys: keys, args: args}
+	call := &scriptCall{script: script, cmd: script.cmd(ctx, keys, args).Cmd}
 	var wait *redis.Cmd // the last pipeline's, which carried the script's run
 	pipeScripts(ctx, c, []*scriptCall{call}, func(p redis.Pipeliner) { wait = s.wait(ctx, p) })
 	n, err := wait.Int64()
@@ -155,12 +155,13 @@ func (s *deployment) notReplicated(got int64) error {
 	return fmt.Errorf("%w (%d of %d within %v)", ErrNotReplicated, got, s.ackN, s.ackTimeout)
 }
 
-// run sends script for one acquire or release.
+// run sends script with keys and args for one acquire or release.
 func (s *deployment) run(ctx context.Context, script *script, keys []any, args ...any) *redis.Cmd {
+	q := script.cmd(ctx, keys, args)
 	if s.pipe != nil {
-		return s.pipe.run(ctx, script, keys, args...)
+		return s.pipe.run(ctx, script, q)
 	}
-	return script.run(ctx, s.c, keys, args...)
+	return script.send(ctx, s.c, q)
 }
 
 func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (acquireReply, error) {
@@ -335,7 +336,7 @@ func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
 			keys[j] = batch[i].keys.boxed[0]
 			args = append(args, batch[i].ownerArg, batch[i].ttlArg)
 		}
-		sc[gi] = &scriptCall{script: renewScript, keys: keys, args: args}
+		sc[gi] = &scriptCall{script: renewScript, cmd: renewScript.cmd(ctx, keys, args).Cmd}
 	}
 	pipeScripts(ctx, pc, sc, after)
 	var ackErr error

@@ -40,24 +40,24 @@ type queuedCall struct {
 	done chan struct{} // closed when cmd is answered
 }
 
-// run sends script (EVALSHA, falling back to EVAL when the server's script
-// cache lacks it) and returns its answered command, or one failed with
-// ctx's error if ctx ended while it waited in the queue.
-func (p *coalescer) run(ctx context.Context, script *script, keys []any, args ...any) *redis.Cmd {
+// run sends q, a command of script (EVALSHA, falling back to EVAL when the
+// server's script cache lacks it), and returns its answered command, or one
+// failed with ctx's error if ctx ended while it waited in the queue.
+func (p *coalescer) run(ctx context.Context, script *script, q once) *redis.Cmd {
 	p.mu.Lock()
 	if p.inFlight < coalesceSlots {
 		p.inFlight++
 		p.mu.Unlock()
-		cmd := script.run(ctx, p.c, keys, args...)
+		cmd := script.send(ctx, p.c, q)
 		p.next(ctx)
 		return cmd
 	}
-	q := &queuedCall{scriptCall: scriptCall{script: script, keys: keys, args: args}, done: make(chan struct{})}
-	p.queue = append(p.queue, q)
+	qc := &queuedCall{scriptCall: scriptCall{script: script, cmd: q.Cmd}, done: make(chan struct{})}
+	p.queue = append(p.queue, qc)
 	p.mu.Unlock()
 	select {
-	case <-q.done:
-		return q.cmd
+	case <-qc.done:
+		return qc.cmd
 	case <-ctx.Done():
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(ctx.Err())
