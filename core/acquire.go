@@ -19,7 +19,7 @@ type acquisition struct {
 	key      string
 	keys     lockKeys // addressed by the hold: no copy
 	o        callOptions
-	owner    string
+	owner    ownerID
 	waits    bool      // a Lock with a wait budget: it queues in Redis
 	deadline time.Time // end of the wait budget or of ctx; zero: none
 	ctxEnds  bool      // deadline is ctx's
@@ -150,7 +150,7 @@ var errEnded = errors.New("this acquisition already ended")
 
 // failed handles an attempt of owner that ended in err: nil when the call
 // goes on (it tries again within its budget), else its error.
-func (a *acquisition) failed(ctx context.Context, owner string, err error) error {
+func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) error {
 	l := a.l
 	switch {
 	case err == ErrClosed:
@@ -247,7 +247,7 @@ func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt in
 // in the queue.
 func (a *acquisition) undo() { a.undoOwner(a.owner) }
 
-func (a *acquisition) undoOwner(owner string) { a.l.undo(&a.keys, owner, &a.o) }
+func (a *acquisition) undoOwner(owner ownerID) { a.l.undo(&a.keys, owner, &a.o) }
 
 // freshOwner readies a Redlock acquisition whose attempt may have left grants
 // (given back by the caller under the old owner) for another attempt: under
@@ -255,7 +255,7 @@ func (a *acquisition) undoOwner(owner string) { a.l.undo(&a.keys, owner, &a.o) }
 // and after a random delay (the wait loop's holder timer), so that owners
 // that split the nodes do not split them again.
 func (a *acquisition) freshOwner() {
-	a.owner = newOwnerID()
+	a.owner = a.keys.owner(newOwnerID())
 	a.busySeen, a.holder, a.holderAt = true, jitter(0), time.Now()
 }
 

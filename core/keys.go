@@ -23,9 +23,22 @@ func (k *lockKeys) hash() string { return k.names[0] }
 // wait for it) ended (see the release script): "<prefix>{<name>}:done:<owner>".
 func (k *lockKeys) marker(owner string) string { return k.names[0] + ":done:" + owner }
 
+// ownerID is an owner id with the script arguments made of it for one
+// lock, boxed once for all the calls of an acquisition and of its hold.
+type ownerID struct {
+	id     string
+	arg    any // id
+	marker any // the key of id's done marker on the lock (lockKeys.marker)
+}
+
+// owner returns id's ownerID on k's lock.
+func (k *lockKeys) owner(id string) ownerID {
+	return ownerID{id: id, arg: id, marker: k.marker(id)}
+}
+
 // script returns the KEYS of the acquire and release scripts for owner.
-func (k *lockKeys) script(owner string) []any {
-	return []any{k.boxed[0], k.boxed[1], k.marker(owner), k.boxed[2], k.boxed[3]}
+func (k *lockKeys) script(owner ownerID) []any {
+	return []any{k.boxed[0], k.boxed[1], owner.marker, k.boxed[2], k.boxed[3]}
 }
 
 var (

@@ -15,8 +15,7 @@ type hold struct {
 	l        *Locker
 	key      string
 	keys     lockKeys
-	owner    string
-	ownerArg any // owner boxed once, for renewal batches
+	owner    ownerID
 	fence    int64
 	acquired time.Time
 	watchdog bool
@@ -98,13 +97,12 @@ type Lease struct {
 // options o) and its first lease, whose context derives from ctx. claim
 // marks a hold granted by a release: it claims the whole TTL once, even
 // without the watchdog. The caller hands the hold to the watchdog.
-func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner string, o *callOptions, fence, validUntil, renewAt int64, claim bool) *Lease {
+func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ownerID, o *callOptions, fence, validUntil, renewAt int64, claim bool) *Lease {
 	h := &hold{
 		l:          l,
 		key:        key,
 		keys:       keys,
 		owner:      owner,
-		ownerArg:   owner,
 		fence:      fence,
 		acquired:   time.Now(),
 		watchdog:   o.watchdog,
@@ -243,7 +241,7 @@ func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 		return 0, ErrNotHeld
 	}
 	d, err := bounded(s.h.l, ctx, s.h.l.callDeadline(ctx), func(cctx context.Context) (time.Duration, error) {
-		return s.h.l.be.pttl(cctx, &s.h.keys, s.h.owner)
+		return s.h.l.be.pttl(cctx, &s.h.keys, s.h.owner.id)
 	}, nil)
 	if err != nil && err != ErrNotHeld {
 		return 0, opError("ttl", err)
@@ -271,7 +269,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	h := s.h
 	sent := h.l.monoNow()
-	b := []renewal{{keys: &h.keys, ownerArg: h.ownerArg, ttl: ttl, ttlArg: ms(ttl)}}
+	b := []renewal{{keys: &h.keys, owner: &h.owner, ttl: ttl, ttlArg: ms(ttl)}}
 	_, err := bounded(h.l, ctx, h.l.callDeadline(ctx), func(cctx context.Context) (struct{}, error) {
 		h.l.be.renew(cctx, b, []int{0})
 		return struct{}{}, b[0].err

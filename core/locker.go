@@ -335,7 +335,7 @@ func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, w
 	if s, err := l.reenter(ctx, a, start); s != nil || err != nil {
 		return s, err
 	}
-	a.owner = newOwnerID()
+	a.owner = a.keys.owner(newOwnerID())
 	a.waits = wait && o.wait > 0
 	s, err := a.run(ctx)
 	l.observe(ctx, a.event(start, s, err))
@@ -355,7 +355,7 @@ func (l *Locker) reenter(ctx context.Context, a *acquisition, start time.Time) (
 		// owner holds this key here, as one read-only look tells (a Locker
 		// on another deployment or prefix names another lock, which is
 		// acquired afresh; nothing is ever taken under the other's owner).
-		held, err := l.holds(ctx, a, h.owner)
+		held, err := l.holds(ctx, a, h.owner.id)
 		if err != nil {
 			l.observe(ctx, Event{Kind: EventNotObtained, Key: a.key, Pattern: a.o.pattern, Wait: time.Since(start), Err: err})
 			return nil, err
