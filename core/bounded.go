@@ -44,7 +44,7 @@ func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, pr
 	if deadline.IsZero() && (ctx.Done() == nil || l.ctxDeadlines) {
 		return call(ctx) // nothing but the client's timeouts can bound it
 	}
-	base := context.WithoutCancel(ctx)
+	base := detached(ctx)
 	var cctx context.Context
 	var cancel context.CancelFunc
 	if deadline.IsZero() {
@@ -82,6 +82,16 @@ func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, pr
 		return zero, ErrClosed
 	}
 	return f.wait(ctx, cctx, deadline, refused)
+}
+
+// detached is ctx without its cancellation, keeping its values: ctx itself
+// when it is never cancelled (context.Background and its values), which
+// spares an allocation on every call that detaches it.
+func detached(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // wait waits for the flight's answer until cctx ends (its deadline plus

@@ -383,7 +383,7 @@ func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 // not answered in time goes on in the background; its late answer still
 // ends the hold.
 func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
-	held, err := bounded(l, context.WithoutCancel(ctx), time.Now().Add(h.release), func(cctx context.Context) (bool, error) {
+	held, err := bounded(l, detached(ctx), time.Now().Add(h.release), func(cctx context.Context) (bool, error) {
 		backoff := retryMin
 		for {
 			valid := l.monoNow() < h.validUntil.Load()
