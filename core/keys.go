@@ -52,13 +52,10 @@ func (l *Locker) keysFor(name string) lockKeys {
 		// mapping from names to keys one-to-one.
 		name = braceEscaper.Replace(name)
 	}
-	return newLockKeys(l.opts.prefix+"{"+name+"}", l.floorKey(name))
-}
-
-// newLockKeys returns the keys of the lock whose hash is hash and whose
-// slot's fence floor is floor.
-func newLockKeys(hash, floor string) lockKeys {
-	k := lockKeys{names: [4]string{hash, floor, hash + ":q", hash + ":qt"}}
+	// The hash, the queue and its entries, "<hash>", "<hash>:q" and
+	// "<hash>:qt", are prefixes of one string: one allocation for the three.
+	qt := l.opts.prefix + "{" + name + "}:qt"
+	k := lockKeys{names: [4]string{qt[:len(qt)-3], l.floorKey(name), qt[:len(qt)-1], qt}}
 	for i, n := range k.names {
 		k.boxed[i] = n
 	}
