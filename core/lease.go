@@ -86,7 +86,7 @@ type Lease struct {
 	parts     []*Lease // a LockMulti's leases, one per name, sorted
 	parent    *Lease   // the innermost lease of the context given to Lock
 	reentrant bool
-	ctx       *leaseCtx
+	ctx       leaseCtx // one allocation with the lease
 	cancel    context.CancelCauseFunc
 	unlocked  atomic.Bool // Unlock was called
 	gaveBack  atomic.Bool // and returned nil
@@ -125,7 +125,7 @@ func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ow
 func newLease(h *hold, ctx context.Context, reentrant bool) *Lease {
 	s := &Lease{h: h, parent: leaseFrom(ctx), reentrant: reentrant}
 	inner, cancel := context.WithCancelCause(ctx)
-	s.ctx, s.cancel = &leaseCtx{Context: inner, lease: s}, cancel
+	s.ctx, s.cancel = leaseCtx{Context: inner, lease: s}, cancel
 	return s
 }
 
@@ -211,7 +211,7 @@ func (s *Lease) Context() context.Context {
 	if s == nil {
 		return endedCtx
 	}
-	return s.ctx
+	return &s.ctx
 }
 
 // Done is a shortcut for Context().Done(); closed for a nil lease.
