@@ -26,8 +26,10 @@ type acquisition struct {
 	attempts int
 
 	// refreshes of the queue entry: sentAt[i] is when refresh i+1 was sent
-	// (monotonic ns), the moment a hold granted on it is valid from
-	sentAt []int64
+	// (monotonic ns), the moment a hold granted on it is valid from; it
+	// starts in firstSent, so that a call answered at once allocates none
+	sentAt    []int64
+	firstSent [1]int64
 
 	// uncertain: an attempt of this owner failed after it may have reached
 	// Redis (no answer in time, a cut connection): it may have run, or

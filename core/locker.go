@@ -337,6 +337,7 @@ func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, w
 	}
 	a.owner = a.keys.owner(newOwnerID())
 	a.waits = wait && o.wait > 0
+	a.sentAt = a.firstSent[:0]
 	s, err := a.run(ctx)
 	l.observe(ctx, a.event(start, s, err))
 	return s, err
