@@ -101,14 +101,18 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	if l.opts.observer != nil {
 		wall = time.Now()
 	}
+	var undoLate func(acquireReply, error)
+	if l.answersLate() {
+		undoLate = func(r acquireReply, err error) {
+			if neverRan(err) || err == nil && (r.found == foundEnded || r.found == foundBusy && !a.waits) {
+				return // nothing to undo
+			}
+			a.undoOwner(owner)
+		}
+	}
 	r, err := boundedProbed(l, ctx, a.deadline, !a.waits || !l.retriesRefusals(), func(cctx context.Context) (acquireReply, error) {
 		return l.be.acquire(cctx, &a.keys, owner, o.ttlArg, entry, seq, a.tag)
-	}, func(r acquireReply, err error) {
-		if neverRan(err) || err == nil && (r.found == foundEnded || r.found == foundBusy && !a.waits) {
-			return // nothing to undo
-		}
-		a.undoOwner(owner)
-	})
+	}, undoLate)
 	if err == nil {
 		l.answered() // Redis answers: undos waiting for it go now
 	}

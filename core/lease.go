@@ -383,6 +383,16 @@ func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 // not answered in time goes on in the background; its late answer still
 // ends the hold.
 func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
+	var endLate func(bool, error)
+	if l.answersLate() {
+		endLate = func(held bool, err error) {
+			if err == nil && (held || h.releaseSent.Load()) {
+				h.end.CompareAndSwap(endLive, endReleased)
+			} else if err == nil {
+				h.end.CompareAndSwap(endLive, endNotHeld)
+			}
+		}
+	}
 	held, err := bounded(l, detached(ctx), time.Now().Add(h.release), func(cctx context.Context) (bool, error) {
 		backoff := retryMin
 		for {
@@ -403,13 +413,7 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 			}
 			backoff *= 2
 		}
-	}, func(held bool, err error) {
-		if err == nil && (held || h.releaseSent.Load()) {
-			h.end.CompareAndSwap(endLive, endReleased)
-		} else if err == nil {
-			h.end.CompareAndSwap(endLive, endNotHeld)
-		}
-	})
+	}, endLate)
 	switch {
 	case err == errLate:
 		return false, unavailable("release", fmt.Errorf("no answer within %v", h.release))
