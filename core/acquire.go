@@ -18,16 +18,18 @@ type acquisition struct {
 	l        *Locker
 	key      string
 	keys     lockKeys // addressed by the hold: no copy
-	o        *callOptions
-	owner    string
+	o        callOptions
+	owner    ownerID
 	waits    bool      // a Lock with a wait budget: it queues in Redis
 	deadline time.Time // end of the wait budget or of ctx; zero: none
 	ctxEnds  bool      // deadline is ctx's
 	attempts int
 
 	// refreshes of the queue entry: sentAt[i] is when refresh i+1 was sent
-	// (monotonic ns), the moment a hold granted on it is valid from
-	sentAt []int64
+	// (monotonic ns), the moment a hold granted on it is valid from; it
+	// starts in firstSent, so that a call answered at once allocates none
+	sentAt    []int64
+	firstSent [1]int64
 
 	// uncertain: an attempt of this owner failed after it may have reached
 	// Redis (no answer in time, a cut connection): it may have run, or
@@ -85,7 +87,7 @@ func (a *acquisition) ended(ctx context.Context) error {
 // an error that ends the call, or neither: busy, or (Redlock) split or a
 // failure that may pass, the call going on within its budget.
 func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
-	l, o := a.l, a.o
+	l, o := a.l, &a.o
 	a.attempts++
 	sent := l.monoNow()
 	entry, seq := noEntry, 0
@@ -99,14 +101,18 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	if l.opts.observer != nil {
 		wall = time.Now()
 	}
+	var undoLate func(acquireReply, error)
+	if l.answersLate() {
+		undoLate = func(r acquireReply, err error) {
+			if neverRan(err) || err == nil && (r.found == foundEnded || r.found == foundBusy && !a.waits) {
+				return // nothing to undo
+			}
+			a.undoOwner(owner)
+		}
+	}
 	r, err := boundedProbed(l, ctx, a.deadline, !a.waits || !l.retriesRefusals(), func(cctx context.Context) (acquireReply, error) {
 		return l.be.acquire(cctx, &a.keys, owner, o.ttlArg, entry, seq, a.tag)
-	}, func(r acquireReply, err error) {
-		if neverRan(err) || err == nil && (r.found == foundEnded || r.found == foundBusy && !a.waits) {
-			return // nothing to undo
-		}
-		a.undoOwner(owner)
-	})
+	}, undoLate)
 	if err == nil {
 		l.answered() // Redis answers: undos waiting for it go now
 	}
@@ -150,7 +156,7 @@ var errEnded = errors.New("this acquisition already ended")
 
 // failed handles an attempt of owner that ended in err: nil when the call
 // goes on (it tries again within its budget), else its error.
-func (a *acquisition) failed(ctx context.Context, owner string, err error) error {
+func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) error {
 	l := a.l
 	switch {
 	case err == ErrClosed:
@@ -209,7 +215,7 @@ func (a *acquisition) failed(ctx context.Context, owner string, err error) error
 // took makes the lease of an attempt sent at sent (monotonic ns; wall:
 // the wall clock then, when observed) that answered fence.
 func (a *acquisition) took(ctx context.Context, fence, sent int64, wall time.Time) (*Lease, error) {
-	l, o := a.l, a.o
+	l, o := a.l, &a.o
 	if !wall.IsZero() && a.attempts == 1 {
 		// A first attempt's fence is the server's clock when the script
 		// ran (a later one's may be a grant's, issued earlier), against
@@ -234,7 +240,7 @@ func (a *acquisition) took(ctx context.Context, fence, sent int64, wall time.Tim
 // (newHeld) and hands the hold to the watchdog.
 func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt int64, claim bool) (*Lease, error) {
 	l := a.l
-	s := newHeld(ctx, l, a.key, a.keys, a.owner, a.o, fence, validUntil, renewAt, claim)
+	s := newHeld(ctx, l, a.key, a.keys, a.owner, &a.o, fence, validUntil, renewAt, claim)
 	s.h.uncertain.Store(a.uncertain)
 	if !l.wd.add(s.h) {
 		a.undo()
@@ -247,7 +253,7 @@ func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt in
 // in the queue.
 func (a *acquisition) undo() { a.undoOwner(a.owner) }
 
-func (a *acquisition) undoOwner(owner string) { a.l.undo(&a.keys, owner, a.o) }
+func (a *acquisition) undoOwner(owner ownerID) { a.l.undo(&a.keys, owner, &a.o) }
 
 // freshOwner readies a Redlock acquisition whose attempt may have left grants
 // (given back by the caller under the old owner) for another attempt: under
@@ -255,7 +261,7 @@ func (a *acquisition) undoOwner(owner string) { a.l.undo(&a.keys, owner, a.o) }
 // and after a random delay (the wait loop's holder timer), so that owners
 // that split the nodes do not split them again.
 func (a *acquisition) freshOwner() {
-	a.owner = newOwnerID()
+	a.owner = a.keys.owner(newOwnerID())
 	a.busySeen, a.holder, a.holderAt = true, jitter(0), time.Now()
 }
 

@@ -22,7 +22,7 @@ type backend interface {
 	// acquireReply); an error is a call that failed. tag is the caller's
 	// holder tag (nil when the Locker has no tag function: then nothing is
 	// stored or answered).
-	acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (acquireReply, error)
+	acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error)
 	// release gives up owner's hold, handing the lock to the first live
 	// waiter, or owner's place in the queue: held reports whether owner
 	// held the lock. With marker it leaves owner's done marker, so that a
@@ -30,7 +30,7 @@ type backend interface {
 	// arrives, and a copy of this release reports held again: the caller
 	// asks for it when a call of owner's may have run without its answer
 	// (see once); a release after calls that were all answered needs none.
-	release(ctx context.Context, k *lockKeys, owner string, marker bool) (held bool, err error)
+	release(ctx context.Context, k *lockKeys, owner ownerID, marker bool) (held bool, err error)
 	// forceRelease is release by an operator (ForceRelease): held only if
 	// owner holds the lock now (a copy of a release that already happened
 	// does not count), and owner's own later release reports not held.
@@ -95,12 +95,12 @@ const (
 )
 
 type renewal struct {
-	keys     *lockKeys
-	ownerArg any // the owner id, boxed once per hold
-	ttl      time.Duration
-	ttlArg   any // ttl in ms as a string, boxed once per batch
-	held     bool
-	err      error
+	keys   *lockKeys
+	owner  *ownerID // the hold's
+	ttl    time.Duration
+	ttlArg any // ttl in ms as a string, boxed once per batch
+	held   bool
+	err    error
 }
 
 // deployment is the backend on one Redis deployment (a master, a Sentinel
@@ -137,7 +137,7 @@ func (s *deployment) acked(ctx context.Context, script *script, key string, keys
 	if err != nil {
 		return nil, 0, err
 	}
-	call := &scriptCall{script: script, keys: keys, args: args}
+	call := &scriptCall{script: script, cmd: script.cmd(ctx, keys, args).Cmd}
 	var wait *redis.Cmd // the last pipeline's, which carried the script's run
 	pipeScripts(ctx, c, []*scriptCall{call}, func(p redis.Pipeliner) { wait = s.wait(ctx, p) })
 	n, err := wait.Int64()
@@ -155,17 +155,18 @@ func (s *deployment) notReplicated(got int64) error {
 	return fmt.Errorf("%w (%d of %d within %v)", ErrNotReplicated, got, s.ackN, s.ackTimeout)
 }
 
-// run sends script for one acquire or release.
+// run sends script with keys and args for one acquire or release.
 func (s *deployment) run(ctx context.Context, script *script, keys []any, args ...any) *redis.Cmd {
+	q := script.cmd(ctx, keys, args)
 	if s.pipe != nil {
-		return s.pipe.run(ctx, script, keys, args...)
+		return s.pipe.run(ctx, script, q)
 	}
-	return script.run(ctx, s.c, keys, args...)
+	return script.send(ctx, s.c, q)
 }
 
-func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (acquireReply, error) {
+func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
 	keys := k.script(owner)
-	args := []any{owner, ttl, s.windowArg, entry, seq, tag}
+	args := []any{owner.arg, ttl, s.windowArg, entry, seq, tag}
 	if tag == nil {
 		args = args[:5]
 	}
@@ -218,12 +219,12 @@ func readAcquire(cmd *redis.Cmd) (int64, string, error) {
 	return 0, "", fmt.Errorf("unexpected acquire reply %v", r)
 }
 
-func (s *deployment) release(ctx context.Context, k *lockKeys, owner string, marker bool) (bool, error) {
+func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, marker bool) (bool, error) {
 	m := noMarker
 	if marker {
 		m = s.markerArg
 	}
-	n, err := s.run(ctx, s.scripts.release, k.script(owner), owner, s.windowArg, m).Int64()
+	n, err := s.run(ctx, s.scripts.release, k.script(owner), owner.arg, s.windowArg, m).Int64()
 	return n == 0, err
 }
 
@@ -260,7 +261,7 @@ func groupBy(idx []int, key func(i int) string) [][]int {
 var noMarker any = "0"
 
 func (s *deployment) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {
-	n, err := s.scripts.release.run(ctx, s.c, k.script(owner), owner, s.windowArg, s.markerArg, "force").Int64()
+	n, err := s.scripts.release.run(ctx, s.c, k.script(k.owner(owner)), owner, s.windowArg, s.markerArg, "force").Int64()
 	return n == 0, err
 }
 
@@ -333,9 +334,9 @@ func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
 		args := make([]any, 0, 2*len(g))
 		for j, i := range g {
 			keys[j] = batch[i].keys.boxed[0]
-			args = append(args, batch[i].ownerArg, batch[i].ttlArg)
+			args = append(args, batch[i].owner.arg, batch[i].ttlArg)
 		}
-		sc[gi] = &scriptCall{script: renewScript, keys: keys, args: args}
+		sc[gi] = &scriptCall{script: renewScript, cmd: renewScript.cmd(ctx, keys, args).Cmd}
 	}
 	pipeScripts(ctx, pc, sc, after)
 	var ackErr error

@@ -28,7 +28,7 @@ var errLate = errors.New("no answer in time")
 // returns the client's timeout error. Otherwise it runs on a goroutine of
 // the Locker: if the wait ends first, bounded returns errLate and the
 // answer, when it comes, goes to orphan (which undoes what the call may
-// have done). Errors: call's own, errLate, or ErrClosed when the Locker is
+// have done; nil: nothing to undo, and see answersLate). Errors: call's own, errLate, or ErrClosed when the Locker is
 // closed (neither of which a call returns itself).
 func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call func(context.Context) (T, error), orphan func(T, error)) (T, error) {
 	return boundedProbed(l, ctx, deadline, true, call, orphan)
@@ -44,7 +44,7 @@ func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, pr
 	if deadline.IsZero() && (ctx.Done() == nil || l.ctxDeadlines) {
 		return call(ctx) // nothing but the client's timeouts can bound it
 	}
-	base := context.WithoutCancel(ctx)
+	base := detached(ctx)
 	var cctx context.Context
 	var cancel context.CancelFunc
 	if deadline.IsZero() {
@@ -82,6 +82,22 @@ func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, pr
 		return zero, ErrClosed
 	}
 	return f.wait(ctx, cctx, deadline, refused)
+}
+
+// answersLate reports whether a call that bounded runs may be answered
+// after its caller stopped waiting: only when the client does not honour
+// context deadlines (the call then runs on a goroutine of its own). Callers
+// make their orphan only then, which spares the other calls an allocation.
+func (l *Locker) answersLate() bool { return !l.ctxDeadlines }
+
+// detached is ctx without its cancellation, keeping its values: ctx itself
+// when it is never cancelled (context.Background and its values), which
+// spares an allocation on every call that detaches it.
+func detached(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // wait waits for the flight's answer until cctx ends (its deadline plus

@@ -28,36 +28,42 @@ type coalescer struct {
 	spawn func(func()) bool // runs a batch on a goroutine the Locker tracks; false once closed
 
 	mu       sync.Mutex
-	inFlight int // round trips in flight, at most coalesceSlots
-	queue    []*queuedCall
+	inFlight int    // round trips in flight, at most coalesceSlots
+	queue    *batch // the calls waiting for a round trip; nil: none
 }
 
 const coalesceSlots = 4
 
-// queuedCall is one script call waiting for a round trip.
-type queuedCall struct {
-	scriptCall
-	done chan struct{} // closed when cmd is answered
+// batch is the calls queued while every slot was in flight: they are sent
+// as one pipeline and answered together, when done is closed.
+type batch struct {
+	calls []scriptCall
+	done  chan struct{}
 }
 
-// run sends script (EVALSHA, falling back to EVAL when the server's script
-// cache lacks it) and returns its answered command, or one failed with
-// ctx's error if ctx ended while it waited in the queue.
-func (p *coalescer) run(ctx context.Context, script *script, keys []any, args ...any) *redis.Cmd {
+// run sends q, a command of script (EVALSHA, falling back to EVAL when the
+// server's script cache lacks it), and returns its answered command, or one
+// failed with ctx's error if ctx ended while it waited in the queue.
+func (p *coalescer) run(ctx context.Context, script *script, q once) *redis.Cmd {
 	p.mu.Lock()
 	if p.inFlight < coalesceSlots {
 		p.inFlight++
 		p.mu.Unlock()
-		cmd := script.run(ctx, p.c, keys, args...)
+		cmd := script.send(ctx, p.c, q)
 		p.next(ctx)
 		return cmd
 	}
-	q := &queuedCall{scriptCall: scriptCall{script: script, keys: keys, args: args}, done: make(chan struct{})}
-	p.queue = append(p.queue, q)
+	b := p.queue
+	if b == nil {
+		b = &batch{done: make(chan struct{})}
+		p.queue = b
+	}
+	i := len(b.calls)
+	b.calls = append(b.calls, scriptCall{script: script, cmd: q.Cmd})
 	p.mu.Unlock()
 	select {
-	case <-q.done:
-		return q.cmd
+	case <-b.done:
+		return b.calls[i].cmd
 	case <-ctx.Done():
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(ctx.Err())
@@ -67,29 +73,29 @@ func (p *coalescer) run(ctx context.Context, script *script, keys []any, args ..
 
 // take returns the queue, to be sent in the slot just answered, or nil
 // after freeing the slot.
-func (p *coalescer) take() []*queuedCall {
+func (p *coalescer) take() *batch {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.queue) == 0 {
+	b := p.queue
+	if b == nil {
 		p.inFlight--
 		return nil
 	}
-	batch := p.queue
 	p.queue = nil
-	return batch
+	return b
 }
 
 // next hands the slot of a round trip just answered to the queue, if any:
 // its batches are sent on a goroutine of the Locker (or here, once the
 // Locker is closed), so the caller that was answered returns at once.
 func (p *coalescer) next(ctx context.Context) {
-	batch := p.take()
-	if batch == nil {
+	first := p.take()
+	if first == nil {
 		return
 	}
 	bctx := context.WithoutCancel(ctx)
 	drain := func() {
-		for b := batch; b != nil; b = p.take() {
+		for b := first; b != nil; b = p.take() {
 			p.send(bctx, b)
 		}
 	}
@@ -98,15 +104,12 @@ func (p *coalescer) next(ctx context.Context) {
 	}
 }
 
-// send runs batch as one pipeline (see pipeScripts), then answers its
-// callers.
-func (p *coalescer) send(ctx context.Context, batch []*queuedCall) {
-	calls := make([]*scriptCall, len(batch))
-	for i, q := range batch {
-		calls[i] = &q.scriptCall
+// send runs b as one pipeline (see pipeScripts), then answers its callers.
+func (p *coalescer) send(ctx context.Context, b *batch) {
+	calls := make([]*scriptCall, len(b.calls))
+	for i := range b.calls {
+		calls[i] = &b.calls[i]
 	}
 	pipeScripts(ctx, p.c, calls, nil)
-	for _, q := range batch {
-		close(q.done)
-	}
+	close(b.done)
 }

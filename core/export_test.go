@@ -11,7 +11,7 @@ import (
 // owner between the two steps.
 func ForceReleaseOwner(ctx context.Context, l *Locker, key string, s *Lease) error {
 	k := l.keysFor(key)
-	held, err := l.be.forceRelease(ctx, &k, s.h.owner)
+	held, err := l.be.forceRelease(ctx, &k, s.h.owner.id)
 	if err == nil && !held {
 		return ErrNotHeld
 	}

@@ -23,9 +23,22 @@ func (k *lockKeys) hash() string { return k.names[0] }
 // wait for it) ended (see the release script): "<prefix>{<name>}:done:<owner>".
 func (k *lockKeys) marker(owner string) string { return k.names[0] + ":done:" + owner }
 
+// ownerID is an owner id with the script arguments made of it for one
+// lock, boxed once for all the calls of an acquisition and of its hold.
+type ownerID struct {
+	id     string
+	arg    any // id
+	marker any // the key of id's done marker on the lock (lockKeys.marker)
+}
+
+// owner returns id's ownerID on k's lock.
+func (k *lockKeys) owner(id string) ownerID {
+	return ownerID{id: id, arg: id, marker: k.marker(id)}
+}
+
 // script returns the KEYS of the acquire and release scripts for owner.
-func (k *lockKeys) script(owner string) []any {
-	return []any{k.boxed[0], k.boxed[1], k.marker(owner), k.boxed[2], k.boxed[3]}
+func (k *lockKeys) script(owner ownerID) []any {
+	return []any{k.boxed[0], k.boxed[1], owner.marker, k.boxed[2], k.boxed[3]}
 }
 
 var (
@@ -39,13 +52,10 @@ func (l *Locker) keysFor(name string) lockKeys {
 		// mapping from names to keys one-to-one.
 		name = braceEscaper.Replace(name)
 	}
-	return newLockKeys(l.opts.prefix+"{"+name+"}", l.floorKey(name))
-}
-
-// newLockKeys returns the keys of the lock whose hash is hash and whose
-// slot's fence floor is floor.
-func newLockKeys(hash, floor string) lockKeys {
-	k := lockKeys{names: [4]string{hash, floor, hash + ":q", hash + ":qt"}}
+	// The hash, the queue and its entries, "<hash>", "<hash>:q" and
+	// "<hash>:qt", are prefixes of one string: one allocation for the three.
+	qt := l.opts.prefix + "{" + name + "}:qt"
+	k := lockKeys{names: [4]string{qt[:len(qt)-3], l.floorKey(name), qt[:len(qt)-1], qt}}
 	for i, n := range k.names {
 		k.boxed[i] = n
 	}

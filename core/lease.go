@@ -15,8 +15,7 @@ type hold struct {
 	l        *Locker
 	key      string
 	keys     lockKeys
-	owner    string
-	ownerArg any // owner boxed once, for renewal batches
+	owner    ownerID
 	fence    int64
 	acquired time.Time
 	watchdog bool
@@ -87,7 +86,7 @@ type Lease struct {
 	parts     []*Lease // a LockMulti's leases, one per name, sorted
 	parent    *Lease   // the innermost lease of the context given to Lock
 	reentrant bool
-	ctx       *leaseCtx
+	ctx       leaseCtx // one allocation with the lease
 	cancel    context.CancelCauseFunc
 	unlocked  atomic.Bool // Unlock was called
 	gaveBack  atomic.Bool // and returned nil
@@ -98,13 +97,12 @@ type Lease struct {
 // options o) and its first lease, whose context derives from ctx. claim
 // marks a hold granted by a release: it claims the whole TTL once, even
 // without the watchdog. The caller hands the hold to the watchdog.
-func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner string, o *callOptions, fence, validUntil, renewAt int64, claim bool) *Lease {
+func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ownerID, o *callOptions, fence, validUntil, renewAt int64, claim bool) *Lease {
 	h := &hold{
 		l:          l,
 		key:        key,
 		keys:       keys,
 		owner:      owner,
-		ownerArg:   owner,
 		fence:      fence,
 		acquired:   time.Now(),
 		watchdog:   o.watchdog,
@@ -127,7 +125,7 @@ func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner st
 func newLease(h *hold, ctx context.Context, reentrant bool) *Lease {
 	s := &Lease{h: h, parent: leaseFrom(ctx), reentrant: reentrant}
 	inner, cancel := context.WithCancelCause(ctx)
-	s.ctx, s.cancel = &leaseCtx{Context: inner, lease: s}, cancel
+	s.ctx, s.cancel = leaseCtx{Context: inner, lease: s}, cancel
 	return s
 }
 
@@ -213,7 +211,7 @@ func (s *Lease) Context() context.Context {
 	if s == nil {
 		return endedCtx
 	}
-	return s.ctx
+	return &s.ctx
 }
 
 // Done is a shortcut for Context().Done(); closed for a nil lease.
@@ -243,7 +241,7 @@ func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 		return 0, ErrNotHeld
 	}
 	d, err := bounded(s.h.l, ctx, s.h.l.callDeadline(ctx), func(cctx context.Context) (time.Duration, error) {
-		return s.h.l.be.pttl(cctx, &s.h.keys, s.h.owner)
+		return s.h.l.be.pttl(cctx, &s.h.keys, s.h.owner.id)
 	}, nil)
 	if err != nil && err != ErrNotHeld {
 		return 0, opError("ttl", err)
@@ -271,7 +269,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	h := s.h
 	sent := h.l.monoNow()
-	b := []renewal{{keys: &h.keys, ownerArg: h.ownerArg, ttl: ttl, ttlArg: ms(ttl)}}
+	b := []renewal{{keys: &h.keys, owner: &h.owner, ttl: ttl, ttlArg: ms(ttl)}}
 	_, err := bounded(h.l, ctx, h.l.callDeadline(ctx), func(cctx context.Context) (struct{}, error) {
 		h.l.be.renew(cctx, b, []int{0})
 		return struct{}{}, b[0].err
@@ -385,7 +383,17 @@ func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 // not answered in time goes on in the background; its late answer still
 // ends the hold.
 func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
-	held, err := bounded(l, context.WithoutCancel(ctx), time.Now().Add(h.release), func(cctx context.Context) (bool, error) {
+	var endLate func(bool, error)
+	if l.answersLate() {
+		endLate = func(held bool, err error) {
+			if err == nil && (held || h.releaseSent.Load()) {
+				h.end.CompareAndSwap(endLive, endReleased)
+			} else if err == nil {
+				h.end.CompareAndSwap(endLive, endNotHeld)
+			}
+		}
+	}
+	held, err := bounded(l, detached(ctx), time.Now().Add(h.release), func(cctx context.Context) (bool, error) {
 		backoff := retryMin
 		for {
 			valid := l.monoNow() < h.validUntil.Load()
@@ -405,13 +413,7 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 			}
 			backoff *= 2
 		}
-	}, func(held bool, err error) {
-		if err == nil && (held || h.releaseSent.Load()) {
-			h.end.CompareAndSwap(endLive, endReleased)
-		} else if err == nil {
-			h.end.CompareAndSwap(endLive, endNotHeld)
-		}
-	})
+	}, endLate)
 	switch {
 	case err == errLate:
 		return false, unavailable("release", fmt.Errorf("no answer within %v", h.release))

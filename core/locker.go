@@ -281,25 +281,27 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 	return l.lockUntil(ctx, key, opts, wait, time.Time{})
 }
 
-// callOptions is the Locker's call options with opts applied (o.err: the
-// first invalid one).
-func (l *Locker) callOptions(opts []LockOption) callOptions {
-	o := l.opts.call
+// callOptions sets o to the Locker's call options with opts applied (o.err:
+// the first invalid one). (o is filled in place: options apply through an
+// interface, so a local copy would be moved to the heap on every call.)
+func (l *Locker) callOptions(o *callOptions, opts []LockOption) {
+	*o = l.opts.call
 	for _, opt := range opts {
 		if opt == nil {
 			o.fail(invalidf("nil option"))
 			continue
 		}
-		opt.applyLock(&o)
+		opt.applyLock(o)
 	}
-	return o
 }
 
 // lockUntil is lock, its budget ending by until at the latest (zero: no
 // such bound; LockMulti's names share one budget).
 func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, wait bool, until time.Time) (*Lease, error) {
 	start := time.Now()
-	o := l.callOptions(opts)
+	a := &acquisition{l: l, key: key}
+	o := &a.o
+	l.callOptions(o, opts)
 	err := o.err
 	if err == nil {
 		err = validateKey(key)
@@ -316,7 +318,6 @@ func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, w
 	}
 	o.boxArgs()
 
-	a := &acquisition{l: l, key: key, o: &o}
 	if d, ok := ctx.Deadline(); ok {
 		a.deadline, a.ctxEnds = d, true
 	}
@@ -334,8 +335,9 @@ func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, w
 	if s, err := l.reenter(ctx, a, start); s != nil || err != nil {
 		return s, err
 	}
-	a.owner = newOwnerID()
+	a.owner = a.keys.owner(newOwnerID())
 	a.waits = wait && o.wait > 0
+	a.sentAt = a.firstSent[:0]
 	s, err := a.run(ctx)
 	l.observe(ctx, a.event(start, s, err))
 	return s, err
@@ -354,7 +356,7 @@ func (l *Locker) reenter(ctx context.Context, a *acquisition, start time.Time) (
 		// owner holds this key here, as one read-only look tells (a Locker
 		// on another deployment or prefix names another lock, which is
 		// acquired afresh; nothing is ever taken under the other's owner).
-		held, err := l.holds(ctx, a, h.owner)
+		held, err := l.holds(ctx, a, h.owner.id)
 		if err != nil {
 			l.observe(ctx, Event{Kind: EventNotObtained, Key: a.key, Pattern: a.o.pattern, Wait: time.Since(start), Err: err})
 			return nil, err

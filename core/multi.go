@@ -54,7 +54,8 @@ func (l *Locker) LockMulti(ctx context.Context, keys []string, opts ...LockOptio
 			return nil, err // before any is taken
 		}
 	}
-	o := l.callOptions(opts)
+	var o callOptions
+	l.callOptions(&o, opts)
 	if o.err != nil {
 		return nil, o.err // before any is taken
 	}
@@ -112,15 +113,16 @@ func giveBack(parts []*Lease, by time.Time) {
 func newMulti(ctx context.Context, parts []*Lease) *Lease {
 	m := &Lease{parts: parts, parent: leaseFrom(ctx)}
 	inner, cancel := context.WithCancelCause(ctx)
-	m.ctx, m.cancel = &leaseCtx{Context: inner, lease: m}, cancel
+	m.ctx, m.cancel = leaseCtx{Context: inner, lease: m}, cancel
 	for _, p := range parts {
-		if p.ctx.Err() != nil {
+		pctx := p.Context()
+		if pctx.Err() != nil {
 			// Lost while the call took the others: ended from the start
 			// (AfterFunc would cancel it only later, on a goroutine).
-			cancel(context.Cause(p.ctx))
+			cancel(context.Cause(pctx))
 			break
 		}
-		context.AfterFunc(p.ctx, func() { cancel(context.Cause(p.ctx)) })
+		context.AfterFunc(pctx, func() { cancel(context.Cause(pctx)) })
 	}
 	return m
 }

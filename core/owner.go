@@ -20,9 +20,10 @@ var (
 	ownerSeq    atomic.Uint64
 )
 
-// newOwnerID returns a fresh owner id.
+// newOwnerID returns a fresh owner id, built on the stack: one allocation.
 func newOwnerID() string {
-	return ownerPrefix + strconv.FormatUint(ownerSeq.Add(1), 36)
+	var b [64]byte // the prefix is 27 bytes, the counter at most 13
+	return string(strconv.AppendUint(append(b[:0], ownerPrefix...), ownerSeq.Add(1), 36))
 }
 
 // leaseFrom returns the innermost lease carried by ctx, or nil.

@@ -57,7 +57,7 @@ func (r *redlock) unavailableNodes(errs []error) error {
 	return errors.Join(es...)
 }
 
-func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, entry any, seq int, tag any) (acquireReply, error) {
+func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
 	ttlD := ttlOf(ttl)
 	if e, _ := entry.(string); e != "" {
 		entry = "n" // Redlock waiters do not queue: they are told when the lock is free
@@ -122,11 +122,11 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner string, ttl, e
 // will do, not only the nodes that granted (a straggler still granting, or
 // one that was busy, confirms as well): an acquire decided on exactly a
 // quorum of grants is then not failed by one of them slow to confirm.
-func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner string, fence int64, ttl time.Duration) error {
+func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner ownerID, fence int64, ttl time.Duration) error {
 	arg := strconv.FormatInt(fence, 10)
 	confirmed := 0
 	_, errs := fanOutUntil(ctx, r, perNode(ttl), func(cctx context.Context, i int, n *deployment) (struct{}, error) {
-		return struct{}{}, fenceScript.run(cctx, n.c, []any{k.boxed[1], k.boxed[0]}, arg, n.windowArg, owner).Err()
+		return struct{}{}, fenceScript.run(cctx, n.c, []any{k.boxed[1], k.boxed[0]}, arg, n.windowArg, owner.arg).Err()
 	}, func(_ struct{}, err error) bool {
 		if err == nil {
 			confirmed++
@@ -151,7 +151,7 @@ func (r *redlock) replicaAck() bool { return r.nodes[0].replicaAck() }
 
 // release always leaves done markers: an acquire decided by a majority may
 // still run on the other nodes, unseen.
-func (r *redlock) release(ctx context.Context, k *lockKeys, owner string, _ bool) (bool, error) {
+func (r *redlock) release(ctx context.Context, k *lockKeys, owner ownerID, _ bool) (bool, error) {
 	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (bool, error) {
 		return n.release(cctx, k, owner, true)
 	})
@@ -283,11 +283,7 @@ func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]ren
 // restore takes the lock again on a node that lost it, for the same
 // owner, best effort: a node where another owner holds it stays so.
 func (r *redlock) restore(ctx context.Context, n *deployment, b renewal) {
-	owner, _ := b.ownerArg.(string)
-	if owner == "" {
-		return
-	}
-	_, _ = n.acquire(ctx, b.keys, owner, b.ttlArg, noEntry, 0, nil)
+	_, _ = n.acquire(ctx, b.keys, *b.owner, b.ttlArg, noEntry, 0, nil)
 }
 
 func (r *redlock) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {

@@ -35,7 +35,8 @@ var (
 // script is a Lua script as the Locker sends it: by its SHA1 (EVALSHA), and
 // by its source when the server's script cache lacks it.
 type script struct {
-	src, sha string
+	src string
+	sha any // its SHA1, boxed once for every call's arguments
 }
 
 func newScript(src string) *script { return &script{src: src, sha: redis.NewScript(src).Hash()} }
@@ -51,7 +52,9 @@ type once struct{ *redis.Cmd }
 
 func (once) NoRetry() bool { return true }
 
-// cmd returns the EVALSHA command of s with keys and args, as once.
+// cmd returns the EVALSHA command of s with keys and args, as once. Its
+// arguments are copied, so that callers can build keys and args on their
+// stack: the command's own is the one slice allocated.
 func (s *script) cmd(ctx context.Context, keys []any, args []any) once {
 	argv := make([]any, 0, 3+len(keys)+len(args))
 	argv = append(argv, "evalsha", s.sha, len(keys))
@@ -77,7 +80,12 @@ type processor interface {
 // run sends s once with keys and args on c (EVALSHA, then EVAL if the
 // server lacks the script) and returns its answered command.
 func (s *script) run(ctx context.Context, c processor, keys []any, args ...any) *redis.Cmd {
-	q := s.cmd(ctx, keys, args)
+	return s.send(ctx, c, s.cmd(ctx, keys, args))
+}
+
+// send sends q, a command of s (see cmd), once on c, then as EVAL if the
+// server lacks the script, and returns its answered command.
+func (s *script) send(ctx context.Context, c processor, q once) *redis.Cmd {
 	_ = c.Process(ctx, q)
 	if noScript(q.Err()) {
 		q = s.evalFallback(ctx, q)
@@ -111,11 +119,11 @@ type scripts struct{ acquire, release *script }
 
 var queueScripts = scripts{acquireScript, releaseScript}
 
-// scriptCall is one script call sent in a pipeline; cmd is its answer.
+// scriptCall is one script call sent in a pipeline: cmd is its EVALSHA
+// (see script.cmd), answered once the pipeline returns, or the EVAL that
+// replaced it.
 type scriptCall struct {
 	script *script
-	keys   []any
-	args   []any
 	cmd    *redis.Cmd
 }
 
@@ -127,11 +135,11 @@ func pipeScripts(ctx context.Context, c redis.Cmdable, calls []*scriptCall, afte
 	send := func(calls []*scriptCall, sha bool) {
 		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, q := range calls {
-				o := q.script.cmd(ctx, q.keys, q.args)
+				o := once{q.cmd}
 				if !sha {
 					o = q.script.evalFallback(ctx, o)
+					q.cmd = o.Cmd
 				}
-				q.cmd = o.Cmd
 				_ = p.Process(ctx, o)
 			}
 			if after != nil {

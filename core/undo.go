@@ -57,10 +57,10 @@ func (l *Locker) answered() {
 // passed (the attempt cannot be re-sent any more and any hold has expired),
 // or the Locker closes. It runs in the background, or once inline when the
 // Locker is closing.
-func (l *Locker) undo(k *lockKeys, owner string, o *callOptions) { l.undoThen(k, owner, o, nil) }
+func (l *Locker) undo(k *lockKeys, owner ownerID, o *callOptions) { l.undoThen(k, owner, o, nil) }
 
 // undoThen is undo, closing done (if not nil) when it ends.
-func (l *Locker) undoThen(k *lockKeys, owner string, o *callOptions, done chan<- struct{}) {
+func (l *Locker) undoThen(k *lockKeys, owner ownerID, o *callOptions, done chan<- struct{}) {
 	run := func() {
 		if done != nil {
 			defer close(done)

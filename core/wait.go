@@ -56,7 +56,7 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	// Queued in Redis: wait to be handed the lock by whoever frees it (told
 	// on the lock's channel), refreshing the entry every refresh interval —
 	// which also retries, should a notification be lost.
-	w := l.join(a.keys.hash(), a.owner, a.sentAt[0])
+	w := l.join(a.keys.hash(), a.owner.id, a.sentAt[0])
 	if w == nil {
 		a.undo()
 		return nil, ErrClosed
@@ -170,7 +170,7 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 			// the fixed defect: the same owner then waits on, its done
 			// marker written (waited for, so that every round shows it)
 			undone := make(chan struct{})
-			a.l.undoThen(&a.keys, a.owner, a.o, undone)
+			a.l.undoThen(&a.keys, a.owner, &a.o, undone)
 			<-undone
 			return nil, nil
 		}

@@ -334,7 +334,7 @@ func (w *watchdog) renewBatch(batch []*hold) {
 		if ttlArg == nil || ttl != ttlOf { // one boxed argument per distinct TTL
 			ttlArg, ttlOf = ms(ttl), ttl
 		}
-		rs[i] = renewal{keys: &h.keys, ownerArg: h.ownerArg, ttl: ttl, ttlArg: ttlArg}
+		rs[i] = renewal{keys: &h.keys, owner: &h.owner, ttl: ttl, ttlArg: ttlArg}
 	}
 	parts := w.l.be.groups(w.ctx, rs)
 	byNode := w.l.be.splitsByNode()
