@@ -18,7 +18,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
-	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
+	"modernc.org/sqlite"               // database/sql driver "sqlite"
 
 	"github.com/lockgate/lockgate/fence"
 )
@@ -294,5 +294,13 @@ func retryable(err error) bool {
 	if errors.As(err, &my) {
 		return my.Number == 1213
 	}
-	return strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked")
+	return sqliteBusy(err)
+}
+
+// sqliteBusy reports whether err is SQLite's SQLITE_BUSY, or one of its
+// extended codes (SQLITE_BUSY_SNAPSHOT, 517: a write in a transaction whose
+// snapshot is no longer the latest).
+func sqliteBusy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == 5
 }
