@@ -24,8 +24,8 @@ STOCK ?= 200
 # heartbeat while go builds, and on FAIL the failed tests' output; a green run prints no test's output. It closes
 # with the count of top-level tests of all modules: "tests: N passed, N failed, N skipped".
 TEST_JOBS ?= 2
-# The root module and the example take the longest: they start first.
-TEST_ORDER = . example $(filter-out . example,$(MODULES))
+# The longest first: the root module, the fault rig, the example, the benchmarks.
+TEST_ORDER = . torture example bench $(filter-out . torture example bench,$(MODULES))
 test: redis $(TESTPROGRESS)
 	@TEST_JOBS=$(TEST_JOBS) TESTPROGRESS=$(TESTPROGRESS) GO=$(GO) scripts/test.sh $(TEST_ORDER)
 
