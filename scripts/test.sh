@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh (make test): go vet and go test -race in every Go module given as
-# an argument, TEST_JOBS modules at a time (default 2), the longest first as
+# an argument, TEST_JOBS modules at a time (default 1), the longest first as
 # given. Each module's go test -json goes through testprogress (its path in
 # TESTPROGRESS), so every line names its package; a module's own lines say
 # when its vet and tests end and how long they took. Most of a module's test
@@ -8,7 +8,7 @@
 # by side share the cores rather than queue for them. Exits 1 if any module
 # failed, after all have run; closes with the test counts of all modules.
 set -uo pipefail
-jobs=${TEST_JOBS:-2}
+jobs=${TEST_JOBS:-1}
 tp=${TESTPROGRESS:?TESTPROGRESS names the built testprogress}
 go=${GO:-go}
 dir=$(mktemp -d)

@@ -518,7 +518,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		}
 	}
 
-	r.liveness(&history{events: events, calls: calls, holds: holds, faults: faults, frozen: frozen, killedAt: killedAt, unknown: unknown, lossAt: lossAt, lim: lim})
+	r.liveness(&history{events: events, calls: calls, holds: holds, faults: faults, frozen: frozen, stalls: stalls, killedAt: killedAt, unknown: unknown, lossAt: lossAt, lim: lim})
 
 	// Recovery after each fault: the time until every key had been
 	// acquired again.

@@ -368,6 +368,17 @@ func TestLivenessRules(t *testing.T) {
 		if r := Check([]Event{start, un("lockgate: redis unavailable: acquire: EOF")}, nil, slow, lim); len(r.DishonestUnavailable) != 1 {
 			t.Fatalf("dishonest unavailable %v: a slow path still answers", r.DishonestUnavailable)
 		}
+		stall := Event{Ev: "stall", Worker: "b", Start: ms(1220), End: ms(1280)}
+		budget := un("lockgate: redis unavailable: acquire: no answer within the call's budget")
+		if r := Check([]Event{start, stall, budget}, nil, nil, lim); len(r.DishonestUnavailable) != 0 {
+			t.Fatalf("dishonest unavailable %v: the worker's process did not run for a stretch of the call", r.DishonestUnavailable)
+		}
+		if r := Check([]Event{start, budget}, nil, nil, lim); len(r.DishonestUnavailable) != 1 {
+			t.Fatalf("control: dishonest unavailable %v: the time ran out with no fault and no stall", r.DishonestUnavailable)
+		}
+		if r := Check([]Event{start, stall, un("lockgate: redis unavailable: acquire: EOF")}, nil, nil, lim); len(r.DishonestUnavailable) != 1 {
+			t.Fatalf("control: dishonest unavailable %v: a stall explains only running out of time", r.DishonestUnavailable)
+		}
 		if r := Check([]Event{start, un("lockgate: redis unavailable: acquire: this acquisition already ended")}, nil, cut, lim); len(r.DishonestUnavailable) != 1 {
 			t.Fatalf("dishonest unavailable %v: no fault explains an owner given up while waiting", r.DishonestUnavailable)
 		}

@@ -30,6 +30,7 @@ type history struct {
 	holds    map[string]*holdSpan
 	faults   []Fault
 	frozen   map[string][]interval
+	stalls   map[string][]interval // stretches in which a process did not run
 	killedAt map[string]int64
 	unknown  map[string][]interval
 	lossAt   []interval
@@ -291,8 +292,9 @@ func (r *Report) handoffs(h *history, queued map[string]int64, faulted []interva
 // unavailability flags ErrUnavailable answers no fault explains: none that
 // stops Redis on the call's path (on Redlock: on two of the masters), no
 // freeze of its worker, no cold start of its process; on a path that is
-// only slow, an answer that says the time ran out is explained, any other
-// is not (a slow Redis still answers everything). An own wait given up
+// only slow, or while the worker's process did not run for a stretch (it
+// could not read a reply), an answer that says the time ran out is
+// explained, any other is not (a slow Redis still answers everything). An own wait given up
 // ("already ended") is never explained.
 func (r *Report) unavailability(h *history, down []interval) {
 	settle := int64(h.lim.Settle)
@@ -340,7 +342,7 @@ func (r *Report) unavailability(h *history, down []interval) {
 				slow = true
 			}
 		}
-		if slow && ranOutOfTime(c.Why) {
+		if (slow || anyIn(h.stalls[c.proc()], c.Start, c.End)) && ranOutOfTime(c.Why) {
 			continue
 		}
 		r.DishonestUnavailable = append(r.DishonestUnavailable, fmt.Sprintf("%s %s %s from %s to %s answered unavailable (%s) on a path with %s",
