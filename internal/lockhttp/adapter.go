@@ -2,7 +2,6 @@ package lockhttp
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/lockgate/lockgate/core"
@@ -11,12 +10,6 @@ import (
 
 // What the adapters' exported constructors share: each one is a line
 // over these, and keeps only its own types and doc comment.
-
-// NoLocker is the ErrNoLocker of an adapter with options, named adapter
-// ("httplock"): "<adapter>: nil Locker", matching core.ErrInvalid.
-func NoLocker(adapter string) error {
-	return fmt.Errorf("%s: nil Locker: %w", adapter, core.ErrInvalid)
-}
 
 // NewFromKey is an adapter's New(l, key, opts...): noLocker for a nil l,
 // else key compiled for HTTP (Compile) and handed with opts to

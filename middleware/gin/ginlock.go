@@ -2,6 +2,7 @@ package ginlock
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/gin-gonic/gin"
 
@@ -12,7 +13,7 @@ import (
 
 // ErrNoLocker is returned by New and NewTemplate for a nil Locker. It
 // matches core.ErrInvalid.
-var ErrNoLocker = lockhttp.NoLocker("ginlock")
+var ErrNoLocker = fmt.Errorf("ginlock: nil Locker: %w", core.ErrInvalid)
 
 // New returns Gin middleware that runs the rest of the chain (c.Next())
 // while holding the lock named by the key template (for example

@@ -2,6 +2,7 @@ package httplock
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/lockgate/lockgate/core"
@@ -11,7 +12,7 @@ import (
 
 // ErrNoLocker is returned by New and NewTemplate for a nil Locker. It
 // matches core.ErrInvalid.
-var ErrNoLocker = lockhttp.NoLocker("httplock")
+var ErrNoLocker = fmt.Errorf("httplock: nil Locker: %w", core.ErrInvalid)
 
 // New returns middleware that runs the next handler while holding the lock
 // named by the key template (for example "order:{query.user_id}:{path.voucher}";
