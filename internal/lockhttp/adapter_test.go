@@ -45,7 +45,23 @@ func TestAdapterHelpers(t *testing.T) {
 			t.Errorf("ContextValue(%v) = %q, %v; want %q", tc.stored, got, ok, tc.want)
 		}
 	}
+	// The framework's value answers without the context being asked.
+	asked := &askedContext{Context: ctx}
+	if got, ok := ContextValue("fw", asked, "user"); got != "fw" || !ok || asked.n != 0 {
+		t.Errorf("ContextValue(stored) = %q, %v; context asked %d times", got, ok, asked.n)
+	}
 	if _, ok := ContextValue(nil, context.Background(), "user"); ok {
 		t.Error("ContextValue with nothing stored reports a value")
 	}
+}
+
+// askedContext counts the calls of its Value.
+type askedContext struct {
+	context.Context
+	n int
+}
+
+func (c *askedContext) Value(key any) any {
+	c.n++
+	return c.Context.Value(key)
 }

@@ -398,6 +398,9 @@ func TestContextValues(t *testing.T) {
 			c.Set("user", struct{ ID int }{1})
 		case "request":
 			c.Request = c.Request.WithContext(keyfunc.WithValue(c.Request.Context(), "user", int64(77)))
+		case "both": // c.Set's value is the one read
+			c.Request = c.Request.WithContext(keyfunc.WithValue(c.Request.Context(), "user", int64(77)))
+			c.Set("user", "u-9")
 		}
 	}, ginlock.Must(ginlock.New(l, "order:{ctx.user}:{path.voucher}")))
 	g.POST("/order", key)
@@ -417,6 +420,7 @@ func TestContextValues(t *testing.T) {
 		{"string", "/g/7/order", "", 200, "order:u-9:7"},
 		{"stringer", "/g/7/order", "", 200, "order:1.5s:7"},
 		{"request", "/g/7/order", "", 200, "order:77:7"},
+		{"both", "/g/7/order", "", 200, "order:u-9:7"},
 		{"other", "/g/7/order", "", 400, `{"error":"ctx.user: missing or empty value"}`},
 		{"", "/g/7/order", "", 400, `{"error":"ctx.user: missing or empty value"}`},
 		{"", "/custom", "acme", 200, "t:acme"},
