@@ -10,16 +10,16 @@ import (
 )
 
 // The helpers behind the adapters' constructors keep what each adapter
-// said on its own: a nil middleware on error, the
-// first config only, and {ctx.name} from the framework's value first.
+// said on its own: a nil middleware on error, the first config only, and
+// {ctx.name} from the framework's value first.
 func TestAdapterHelpers(t *testing.T) {
-	err := errors.New("nil Locker")
+	noLocker := errors.New("nil Locker")
 	called := false
 	newTemplate := func(*core.Locker, *keyfunc.Template, ...int) (func(), error) {
 		called = true
 		return func() {}, nil
 	}
-	if mw, err := NewFromKey(nil, "k:{query.id}", []int{1}, err, newTemplate); mw != nil || err == nil || called {
+	if mw, err := NewFromKey(nil, "k:{query.id}", []int{1}, noLocker, newTemplate); mw != nil || err != noLocker || called {
 		t.Errorf("NewFromKey(nil Locker) = %v, %v; NewTemplate called: %v", mw != nil, err, called)
 	}
 
