@@ -151,6 +151,7 @@ type Hold struct {
 	match    Matcher
 	d        time.Duration
 	matched  chan struct{}
+	answered chan struct{}
 	released chan struct{}
 	once     sync.Once
 }
@@ -170,7 +171,7 @@ func (p *Proxy) HoldReply(m Matcher, d time.Duration) *Hold {
 	if m == nil {
 		m = func([]string) bool { return true }
 	}
-	h := &Hold{match: m, d: max(d, 0), matched: make(chan struct{}), released: make(chan struct{})}
+	h := &Hold{match: m, d: max(d, 0), matched: make(chan struct{}), answered: make(chan struct{}), released: make(chan struct{})}
 	p.mu.Lock()
 	p.holds = append(p.holds, h)
 	p.mu.Unlock()
@@ -180,6 +181,11 @@ func (p *Proxy) HoldReply(m Matcher, d time.Duration) *Hold {
 // Matched is closed when the matching command has been forwarded to Redis.
 // It stays open while no command matches, also after Close.
 func (h *Hold) Matched() <-chan struct{} { return h.matched }
+
+// Answered is closed when Redis's reply to the matching command has reached
+// the proxy (Redis has run the command), before it is held. It stays open
+// while no command matches, or if the connection ends before the reply.
+func (h *Hold) Answered() <-chan struct{} { return h.answered }
 
 // Released is closed when the held reply has been written to the client,
 // or dropped because its connection closed first. It is closed only after
@@ -559,6 +565,7 @@ func (c *proxyConn) queue(data []byte, h *Hold) {
 	c.p.mu.Unlock()
 	if h != nil {
 		delay = h.d
+		close(h.answered) // (a hold takes one command: one reply)
 	}
 	c.mu.Lock()
 	c.out = append(c.out, reply{data: data, due: time.Now().Add(delay), hold: h})

@@ -110,9 +110,10 @@ func TestProxyHoldReplyRunsCommandTwice(t *testing.T) {
 	}
 }
 
-// TestProxyHoldReplyChannels: Matched fires when the command reached Redis
-// (which has executed it while the reply is held), Released when the reply
-// is written, not before the hold is over; the client then gets its reply.
+// TestProxyHoldReplyChannels: Matched fires when the command reached Redis,
+// Answered when Redis's reply reached the proxy (Redis has executed it while
+// the reply is held), Released when the reply is written, not before the
+// hold is over; the client then gets its reply.
 func TestProxyHoldReplyChannels(t *testing.T) {
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr)
@@ -123,13 +124,14 @@ func TestProxyHoldReplyChannels(t *testing.T) {
 	}
 	const hold = time.Second
 	h := p.HoldReply(redistest.MatchCommand("set", "held"), hold)
-	if isClosed(h.Matched()) || isClosed(h.Released()) {
+	if isClosed(h.Matched()) || isClosed(h.Answered()) || isClosed(h.Released()) {
 		t.Fatal("channels closed before any command")
 	}
 	start := time.Now()
 	res := make(chan error, 1)
 	go func() { res <- c.Set(ctx, "held", "v", 0).Err() }()
 	waitClosed(t, h.Matched(), 5*time.Second, "Matched")
+	waitClosed(t, h.Answered(), 5*time.Second, "Answered")
 	if v, err := srv.Client(t).Get(ctx, "held").Result(); err != nil || v != "v" {
 		t.Fatalf("Redis has not executed the held SET: %q, %v", v, err)
 	}
