@@ -230,7 +230,6 @@ func TestSlowRepliesWhenGranted(t *testing.T) {
 	}
 }
 
-
 // A grant published before its waiter joined the Locker's room is not lost
 // however many other grants the room sees meanwhile: with 70 waiters of
 // another Locker ahead (each granted and releasing while the waiter's
