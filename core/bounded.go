@@ -28,8 +28,9 @@ var errLate = errors.New("no answer in time")
 // returns the client's timeout error. Otherwise it runs on a goroutine of
 // the Locker: if the wait ends first, bounded returns errLate and the
 // answer, when it comes, goes to orphan (which undoes what the call may
-// have done; nil: nothing to undo, and see answersLate). Errors: call's own, errLate, or ErrClosed when the Locker is
-// closed (neither of which a call returns itself).
+// have done; nil: nothing to undo; see answersLate). Errors: call's own,
+// errLate, or ErrClosed when the Locker is closed (neither of which a call
+// returns itself).
 func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call func(context.Context) (T, error), orphan func(T, error)) (T, error) {
 	return boundedProbed(l, ctx, deadline, true, call, orphan)
 }

@@ -31,10 +31,10 @@ import (
 // LockMulti returns, or, if Redis is slow to answer, in the background
 // (the call still returns within its budget). On a Cluster the names may
 // be in different slots: the same holds, since each lock lives in one
-// slot. It costs one round trip
-// per name uncontended. (A name that ctx already holds is re-entered, so
-// it is held before the others, out of order: the no-deadlock promise is
-// for calls that hold none of their names beforehand.)
+// slot. It costs one round trip per name uncontended. (A name that ctx
+// already holds is re-entered, so it is held before the others, out of
+// order: the no-deadlock promise is for calls that hold none of their names
+// beforehand.)
 //
 // A Lock of one of the names with the lease's Context (or a context derived
 // from it) re-enters that lock. The lease's Key is the sorted names joined

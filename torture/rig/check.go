@@ -220,17 +220,10 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		}
 		runEnd = max(runEnd, f.End)
 	}
-	// Stretches in which a worker process did not run (its own "stall"
-	// events): not counted against a call's budget.
+	// Holds from the workers' logs, and the stretches in which a worker
+	// process did not run (its "stall" events: not counted against a
+	// call's budget).
 	stalls := map[string][]interval{}
-	for _, e := range events {
-		if e.Ev == "stall" {
-			stalls[e.Worker] = append(stalls[e.Worker], interval{e.Start, e.End})
-			r.Unscheduled++
-			r.LongestUnscheduled = max(r.LongestUnscheduled, time.Duration(e.End-e.Start))
-		}
-	}
-	// Holds from the workers' logs.
 	holds := map[string]*holdSpan{}
 	var calls, multis []Event     // multis: the multi requests' calls, whole (calls has their parts)
 	pending := map[string]Event{} // a worker's begun Lock/TryLock without its result (yet)
@@ -238,6 +231,10 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	for _, e := range events {
 		runEnd = max(runEnd, e.End)
 		switch e.Ev {
+		case "stall":
+			stalls[e.Worker] = append(stalls[e.Worker], interval{e.Start, e.End})
+			r.Unscheduled++
+			r.LongestUnscheduled = max(r.LongestUnscheduled, time.Duration(e.End-e.Start))
 		case "begin":
 			if p, ok := pending[e.Worker]; ok {
 				died = append(died, multiParts(p)...) // cannot happen in one process; keep it
