@@ -153,7 +153,8 @@ type Hold struct {
 	matched  chan struct{}
 	answered chan struct{}
 	released chan struct{}
-	once     sync.Once
+	once     sync.Once // closes released
+	answer   sync.Once // closes answered
 }
 
 // HoldReply holds the reply of the next command that m matches (a nil m
@@ -565,7 +566,7 @@ func (c *proxyConn) queue(data []byte, h *Hold) {
 	c.p.mu.Unlock()
 	if h != nil {
 		delay = h.d
-		close(h.answered) // (a hold takes one command: one reply)
+		h.answer.Do(func() { close(h.answered) })
 	}
 	c.mu.Lock()
 	c.out = append(c.out, reply{data: data, due: time.Now().Add(delay), hold: h})
