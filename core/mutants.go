@@ -20,6 +20,11 @@ type mutants struct {
 	// room is dropped, and nothing reads Redis again (the bounded buffer of
 	// early grants, overflowing).
 	dropEarly bool
+	// forgetLeft: the room forgets a lock as soon as its last waiter
+	// leaves, with the grants that come until the shard unsubscribes; a
+	// waiter that joins meanwhile, its grant among them, is not checked
+	// for (the subscription goes on: nothing is confirmed again).
+	forgetLeft bool
 	// mergeSubs: the channels of one node are subscribed in one SSUBSCRIBE,
 	// which a Cluster refuses when they are in different slots (CROSSSLOT),
 	// and the refusal is swallowed, as go-redis's own Pub/Sub channel does.
@@ -96,6 +101,8 @@ func parseMutants(list string) (mutants, error) {
 			m.lateGrant = true
 		case "drop-early":
 			m.dropEarly = true
+		case "forget-left":
+			m.forgetLeft = true
 		case "merge-subs":
 			m.mergeSubs = true
 		case "stay-subscribed":

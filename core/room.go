@@ -110,10 +110,18 @@ func (r *waitRoom) add(w *waiter, sent int64) bool {
 		return false
 	}
 	lw := r.chans[w.ch]
-	if lw == nil {
+	switch {
+	case lw == nil:
 		lw = &lockWaiters{waiters: map[string]*waiter{}}
 		r.chans[w.ch] = lw
 		r.assign(w.ch, lw, node)
+	case len(lw.waiters) == 0 && r.shards[node] != lw.shard:
+		r.assign(w.ch, lw, node) // its slot moved since the last waiter left
+	case len(lw.waiters) == 0:
+		// The last waiter left, and the shard has not unsubscribed yet:
+		// the subscription goes on, with the grants it kept meanwhile.
+		lw.shard.want[w.ch] = true
+		signal(lw.shard.kick)
 	}
 	lw.waiters[w.owner] = w
 	switch {
@@ -149,7 +157,12 @@ func (lw *lockWaiters) keepEarly(g grant, at int64) {
 	lw.early = append(lw.early, earlyGrant{g, at})
 }
 
-// leave removes w; the last waiter of a lock unsubscribes from it.
+// leave removes w; the last waiter of a lock unsubscribes from it. Until
+// the shard has sent the unsubscription, the lock's entry stays, keeping
+// the grants that arrive meanwhile (and when its subscription was
+// confirmed) for a waiter that joins before then: its grant may be one of
+// them, and its joining would not make the shard subscribe, and check,
+// again.
 func (r *waitRoom) leave(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -158,11 +171,24 @@ func (r *waitRoom) leave(w *waiter) {
 		return
 	}
 	delete(lw.waiters, w.owner)
-	if len(lw.waiters) == 0 {
+	if len(lw.waiters) > 0 {
+		return
+	}
+	if lw.shard == nil || lw.since == 0 || r.mut.forgetLeft {
 		delete(r.chans, w.ch)
-		if lw.shard != nil {
-			delete(lw.shard.want, w.ch)
-			signal(lw.shard.kick)
+	}
+	if lw.shard != nil {
+		delete(lw.shard.want, w.ch)
+		signal(lw.shard.kick)
+	}
+}
+
+// unsubscribing forgets the locks in chs, which sh is about to unsubscribe
+// from, unless a waiter joined again (r.mu held).
+func (r *waitRoom) unsubscribing(sh *shard, chs []string) {
+	for _, ch := range chs {
+		if lw := r.chans[ch]; lw != nil && lw.shard == sh && len(lw.waiters) == 0 {
+			delete(r.chans, ch)
 		}
 	}
 }

@@ -151,6 +151,7 @@ func (s *subscription) sync() error {
 			drop = append(drop, ch)
 		}
 	}
+	s.r.unsubscribing(s.sh, drop)
 	s.r.mu.Unlock()
 	for _, chs := range s.commands(add) {
 		if err := s.ps.SSubscribe(s.r.ctx, chs...); err != nil {
@@ -287,8 +288,12 @@ func (r *waitRoom) read(ps *redis.PubSub, in chan<- any, done <-chan struct{}) {
 func (r *waitRoom) lost(sh *shard) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for ch := range sh.want {
-		if lw := r.chans[ch]; lw != nil && lw.shard == sh {
+	for ch, lw := range r.chans {
+		switch {
+		case lw.shard != sh:
+		case len(lw.waiters) == 0:
+			delete(r.chans, ch) // left, and unsubscribed with the connection
+		default:
 			lw.since = 0
 		}
 	}
