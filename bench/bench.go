@@ -38,6 +38,11 @@ type Config struct {
 	// Quick is the smoke-test size: 1 rep of 150ms each (it overrides Reps,
 	// Duration and Contended).
 	Quick bool
+	// Names is how many distinct names the names benchmark locks once
+	// each, with the floor, lockgate and redislock, once per locker (not
+	// repeated: a run of a million takes about a minute). Default
+	// DefaultNames; 20 000 in Quick mode.
+	Names int
 	// HTTPClients is the load generator's number of concurrent clients.
 	// Default 32.
 	HTTPClients int
@@ -50,6 +55,12 @@ type Config struct {
 func (c *Config) defaults() {
 	if c.Quick {
 		c.Reps, c.Duration, c.Contended = 1, 150*time.Millisecond, 150*time.Millisecond
+		if c.Names <= 0 {
+			c.Names = 20_000
+		}
+	}
+	if c.Names <= 0 {
+		c.Names = DefaultNames
 	}
 	if c.Reps <= 0 {
 		c.Reps = 5
@@ -85,6 +96,7 @@ type Report struct {
 	Uncontended  []*uncJob
 	Contended    []*conJob
 	Middleware   []*mwJob
+	Names        []*namesJob
 }
 
 type uncJob struct {
@@ -121,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		GoVersion: runtime.Version(), Versions: moduleVersions(), Peers: peers(),
 	}
 	rep.plan()
-	if len(rep.Uncontended)+len(rep.Contended)+len(rep.Middleware) == 0 {
+	if len(rep.Uncontended)+len(rep.Contended)+len(rep.Middleware)+len(rep.Names) == 0 {
 		return rep, fmt.Errorf("-only %q selects no configuration", cfg.Only)
 	}
 	e, err := startEnv()
@@ -130,8 +142,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer e.close()
 	rep.RedisVersion = e.redisVersion(ctx)
-	fmt.Fprintf(cfg.Log, "bench: %d uncontended, %d contended, %d middleware configurations × %d reps; about %v\n",
-		len(rep.Uncontended), len(rep.Contended), len(rep.Middleware), cfg.Reps, rep.estimate().Round(time.Second))
+	fmt.Fprintf(cfg.Log, "bench: %d uncontended, %d contended, %d middleware configurations × %d reps, %d distinct-names runs of %d; about %v\n",
+		len(rep.Uncontended), len(rep.Contended), len(rep.Middleware), cfg.Reps, len(rep.Names), cfg.Names, rep.estimate().Round(time.Second))
 
 	err = rep.execute(ctx, e)
 	rep.Took = time.Since(rep.Started)
@@ -187,6 +199,13 @@ func (r *Report) plan() {
 			}
 		}
 	}
+	for _, name := range namesPeers {
+		for _, p := range r.Peers {
+			if j := (&namesJob{name: "names/" + p.name, peer: p}); p.name == name && r.selected(j.name) {
+				r.Names = append(r.Names, j)
+			}
+		}
+	}
 	for _, fw := range mwFrameworks {
 		var plain *mwJob
 		var jobs []*mwJob
@@ -216,7 +235,9 @@ func (r *Report) estimate() time.Duration {
 	c := r.Config
 	per := time.Duration(len(r.Uncontended)+len(r.Middleware))*(c.Duration+c.warm()+30*time.Millisecond) +
 		time.Duration(len(r.Contended))*(c.Contended+50*time.Millisecond)
-	return per * time.Duration(c.Reps)
+	// a distinct-names run: about 20 000 cycles/s
+	names := time.Duration(len(r.Names)) * time.Duration(c.Names) * 50 * time.Microsecond
+	return per*time.Duration(c.Reps) + names
 }
 
 // execute runs every phase, repetitions interleaved inside each phase.
@@ -254,6 +275,18 @@ func (r *Report) execute(ctx context.Context, e *env) error {
 			fmt.Fprintf(c.Log, "rep %d/%d %-45s %7.0f acq/s %7.0f handoffs/s ratio %.2f past-budget %d violations %d%s\n", rep+1, c.Reps, j.name,
 				res.AcqRate, res.HandoffRate, res.Ratio, res.PastBudget, res.Violations, errNote(res.OtherErrs+res.ReleaseErrs, res.FirstErr))
 		}
+	}
+	for _, j := range r.Names {
+		if err := e.reset(ctx); err != nil {
+			return fmt.Errorf("%s: reset: %w", j.name, err)
+		}
+		res, err := runNames(ctx, e, j.peer, c.Names, j.peer.name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", j.name, err)
+		}
+		j.runs = append(j.runs, res)
+		fmt.Fprintf(c.Log, "%-45s %d names: %7.0f cycles/s early, %7.0f late; server CPU %.1f µs/cycle early, %.1f late; memory %+.2f MB, %d keys left%s\n", j.name, res.Names,
+			res.Early, res.Late, res.EarlyCPU, res.LateCPU, float64(res.Memory)/(1<<20), res.Keys, errNote(res.Errors, res.FirstErr))
 	}
 	for rep := range c.Reps {
 		for _, j := range r.Middleware {

@@ -119,7 +119,29 @@ func TestSmoke(t *testing.T) {
 		}
 		row(j.framework, j.route)
 	}
-	for _, want := range []string{"redis-server 7.", "## Uncontended", "## Contended", "## Middleware", "## Lockers"} {
+	if len(rep.Names) != len(namesPeers) {
+		t.Errorf("%d distinct-names runs, want %d", len(rep.Names), len(namesPeers))
+	}
+	for _, j := range rep.Names {
+		if len(j.runs) != 1 {
+			t.Errorf("%s: %d runs, want 1", j.name, len(j.runs))
+			continue
+		}
+		r := j.runs[0]
+		if r.Names != 20_000 || r.Early <= 0 || r.Late <= 0 || r.EarlyCPU <= 0 || r.LateCPU <= 0 {
+			t.Errorf("%s: no progress: %+v", j.name, r)
+		}
+		if r.Errors > 0 {
+			t.Errorf("%s: %d errors, first %s", j.name, r.Errors, r.FirstErr)
+		}
+		// The floor and redislock leave nothing; lockgate one fence floor
+		// per slot at most.
+		if limit := map[string]int64{"lockgate": 16384}[j.peer.name]; r.Keys > limit {
+			t.Errorf("%s: %d keys left, want at most %d", j.name, r.Keys, limit)
+		}
+		row(j.peer.name, "20 000")
+	}
+	for _, want := range []string{"redis-server 7.", "## Uncontended", "## Contended", "## Middleware", "## Lockers", "## Distinct names"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}

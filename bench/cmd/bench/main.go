@@ -31,6 +31,7 @@ func main() {
 	flag.DurationVar(&cfg.Contended, "contended", bench.DefaultContended, "length of one contended run")
 	flag.StringVar(&cfg.Only, "only", "", "run only configurations whose name contains one of these comma-separated parts at a segment start (e.g. contended/lockgate, c=64, middleware/fiber, tuned)")
 	flag.BoolVar(&cfg.Quick, "quick", false, "smoke size: 1 rep, 150ms per run (overrides -reps, -duration, -contended)")
+	flag.IntVar(&cfg.Names, "names", 0, "distinct names the names benchmark locks once each (floor, lockgate, redislock); 0: 1 000 000, 20 000 with -quick")
 	flag.IntVar(&cfg.HTTPClients, "http-clients", 32, "concurrent clients of the middleware load generator")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (this process: the lockers and the load, not redis-server) to this file")
 	flag.Parse()
