@@ -97,21 +97,17 @@ func opError(op string, err error) error {
 	return unavailable(op, err)
 }
 
-// ForceRelease removes the lock named key whoever holds it, and returns
-// what it removed (Held false: it was free, nothing was done). It is the
-// operator's last resort for a lock whose holder is known to be gone and
-// whose TTL is too long to wait for — a live holder loses the lock at its
-// next renewal (its lease's context is cancelled with ErrLockLost), but
-// until then it believes it holds it, so two owners may act at once:
-// fence the protected resource (see "Fencing" in the package doc). The
-// release hands the lock to the first live waiter, as the holder's own
-// would; it removes exactly the hold it inspected: if the lock changed hands
-// in between, nothing is removed and the error says so (ErrNotHeld). The
-// holder's own Unlock afterwards reports ErrNotHeld.
+// ForceRelease removes the lock named key whoever holds it and returns what
+// it removed (Held false: the lock was free, nothing was done); the release
+// hands the lock to the first live waiter. It is an operator's last resort
+// for a holder known to be gone: a live holder learns of it only at its next
+// renewal (ErrLockLost), so fence the resource (docs/fencing.md). It removes
+// exactly the hold it inspected; the holder's own Unlock then reports
+// ErrNotHeld.
 //
-// Errors: as Inspect; ErrNotHeld when the lock changed hands meanwhile; an
-// ErrUnavailable error from the release means the hold may or may not have
-// been removed (Inspect again).
+// Errors: as Inspect; ErrNotHeld when the lock changed hands meanwhile
+// (nothing removed); an ErrUnavailable error from the release means the
+// hold may or may not have been removed (Inspect again).
 func (l *Locker) ForceRelease(ctx context.Context, key string) (LockInfo, error) {
 	st, err := l.inspect(ctx, key)
 	if err != nil || !st.Held {

@@ -320,20 +320,15 @@ func ttlOf(ttl any) time.Duration {
 }
 
 // NewRedlock returns a Locker over independent masters (the Redlock
-// algorithm): clients are N ≥ 3, N odd, each a plain client or a Sentinel
-// failover client on its own master (not a Cluster client). Every call goes
-// to all of them in parallel, each node bounded by a small fraction of the
-// TTL (1%, 50ms to 1s); a lock is held when a majority granted it within
-// its validity (TTL − elapsed − drift), else what the nodes granted is
-// given back and Lock waits, woken by a release on any node, or retries.
-// Renewals need a majority too: a lease whose majority is gone is lost
-// (its context cancelled with ErrLockLost); a node that answers without the
-// lock while a majority holds it gets it back. The fence is the largest of
-// the majority's, made the fence floor of a majority of the nodes before
-// Lock returns, so fences increase across holders as long as a majority of
-// nodes keeps its data. Outcomes: busy on a majority, ErrNotObtained; too few nodes
-// answering, ErrUnavailable joined with a *NodeError per node that did not.
-// opts are New's.
+// algorithm): clients are N ≥ 3, N odd, each a plain or Sentinel failover
+// client on its own master (not a Cluster client); opts are New's. Every
+// call goes to all nodes in parallel, each bounded by 1% of the TTL (50ms
+// to 1s). A lock is held when a majority granted it within its validity;
+// renewals need a majority too (a lease whose majority is gone is lost).
+// Fences increase across holders while a majority of nodes keeps its data.
+// Lock's outcomes: busy on a majority, ErrNotObtained; too few nodes
+// answering, ErrUnavailable joined with a *NodeError per silent node. See
+// docs/topologies.md, "Redlock".
 //
 // Errors: ErrInvalid for fewer than three clients, an even number, a nil
 // one, a Cluster client, or two on the same address.
