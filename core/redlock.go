@@ -115,13 +115,9 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	return acquireReply{}, r.unavailableNodes(errs)
 }
 
-// raiseFences makes fence the floor of a quorum of nodes' fence floors, so
-// that the next holder's fence, issued by a quorum that shares a node with
-// that one, is above it; on the nodes that hold the lock for owner it is
-// also the fence their lock hash answers (Inspect, re-entry). Any quorum
-// will do, not only the nodes that granted (a straggler still granting, or
-// one that was busy, confirms as well): an acquire decided on exactly a
-// quorum of grants is then not failed by one of them slow to confirm.
+// raiseFences makes fence the floor of a quorum of nodes' fence floors (any
+// quorum, not only the nodes that granted), so that the next holder's fence
+// is above it. See docs/internals.md, "Redlock".
 func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner ownerID, fence int64, ttl time.Duration) error {
 	arg := strconv.FormatInt(fence, 10)
 	confirmed := 0

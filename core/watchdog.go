@@ -14,12 +14,9 @@ const renewChunk = 1000
 
 // watchdog keeps every hold of one Locker: it renews the ones with a
 // watchdog every TTL/3 and declares a hold lost when its validity ends
-// without a successful renewal. Three goroutines serve all holds, however
-// many: the scheduler (one timer, a heap ordered by the next event) and two
-// senders (one round trip per batch of due renewals; on a Cluster one per
-// node, each on a goroutine of its own, so that a hung node delays only its
-// own holds). The scheduler never waits on Redis, so a hung server cannot
-// delay a loss past the validity.
+// without a renewal. One scheduler goroutine (never waiting on Redis, so a
+// hung server cannot delay a loss) and two senders serve all holds. See
+// docs/internals.md, "The watchdog".
 type watchdog struct {
 	l       *Locker
 	mu      sync.Mutex
