@@ -94,10 +94,10 @@ type Lease struct {
 
 // newHeld makes the hold of a lock an acquisition obtained (owner, fence,
 // validity and first renewal on the Locker's monotonic clock, the call's
-// options o) and its first lease, whose context derives from ctx. claim
-// marks a hold granted by a release: it claims the whole TTL once, even
-// without the watchdog. The caller hands the hold to the watchdog.
-func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ownerID, o *callOptions, fence, validUntil, renewAt int64, claim bool) *Lease {
+// options o) and its first lease, whose context derives from ctx.
+// handedOver marks a hold granted by a release: it claims the whole TTL
+// once, even without the watchdog. The caller hands the hold to the watchdog.
+func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ownerID, o *callOptions, fence, validUntil, renewAt int64, handedOver bool) *Lease {
 	h := &hold{
 		l:          l,
 		key:        key,
@@ -108,7 +108,7 @@ func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ow
 		watchdog:   o.watchdog,
 		release:    o.releaseTimeout,
 		renewAt:    renewAt,
-		claim:      claim, // granted: claims the whole TTL once, even without the watchdog
+		claim:      handedOver, // granted: claims the whole TTL once, even without the watchdog
 		pattern:    o.pattern,
 		hidx:       -1,
 		parentDone: ctx.Done(),
@@ -225,7 +225,7 @@ func (s *Lease) Valid() time.Time {
 	case s.parts != nil:
 		return s.multiValid()
 	}
-	return s.h.l.monoTime(s.h.validUntil.Load())
+	return s.h.l.timeAt(s.h.validUntil.Load())
 }
 
 // TTL asks Redis for the lock's remaining time to live, within the same

@@ -87,7 +87,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	if len(o.sentinels) > 0 && !isFailoverClient(client) {
 		return nil, invalidf("WithSentinelAddrs: the client is not a Sentinel failover client (redis.NewFailoverClient)")
 	}
-	o.call.boxArgs()
+	o.call.refreshScriptArgs()
 	marker := markerTTL(client)
 	be := &deployment{c: client, scripts: mut.scriptSet(), windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
 	ctxDeadlines := honoursDeadlines(client)
@@ -288,7 +288,7 @@ func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, w
 		l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Pattern: o.pattern, Err: err})
 		return nil, err
 	}
-	o.boxArgs()
+	o.refreshScriptArgs()
 
 	if d, ok := ctx.Deadline(); ok {
 		a.deadline, a.ctxEnds = d, true
@@ -384,7 +384,8 @@ func (a *acquisition) event(start time.Time, s *Lease, err error) Event {
 
 func (l *Locker) monoNow() int64 { return int64(time.Since(l.epoch)) }
 
-func (l *Locker) monoTime(ns int64) time.Time { return l.epoch.Add(time.Duration(ns)) }
+// timeAt is the time ns after the Locker's epoch (a reading of monoNow).
+func (l *Locker) timeAt(ns int64) time.Time { return l.epoch.Add(time.Duration(ns)) }
 
 func (l *Locker) drift(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*l.opts.driftFactor) + DefaultDriftFloor

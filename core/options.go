@@ -64,10 +64,11 @@ type callOptions struct {
 	pattern        string        // WithPattern: what observations name the lock by
 
 	// ttl and a waiter's queue entry lifetime in ms as strings, the
-	// scripts' arguments, boxed once per option set (box).
+	// scripts' arguments, made once per option set (refreshScriptArgs);
+	// argsTTL is the ttl they were made for.
 	ttlArg   any
 	entryArg any
-	ttlBoxed time.Duration
+	argsTTL  time.Duration
 
 	err error // first invalid value seen
 }
@@ -396,10 +397,10 @@ func Combine(opts ...LockOption) (LockOption, error) {
 	}), nil
 }
 
-// box refreshes the TTL's boxed arguments if the TTL changed.
-func (o *callOptions) boxArgs() {
-	if o.ttlArg == nil || o.ttlBoxed != o.ttl {
-		o.ttlArg, o.entryArg, o.ttlBoxed = ms(o.ttl), ms(entryTTL(o.ttl)), o.ttl
+// refreshScriptArgs remakes the TTL's script arguments if the TTL changed.
+func (o *callOptions) refreshScriptArgs() {
+	if o.ttlArg == nil || o.argsTTL != o.ttl {
+		o.ttlArg, o.entryArg, o.argsTTL = ms(o.ttl), ms(entryTTL(o.ttl)), o.ttl
 	}
 }
 

@@ -308,7 +308,7 @@ func (r *redlock) pttl(ctx context.Context, k *lockKeys, owner string) (time.Dur
 	return 0, r.unavailableNodes(errs)
 }
 
-// ttlOf reads a boxed TTL argument (ms as a string).
+// ttlOf reads a TTL script argument (ms as a string).
 func ttlOf(ttl any) time.Duration {
 	s, _ := ttl.(string)
 	n, _ := strconv.ParseInt(s, 10, 64)
