@@ -43,17 +43,14 @@ type lockState struct {
 	owner string
 }
 
-// Inspect returns what Redis knows of the lock named key without taking
-// it or changing anything (one read-only script). For a Redlock, the lock
-// is held when a quorum of nodes names the same owner; TTL, fence, age and
-// waiters are then the lowest and highest of those nodes as fits
-// (remaining TTL: the quorum's; fence: the one the quorum names, the lease's).
-//
-// It returns within ctx's deadline (plus at most 50ms) whatever the
-// client's timeouts, as ForceRelease and List do.
+// Inspect returns what Redis knows of the lock named key, taking and
+// changing nothing (one read-only script), within ctx's deadline or the
+// attempt timeout, whichever is first, plus at most 50ms, whatever the
+// client's timeouts. On a Redlock the lock is held when a quorum of nodes
+// names one owner; its TTL and fence are then that quorum's.
 //
 // Errors: ErrInvalid for a bad key; an ErrUnavailable error when Redis does
-// not answer within ctx or fails; ErrClosed after Close.
+// not answer in time or fails; ErrClosed after Close.
 func (l *Locker) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	st, err := l.inspect(ctx, key)
 	return st.LockInfo, err
@@ -75,11 +72,10 @@ func (l *Locker) inspect(ctx context.Context, key string) (lockState, error) {
 	return r, nil
 }
 
-// boundedCall runs an operator's call (Inspect, ForceRelease) within ctx's
-// deadline or the attempt timeout, whichever is first, plus replyGrace,
-// whatever the client's timeouts, as Lease.TTL does: errLate when Redis has not answered by then (a late
-// answer is dropped: these calls change nothing, or — ForceRelease — say
-// that they may have).
+// boundedCall runs an operator's call (Inspect, ForceRelease) within
+// callDeadline plus replyGrace, as Lease.TTL does: errLate when Redis has
+// not answered by then. A late answer is dropped: these calls change
+// nothing, or (ForceRelease) say that they may have.
 func boundedCall[T any](l *Locker, ctx context.Context, call func(context.Context) (T, error)) (T, error) {
 	return bounded(l, ctx, l.callDeadline(ctx), call, nil)
 }
