@@ -42,11 +42,11 @@ func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, pr
 	}
 	defer cancel()
 	var refused chan error // a probe's failed dial (see reach.go)
-	if probing && l.reach.watches() {
+	if probing && l.prober.watches() {
 		refused = make(chan error, 1)
 		probe := time.AfterFunc(probeAfter, func() {
 			l.goBackground(func() {
-				if err := l.reach.refused(cctx, l.goBackground); err != nil {
+				if err := l.prober.refused(cctx, l.goBackground); err != nil {
 					refused <- err
 					cancel()
 				}

@@ -46,7 +46,7 @@ type Locker struct {
 	bgClosed bool
 	bg       sync.WaitGroup
 
-	reach             *prober // asks whether the server accepts connections for a slow call
+	prober            *prober // asks whether the server accepts connections for a slow call
 	undoWake          undoWaits
 	abandonedPatterns sync.Map // patterns whose leases were abandoned, warned once
 	turns             turns    // Redlock: one waiter of a lock at a time tries
@@ -107,7 +107,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		mut:              mut,
 	}
 	l.rooms = []*waitRoom{newWaitRoom(client, l.monoNow, &l.mut)}
-	l.reach = newProber(client, l.reached.Load, o.sentinels)
+	l.prober = newProber(client, l.reached.Load, o.sentinels)
 	l.wd = newWatchdog(l)
 	if be.pipe != nil {
 		be.pipe.spawn = l.goBackground

@@ -367,7 +367,7 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	}
 	r.spawn = l.goBackground
 	l.be = r
-	l.reach = &prober{} // one node refusing says nothing of a quorum
+	l.prober = &prober{} // one node refusing says nothing of a quorum
 	return l, nil
 }
 
