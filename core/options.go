@@ -272,13 +272,11 @@ func WithObserver(obs Observer) Option {
 }
 
 // WithHolderTag sets a function whose answer for the Lock call's context
-// is stored with each lock this Locker takes (a field of the lock's hash;
-// the lock's queue entry while waiting) and handed to callers that find
-// the lock busy (Event.HolderTag), and shown by Inspect. The otel module's
-// tag is the W3C traceparent of the caller's span, so that a waiter's span
-// links to the span of the request it waited for. A tag longer than
-// MaxHolderTagLen or containing '|' is not stored. Default none: nothing
-// extra is stored or sent.
+// is stored with each lock this Locker takes (and its queue entry while it
+// waits), handed to callers that find the lock busy (Event.HolderTag) and
+// shown by Inspect. The otel module's tag is the caller's W3C traceparent,
+// so that a waiter's span links to the holder's. A tag over MaxHolderTagLen
+// or containing '|' is not stored. Default none: nothing extra is stored.
 func WithHolderTag(fn func(ctx context.Context) string) Option {
 	return lockerOption(func(o *lockerOptions) { o.tag = fn })
 }
