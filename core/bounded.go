@@ -15,31 +15,18 @@ const replyGrace = 50 * time.Millisecond
 // errLate: the caller's budget ended (plus replyGrace) before Redis answered.
 var errLate = errors.New("no answer in time")
 
-// bounded runs call (which talks to Redis with the context it is given)
-// so that the caller waits at most until deadline (zero: no deadline) or
-// the end of ctx, plus replyGrace, whatever the client's timeouts. The
-// context given to call keeps ctx's values but not its cancellation, and
-// ends at deadline+replyGrace. It is the one way every call of the Locker
-// reaches Redis within its caller's budget (Lock, Unlock, Extend, TTL,
-// Inspect and the operators' calls, Shutdown, the server check).
-//
-// A client that honours context deadlines (ContextTimeoutEnabled) bounds
-// the call itself: it runs on the caller's goroutine, and a call cut short
-// returns the client's timeout error. Otherwise it runs on a goroutine of
-// the Locker: if the wait ends first, bounded returns errLate and the
-// answer, when it comes, goes to orphan (which undoes what the call may
-// have done; nil: nothing to undo; see answersLate). Errors: call's own,
-// errLate, or ErrClosed when the Locker is closed (neither of which a call
-// returns itself).
+// bounded runs call so that the caller waits at most until deadline (zero:
+// none) or the end of ctx, plus replyGrace, whatever the client's timeouts;
+// call's context keeps ctx's values, not its cancellation. A late answer
+// goes to orphan (nil: nothing to undo). Errors: call's own, errLate, or
+// ErrClosed. See docs/internals.md, "Bounded calls".
 func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call func(context.Context) (T, error), orphan func(T, error)) (T, error) {
 	return boundedProbed(l, ctx, deadline, true, call, orphan)
 }
 
-// boundedProbed is bounded, with a probe of the server (see reach.go) only
-// if probing: a waiting Lock's attempt on a client that follows failovers
-// goes without, since a refusal does not end it (failingOver), and a call
-// the probe stopped would go to orphan, whose undo could take away what a
-// later attempt of the same owner obtains.
+// boundedProbed is bounded, probing the server (reach.go) only if probing:
+// a waiting Lock on a client that follows failovers goes without (reason in
+// docs/internals.md, "Bounded calls").
 func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, probing bool, call func(context.Context) (T, error), orphan func(T, error)) (T, error) {
 	var zero T
 	if deadline.IsZero() && (ctx.Done() == nil || l.ctxDeadlines) {
@@ -55,11 +42,11 @@ func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, pr
 	}
 	defer cancel()
 	var refused chan error // a probe's failed dial (see reach.go)
-	if probing && l.reach.watches() {
+	if probing && l.prober.watches() {
 		refused = make(chan error, 1)
 		probe := time.AfterFunc(probeAfter, func() {
 			l.goBackground(func() {
-				if err := l.reach.refused(cctx, l.goBackground); err != nil {
+				if err := l.prober.refused(cctx, l.goBackground); err != nil {
 					refused <- err
 					cancel()
 				}

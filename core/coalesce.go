@@ -8,21 +8,10 @@ import (
 )
 
 // coalescer sends the acquire and release scripts of one Locker's callers
-// to a plain client (a master or a Sentinel failover client) in at most
-// coalesceSlots round trips at a time: a caller that finds a slot free sends
-// its script at once, as it would alone (no added latency); callers that
-// arrive while every slot is in flight queue, and when one is answered the
-// whole queue goes as one pipeline, sent by a goroutine of the Locker. Under
-// concurrency that is one write and one read for many calls (as rueidis
-// pipelines automatically) instead of a pooled connection and two system
-// calls each. More than one slot keeps a connection that hangs (until the
-// client's ReadTimeout) from holding up every call of the Locker.
-//
-// A queued caller waits for its answer or for its context to end (then its
-// call may still be sent: its caller treats it as a call whose reply was
-// late, and undoes it — the scripts' done markers make an undo that reaches
-// Redis first stop a late acquire). A pipeline of scripts is never re-sent
-// by the client (see once): a failed one is its callers' to undo.
+// to a plain client in at most coalesceSlots round trips at a time; calls
+// that arrive while every slot is busy go together as one pipeline. A
+// queued call may be sent after its caller gave up: the caller undoes it.
+// See docs/internals.md, "Coalescing".
 type coalescer struct {
 	c     *redis.Client
 	spawn func(func()) bool // runs a batch on a goroutine the Locker tracks; false once closed

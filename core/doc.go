@@ -1,10 +1,8 @@
 // Package core is lockgate's lock engine: a distributed lock kept in Redis
-// (go-redis v9; a single master, a Sentinel failover client, a Cluster, or
-// Redlock over independent masters) that is safe, reentrant, fenced, renews
-// itself while held, tells its holder when it is lost, waits for a busy
-// lock without polling, and says truthfully what happened. It is the only
-// package of lockgate that talks to Redis; the HTTP and gRPC adapters and
-// the fx modules call it.
+// 7.0+ (go-redis v9: one master, a Sentinel failover client, a Cluster, or
+// Redlock over independent masters). Locks are reentrant, fenced, renewed
+// while held, queued first come first served, and every call returns within
+// its budget. The HTTP and gRPC adapters and the fx modules call it.
 //
 //	l, err := core.New(rdb)              // one per Redis deployment; l.Shutdown(ctx) at exit
 //	lease, err := l.Lock(ctx, "order:42:7")
@@ -14,47 +12,25 @@
 //	defer lease.Unlock(ctx)
 //	work(lease.Context(), lease.Fence()) // cancelled if the lock is lost
 //
-// # Guarantees
+// What a caller can rely on:
 //
-//   - One owner at a time while Redis keeps its data: every acquisition has
-//     a fresh random owner, and Lua scripts take and release the lock
-//     (compare-and-delete), so no owner deletes another's lock.
-//   - Every call is safe to retry: the client never re-sends a lock script,
-//     and what the Locker re-sends itself runs once (done markers).
+//   - One owner at a time while Redis keeps its data; each holder's fence is
+//     higher than the last: pass it to the store when correctness depends
+//     on the lock (docs/fencing.md).
 //   - Every call returns within its budget (WithWait, WithAttemptTimeout,
-//     WithReleaseTimeout, or ctx's deadline) plus 50ms, whatever the
-//     client's timeouts; a hung Redis is never reported busy.
-//   - A lost lock is known before anyone else can have it: the watchdog
-//     renews every TTL/3, and Lease.Context is cancelled (ErrLockLost) when
-//     a renewal finds the lock gone, when renewals fail until the lease's
-//     validity (sent + TTL − drift) ends, or as soon as a node that
-//     restarted or failed over answers again.
-//   - Re-entry through the lease's context: same fence, no round trip.
-//   - Waiters queue in Redis, first come first served across processes, and
-//     a release hands the lock to the first live waiter in the same script.
-//   - Every lock has a fence that increases over the holders of a key: use
-//     it at the store when correctness depends on the lock.
+//     WithReleaseTimeout, or ctx's deadline) plus 50ms, and is safe to retry.
+//   - Lease.Context is cancelled (cause ErrLockLost) before anyone else can
+//     hold a lost lock; the watchdog renews every TTL/3.
+//   - Lock with a lease's context re-enters it: same fence, no round trip.
 //
-// How each is kept, and its limits, are in the repository's docs:
-// docs/design.md (Redis layout, budgets, the watchdog, waiting and
-// handoff), docs/guarantees.md, docs/topologies.md (Sentinel, Cluster,
-// WithReplicaAck, Redlock) and docs/fencing.md.
+// Requirements: Redis 7.0 or later with maxmemory-policy noeviction, and
+// go-redis settings as in docs/topologies.md; Locker.Ping checks every node
+// at start-up. WithObserver receives an Event
+// per acquisition, wait, release, renewal and loss; Inspect, List and
+// ForceRelease are for operators.
 //
-// # Requirements
-//
-// Redis 7.0 or later (the first lock checks, ErrUnsupported otherwise) with
-// maxmemory-policy noeviction (any other can evict a held lock: the Locker
-// warns once). Recommended go-redis settings: ContextTimeoutEnabled: true
-// (calls then run on the caller's goroutine) and a ReadTimeout below your
-// wait budgets (a retry then fits inside one). Locker.Ping checks every node
-// at start-up.
-//
-// # Observing and inspecting
-//
-// WithObserver receives an Event for every acquisition, wait, release,
-// renewal and loss, named by WithPattern (never the key: it carries request
-// data); package otellock turns them into OpenTelemetry metrics and spans.
-// For operators, Inspect reads a lock without taking it, List finds locks
-// by a glob and ForceRelease removes a hold whose holder is gone (the
-// lockgate command wraps them).
+// More in the repository: docs/usage.md (API and errors), docs/design.md
+// (how it works), docs/guarantees.md, docs/topologies.md (Sentinel,
+// Cluster, WithReplicaAck, Redlock), docs/observability.md and
+// docs/internals.md (the engine, for maintainers).
 package core

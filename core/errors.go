@@ -11,12 +11,10 @@ import (
 // or join these with more detail.
 var (
 	// ErrNotObtained reports that the lock was still held by another owner
-	// when the wait budget ended, or when TryLock found it held: a busy
-	// answer was received from Redis. The error returned is a *BusyError;
-	// when the caller's context ended while waiting, the error also matches
-	// the context's error (errors.Is(err, context.Canceled) or
-	// context.DeadlineExceeded). It is never reported for a Redis that did
-	// not answer (that is ErrUnavailable).
+	// when the wait budget ended, or when TryLock found it held. The error
+	// returned is a *BusyError, joined with the context's error when the
+	// caller's context ended while waiting. It is never reported for a Redis
+	// that did not answer (that is ErrUnavailable).
 	ErrNotObtained = errors.New("lockgate: lock not obtained")
 
 	// ErrNotHeld reports an Unlock, TTL or Extend for a lock this owner no

@@ -43,17 +43,14 @@ type lockState struct {
 	owner string
 }
 
-// Inspect returns what Redis knows of the lock named key without taking
-// it or changing anything (one read-only script). For a Redlock, the lock
-// is held when a quorum of nodes names the same owner; TTL, fence, age and
-// waiters are then the lowest and highest of those nodes as fits
-// (remaining TTL: the quorum's; fence: the one the quorum names, the lease's).
-//
-// It returns within ctx's deadline (plus at most 50ms) whatever the
-// client's timeouts, as ForceRelease and List do.
+// Inspect returns what Redis knows of the lock named key, taking and
+// changing nothing (one read-only script), within ctx's deadline or the
+// attempt timeout, whichever is first, plus at most 50ms, whatever the
+// client's timeouts. On a Redlock the lock is held when a quorum of nodes
+// names one owner; its TTL and fence are then that quorum's.
 //
 // Errors: ErrInvalid for a bad key; an ErrUnavailable error when Redis does
-// not answer within ctx or fails; ErrClosed after Close.
+// not answer in time or fails; ErrClosed after Close.
 func (l *Locker) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	st, err := l.inspect(ctx, key)
 	return st.LockInfo, err
@@ -75,11 +72,10 @@ func (l *Locker) inspect(ctx context.Context, key string) (lockState, error) {
 	return r, nil
 }
 
-// boundedCall runs an operator's call (Inspect, ForceRelease) within ctx's
-// deadline or the attempt timeout, whichever is first, plus replyGrace,
-// whatever the client's timeouts, as Lease.TTL does: errLate when Redis has not answered by then (a late
-// answer is dropped: these calls change nothing, or — ForceRelease — say
-// that they may have).
+// boundedCall runs an operator's call (Inspect, ForceRelease) within
+// callDeadline plus replyGrace, as Lease.TTL does: errLate when Redis has
+// not answered by then. A late answer is dropped: these calls change
+// nothing, or (ForceRelease) say that they may have.
 func boundedCall[T any](l *Locker, ctx context.Context, call func(context.Context) (T, error)) (T, error) {
 	return bounded(l, ctx, l.callDeadline(ctx), call, nil)
 }
@@ -97,21 +93,17 @@ func opError(op string, err error) error {
 	return unavailable(op, err)
 }
 
-// ForceRelease removes the lock named key whoever holds it, and returns
-// what it removed (Held false: it was free, nothing was done). It is the
-// operator's last resort for a lock whose holder is known to be gone and
-// whose TTL is too long to wait for — a live holder loses the lock at its
-// next renewal (its lease's context is cancelled with ErrLockLost), but
-// until then it believes it holds it, so two owners may act at once:
-// fence the protected resource (see "Fencing" in the package doc). The
-// release hands the lock to the first live waiter, as the holder's own
-// would; it removes exactly the hold it inspected: if the lock changed hands
-// in between, nothing is removed and the error says so (ErrNotHeld). The
-// holder's own Unlock afterwards reports ErrNotHeld.
+// ForceRelease removes the lock named key whoever holds it and returns what
+// it removed (Held false: the lock was free, nothing was done); the release
+// hands the lock to the first live waiter. It is an operator's last resort
+// for a holder known to be gone: a live holder learns of it only at its next
+// renewal (ErrLockLost), so fence the resource (docs/fencing.md). It removes
+// exactly the hold it inspected; the holder's own Unlock then reports
+// ErrNotHeld.
 //
-// Errors: as Inspect; ErrNotHeld when the lock changed hands meanwhile; an
-// ErrUnavailable error from the release means the hold may or may not have
-// been removed (Inspect again).
+// Errors: as Inspect; ErrNotHeld when the lock changed hands meanwhile
+// (nothing removed); an ErrUnavailable error from the release means the
+// hold may or may not have been removed (Inspect again).
 func (l *Locker) ForceRelease(ctx context.Context, key string) (LockInfo, error) {
 	st, err := l.inspect(ctx, key)
 	if err != nil || !st.Held {

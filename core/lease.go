@@ -94,10 +94,10 @@ type Lease struct {
 
 // newHeld makes the hold of a lock an acquisition obtained (owner, fence,
 // validity and first renewal on the Locker's monotonic clock, the call's
-// options o) and its first lease, whose context derives from ctx. claim
-// marks a hold granted by a release: it claims the whole TTL once, even
-// without the watchdog. The caller hands the hold to the watchdog.
-func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ownerID, o *callOptions, fence, validUntil, renewAt int64, claim bool) *Lease {
+// options o) and its first lease, whose context derives from ctx.
+// handedOver marks a hold granted by a release: it claims the whole TTL
+// once, even without the watchdog. The caller hands the hold to the watchdog.
+func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ownerID, o *callOptions, fence, validUntil, renewAt int64, handedOver bool) *Lease {
 	h := &hold{
 		l:          l,
 		key:        key,
@@ -108,7 +108,7 @@ func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ow
 		watchdog:   o.watchdog,
 		release:    o.releaseTimeout,
 		renewAt:    renewAt,
-		claim:      claim, // granted: claims the whole TTL once, even without the watchdog
+		claim:      handedOver, // granted: claims the whole TTL once, even without the watchdog
 		pattern:    o.pattern,
 		hidx:       -1,
 		parentDone: ctx.Done(),
@@ -166,13 +166,11 @@ func (s *Lease) Pattern() string {
 	return s.h.pattern
 }
 
-// Fence returns the lease's fencing token: strictly greater than the fence
-// of every earlier holder of this key (see "Fencing" in the package doc for
-// the exact conditions), and the same for every re-entry of one hold. Pass
-// it with every write the lock protects, so the store can reject a write
-// carrying a lower fence than it has already seen. A LockMulti's lease
-// answers the highest of its locks' fences; fence each name's writes with
-// FenceOf.
+// Fence returns the lease's fencing token: greater than the fence of every
+// earlier holder of this key (conditions in docs/fencing.md), the same for
+// every re-entry of one hold. Pass it with every write the lock protects,
+// so the store can reject a lower one. A LockMulti's lease answers the
+// highest of its fences; fence each name's writes with FenceOf.
 func (s *Lease) Fence() int64 {
 	switch {
 	case s == nil:
@@ -227,7 +225,7 @@ func (s *Lease) Valid() time.Time {
 	case s.parts != nil:
 		return s.multiValid()
 	}
-	return s.h.l.monoTime(s.h.validUntil.Load())
+	return s.h.l.timeAt(s.h.validUntil.Load())
 }
 
 // TTL asks Redis for the lock's remaining time to live, within the same
@@ -292,23 +290,18 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	return err
 }
 
-// Unlock gives back this lease. A re-entry only drops its hold; the last
-// lease of a hold releases the lock in Redis and wakes waiters. The
-// lease's context is cancelled (cause context.Canceled).
+// Unlock gives back this lease: a re-entry only drops its hold; the last
+// lease of a hold releases the lock in Redis, handing it to the first
+// waiter. The lease's context is cancelled (cause context.Canceled). The
+// release ignores ctx's cancellation and deadline (ctx only lends its
+// values) and is bounded by WithReleaseTimeout (default 1s) whatever the
+// client's timeouts; after a failure, calling Unlock again retries it.
 //
-// The release is detached from ctx's cancellation and deadline (ctx only
-// lends its values), so the context of a request that is already over is
-// fine, and it is bounded by the release timeout (WithReleaseTimeout,
-// default 1s) whatever the client's timeouts. It is safe to retry: a
-// release that failed (ErrUnavailable; the lock then expires after its TTL
-// unless released) is sent again by calling Unlock again.
-//
-// Errors: ErrNotHeld when the lease was already unlocked, or the lock
-// expired, was taken by another owner or was lost (a lease known lost is
-// not released again; the error then also matches ErrLockLost), also for
-// a second Unlock of a lease after one that returned nil; an
-// ErrUnavailable error when Redis did not answer in time; ErrClosed after
-// the Locker was closed (the lock expires after its TTL).
+// Errors: ErrNotHeld when the lease was already given back, or the lock
+// expired, was taken by another owner or was lost (then it also matches
+// ErrLockLost); an ErrUnavailable error when Redis did not answer in time
+// (the lock expires after its TTL unless Unlock is called again);
+// ErrClosed after Close (the lock expires after its TTL).
 func (s *Lease) Unlock(ctx context.Context) error {
 	switch {
 	case s == nil:

@@ -46,7 +46,7 @@ type Locker struct {
 	bgClosed bool
 	bg       sync.WaitGroup
 
-	reach             *prober // asks whether the server accepts connections for a slow call
+	prober            *prober // asks whether the server accepts connections for a slow call
 	undoWake          undoWaits
 	abandonedPatterns sync.Map // patterns whose leases were abandoned, warned once
 	turns             turns    // Redlock: one waiter of a lock at a time tries
@@ -56,15 +56,13 @@ type Locker struct {
 // New returns a Locker on client: a *redis.Client, a Sentinel failover
 // client (redis.NewFailoverClient) or a *redis.ClusterClient. opts set the
 // defaults of every lock (WithTTL 30s, WithWait 2s, watchdog on,
-// WithReleaseTimeout 1s) and the
-// Locker's own settings (WithPrefix "lockgate:", WithObserver, WithLogger,
-// WithDriftFactor 0.01, WithFenceWindow 10m). New sends nothing to Redis;
-// the first lock checks the server once (Redis 7.0 or later is required:
-// ErrUnsupported otherwise; an eviction policy other than noeviction is
-// logged as a warning). The client is never closed by the Locker.
+// WithReleaseTimeout 1s) and the Locker's own settings (WithPrefix
+// "lockgate:", WithObserver, WithLogger, WithDriftFactor 0.01,
+// WithFenceWindow 10m). New sends nothing to Redis and never closes client;
+// the first lock checks the server once (Redis 7.0 or later, else
+// ErrUnsupported; an eviction policy other than noeviction is logged).
 //
-// Errors: an ErrInvalid error for a nil client or an invalid option,
-// naming it.
+// Errors: ErrInvalid for a nil client or an invalid option, naming it.
 func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	if isNil(client) {
 		return nil, invalidf("nil redis client")
@@ -89,7 +87,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	if len(o.sentinels) > 0 && !isFailoverClient(client) {
 		return nil, invalidf("WithSentinelAddrs: the client is not a Sentinel failover client (redis.NewFailoverClient)")
 	}
-	o.call.boxArgs()
+	o.call.refreshScriptArgs()
 	marker := markerTTL(client)
 	be := &deployment{c: client, scripts: mut.scriptSet(), windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
 	ctxDeadlines := honoursDeadlines(client)
@@ -109,7 +107,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		mut:              mut,
 	}
 	l.rooms = []*waitRoom{newWaitRoom(client, l.monoNow, &l.mut)}
-	l.reach = newProber(client, l.reached.Load, o.sentinels)
+	l.prober = newProber(client, l.reached.Load, o.sentinels)
 	l.wd = newWatchdog(l)
 	if be.pipe != nil {
 		be.pipe.spawn = l.goBackground
@@ -226,44 +224,18 @@ func (l *Locker) stopBackground() {
 	l.bg.Wait()
 }
 
-// Lock obtains the lock named key, waiting while another owner holds it for
-// at most the wait budget (WithWait, default 2s) or until ctx ends, and
-// returns by then plus at most 50ms, whatever the client's timeouts (a call
-// still in flight then is undone if it took the lock). Waiters queue in
-// Redis, first come first served across Lockers, and the holder's release
-// hands the lock to the first one: waiting does not poll (docs/design.md,
-// "Waiting and handoff").
+// Lock obtains the lock named key, waiting while it is held for at most the
+// wait budget (WithWait, default 2s) or until ctx ends, and returns by then
+// plus at most 50ms whatever the client's timeouts. Waiters queue in Redis,
+// first come first served. A ctx that is, or derives from, the Context of a
+// lease holding key re-enters it: same fence, no round trip, one more
+// Unlock. Once ctx ends without Unlock the lock is no longer renewed and
+// expires within its TTL. See docs/usage.md, "Lock in detail".
 //
-// The lease lives until Unlock: its Context derives from ctx, and once ctx
-// ends (cancelled, or past its deadline) without Unlock the lock is no
-// longer renewed and expires within one TTL (a warning says so, once per
-// pattern) — not released at once, since a holder that ignores its context
-// may still be writing: the fence guards that (docs/fencing.md).
-//
-// A Lock whose ctx is, or derives from, the Context of a lease holding key
-// re-enters it without a round trip: same fence and lifetime, one more
-// Unlock to give back. Any other key is a fresh acquisition.
-//
-// A refused connection (or any failed dial) ends Lock at once with
-// ErrUnavailable naming it on a plain client, where nothing takes over the
-// address. On a Sentinel failover client or a Cluster client whose
-// deployment has answered this Locker before, it is taken for a failover
-// under way (the client dials the dead master's address until a replica is
-// promoted): Lock tries again under the same owner, every 250ms at most,
-// and names the refusal only if its budget ends first (docs/topologies.md
-// has the figures). TryLock and NoWait end at once on any client. After a
-// failed dial a Cluster client is made to read its slot map again, so that
-// the next call goes to the promoted replica. A Sentinel client whose
-// sentinels all refuse before it ever reached its master is told apart from
-// a slow one only with WithSentinelAddrs; otherwise the call ends with its
-// budget.
-//
-// Errors: a *BusyError (errors.Is ErrNotObtained) when Redis answered busy
-// until the budget ended; an ErrUnavailable error, naming the cause, when
-// Redis failed or did not answer in time; each joined with ctx's error when
-// ctx ended first, and ctx's error alone (a context already ended sends
-// nothing); ErrInvalid for bad arguments; ErrUnsupported for a Redis older
-// than 7.0; ErrClosed after Close.
+// Errors: a *BusyError (errors.Is ErrNotObtained) when still held at the
+// budget's end; ErrUnavailable when Redis failed or did not answer in time;
+// each joined with ctx's error if ctx ended first (ctx's error alone if it
+// had ended already); ErrInvalid; ErrUnsupported (Redis < 7.0); ErrClosed.
 func (l *Locker) Lock(ctx context.Context, key string, opts ...LockOption) (*Lease, error) {
 	return l.lock(ctx, key, opts, true)
 }
@@ -316,7 +288,7 @@ func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, w
 		l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Pattern: o.pattern, Err: err})
 		return nil, err
 	}
-	o.boxArgs()
+	o.refreshScriptArgs()
 
 	if d, ok := ctx.Deadline(); ok {
 		a.deadline, a.ctxEnds = d, true
@@ -412,7 +384,8 @@ func (a *acquisition) event(start time.Time, s *Lease, err error) Event {
 
 func (l *Locker) monoNow() int64 { return int64(time.Since(l.epoch)) }
 
-func (l *Locker) monoTime(ns int64) time.Time { return l.epoch.Add(time.Duration(ns)) }
+// timeAt is the time ns after the Locker's epoch (a reading of monoNow).
+func (l *Locker) timeAt(ns int64) time.Time { return l.epoch.Add(time.Duration(ns)) }
 
 func (l *Locker) drift(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*l.opts.driftFactor) + DefaultDriftFloor

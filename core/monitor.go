@@ -10,19 +10,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A lock lives in one Redis node's memory: when that node restarts without
-// persistence, or its replica takes over before it saw the lock, the lock
-// is gone while its holder still works. The holder learns it at its next
-// renewal (a third of the TTL) unless something tells it sooner, so while a
-// Locker holds leases it keeps one idle Pub/Sub connection to every master
-// it holds them on: a restart or a failover breaks that connection at once,
-// and when a new one is made (the node, or its successor, answers again)
-// or the node behind the client has another run id (a failover whose old
-// master stays up: the client follows the new master, the connection stays
-// with the old one), every renewed lease is renewed at once (the channel, "<prefix>monitor",
-// carries nothing), which finds the locks that are
-// gone and ends their leases (ErrLockLost). A FLUSHALL or an eviction on a
-// live node breaks no connection: such a loss is seen at the next renewal.
+// Monitors: while a Locker holds leases it keeps an idle Pub/Sub connection
+// to every master it holds them on, and renews every lease at once when that
+// connection breaks and comes back, or the node's run id changes, so that a
+// lock lost to a restart or a failover is known before its next renewal.
+// See docs/internals.md, "Monitors".
 
 // Monitor timings.
 const (

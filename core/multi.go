@@ -9,36 +9,17 @@ import (
 	"time"
 )
 
-// LockMulti takes every lock named in keys, or none: one lease holds them
-// all. Its Context ends when any of them is lost (the cause is that lock's),
-// Unlock releases them all, and Extend and TTL act on all of them. Its
-// Fence is the highest of their fences, which orders holders of this set of
-// names; a write to one name's data is fenced with that name's own fence,
-// FenceOf(name) (names in different slots draw fences from different
-// floors, on a Cluster from different nodes' clocks, so the highest of a
-// set says nothing to a later holder of one name). Each lock is an
-// ordinary lock (its own key, fence, queue and watchdog renewal), so a Lock
-// or TryLock of one of the names excludes, and is excluded by, a LockMulti
-// that names it.
-//
-// The names are taken one after the other in sorted order (duplicates
-// count once), each waiting in its FIFO queue as Lock does, all within one
-// wait budget (WithWait, as for Lock; it bounds the whole call, plus at
-// most 50ms). Every caller takes any two names in the same order, so sets
-// that overlap, given in any order, never deadlock: whoever holds the first
-// shared name is the only one waiting for the next. When a name cannot be
-// taken in time the ones already taken are given back: released when
-// LockMulti returns, or, if Redis is slow to answer, in the background
-// (the call still returns within its budget). On a Cluster the names may
-// be in different slots: the same holds, since each lock lives in one
-// slot. It costs one round trip per name uncontended. (A name that ctx
-// already holds is re-entered, so it is held before the others, out of
-// order: the no-deadlock promise is for calls that hold none of their names
-// beforehand.)
-//
-// A Lock of one of the names with the lease's Context (or a context derived
-// from it) re-enters that lock. The lease's Key is the sorted names joined
-// by commas (Keys returns them); Pattern is the first one's.
+// LockMulti takes every lock named in keys, or none, and returns one lease
+// for all: its Context ends when any lock is lost (with that lock's cause),
+// Unlock releases them all, Extend and TTL act on all, Key is the sorted
+// names joined by commas (Keys lists them) and Pattern the first one's.
+// Fence is the highest of their fences; fence a write to one name's data
+// with FenceOf(name). The names are taken one by one in sorted order
+// (duplicates count once), so overlapping sets never deadlock, within one
+// wait budget (WithWait, as for Lock, plus at most 50ms); the ones taken are
+// given back if one cannot be had. Each is an ordinary lock: a Lock of one
+// name excludes it, or re-enters it with the lease's Context. See
+// docs/usage.md, "LockMulti in detail".
 //
 // Errors: as for Lock (ErrInvalid also for an empty keys); a busy error
 // names the lock that could not be taken.
@@ -76,12 +57,10 @@ func (l *Locker) LockMulti(ctx context.Context, keys []string, opts ...LockOptio
 	return newMulti(ctx, parts), nil
 }
 
-// giveBack releases the locks a LockMulti took before it failed as a Lock
-// whose answer came late is undone (once, inline, when the Locker is
-// closing, so that a Close it overlaps leaves nothing held), and waits for
-// the releases until by: a healthy Redis has released them when LockMulti
-// returns, a slow one finishes in the background, within the call's
-// budget. A name the call re-entered stays with the lease it re-entered.
+// giveBack releases the locks a failed LockMulti took, as a late Lock is
+// undone (inline when the Locker is closing, so that Close leaves nothing
+// held), and waits for the releases until by; a slow Redis finishes them in
+// the background. A name the call re-entered stays with that lease.
 func giveBack(parts []*Lease, by time.Time) {
 	var dones []chan struct{}
 	for _, p := range parts {

@@ -64,10 +64,11 @@ type callOptions struct {
 	pattern        string        // WithPattern: what observations name the lock by
 
 	// ttl and a waiter's queue entry lifetime in ms as strings, the
-	// scripts' arguments, boxed once per option set (box).
+	// scripts' arguments, made once per option set (refreshScriptArgs);
+	// argsTTL is the ttl they were made for.
 	ttlArg   any
 	entryArg any
-	ttlBoxed time.Duration
+	argsTTL  time.Duration
 
 	err error // first invalid value seen
 }
@@ -271,24 +272,21 @@ func WithObserver(obs Observer) Option {
 }
 
 // WithHolderTag sets a function whose answer for the Lock call's context
-// is stored with each lock this Locker takes (a field of the lock's hash;
-// the lock's queue entry while waiting) and handed to callers that find
-// the lock busy (Event.HolderTag), and shown by Inspect. The otel module's
-// tag is the W3C traceparent of the caller's span, so that a waiter's span
-// links to the span of the request it waited for. A tag longer than
-// MaxHolderTagLen or containing '|' is not stored. Default none: nothing
-// extra is stored or sent.
+// is stored with each lock this Locker takes (and its queue entry while it
+// waits), handed to callers that find the lock busy (Event.HolderTag) and
+// shown by Inspect. The otel module's tag is the caller's W3C traceparent,
+// so that a waiter's span links to the holder's. A tag over MaxHolderTagLen
+// or containing '|' is not stored. Default none: nothing extra is stored.
 func WithHolderTag(fn func(ctx context.Context) string) Option {
 	return lockerOption(func(o *lockerOptions) { o.tag = fn })
 }
 
 // WithLogger sets where the Locker reports what it cannot return to a
-// caller, and what operators must see even when callers ignore errors: a
-// server configuration that endangers locks (an eviction policy other than
-// noeviction), background releases that failed, locks lost (Warn) and
-// releases that failed (Warn). Lines carry the lock's pattern and fence,
-// never its key or owner id. Default
-// slog.Default() at the time of the report.
+// caller: a server configuration that endangers locks (an eviction policy
+// other than noeviction), locks lost, and releases that failed, in the
+// foreground or the background (Warn). Lines carry the lock's pattern and
+// fence, never its key or owner id. Default slog.Default() at the time of
+// the report.
 func WithLogger(l *slog.Logger) Option {
 	return lockerOption(func(o *lockerOptions) { o.logger = l })
 }
@@ -308,8 +306,8 @@ func WithDriftFactor(f float64) Option {
 
 // WithFenceWindow sets how long the last fence issued in a Cluster hash
 // slot (every lock name of the slot shares it) is kept in Redis after the
-// acquisition that issued it (see "Fencing" in the package doc). Default
-// 10m; at least 1s.
+// acquisition that issued it (see docs/fencing.md). Default 10m; at least
+// 1s.
 func WithFenceWindow(d time.Duration) Option {
 	return lockerOption(func(o *lockerOptions) {
 		if d < time.Second {
@@ -330,25 +328,18 @@ func WithoutCoalescing() Option {
 	return lockerOption(func(o *lockerOptions) { o.noCoalesce = true })
 }
 
-// WithReplicaAck makes every grant and renewal wait for n replicas of the
-// master to acknowledge it (Redis's WAIT n timeout, sent in the same round
-// trip as the script). A grant fewer replicas acknowledged within timeout
-// is released again and Lock fails with ErrNotReplicated (which matches
-// ErrUnavailable); a renewal they did not acknowledge does not count, so a
-// lease whose renewals keep failing so is lost at the end of its validity.
-// A lock handed to a waiter by a release is claimed (renewed) and
-// acknowledged before Lock returns: one round trip more per handoff.
-//
-// It narrows, does not close, the window in which a failover loses a lock
-// (Redis's replication stays asynchronous: a replica that acknowledged can
-// still lag behind a later write, and a master restarted without
-// persistence forgets it); fencing is still the guarantee. While a replica
-// re-syncs (a full resync after a restart or a broken link) it acknowledges
-// nothing, so with n counting it every lock fails with ErrNotReplicated until
-// it is back: choose n below the replicas that are normally online. Default:
-// no acknowledgement. n must be at least 1 and timeout at least 1ms (WAIT 0
-// would block forever), and timeout should stay below the client's
-// ReadTimeout; otherwise ErrInvalid from New.
+// WithReplicaAck makes every grant and renewal wait for n replicas to
+// acknowledge it (Redis's WAIT n timeout, in the same round trip as the
+// script). A grant fewer replicas acknowledged within timeout is released
+// and Lock fails with ErrNotReplicated (which matches ErrUnavailable); an
+// unacknowledged renewal does not count, so a lease whose renewals keep
+// failing so is lost at the end of its validity. A lock handed over by a
+// release costs one round trip more. It narrows, does not close, the
+// window in which a failover loses a lock; a re-syncing replica
+// acknowledges nothing, so choose n below the replicas normally online
+// (docs/topologies.md). Default: no acknowledgement. n must be at least 1
+// and timeout at least 1ms (WAIT 0 would block forever) and below the
+// client's ReadTimeout; otherwise ErrInvalid from New.
 func WithReplicaAck(n int, timeout time.Duration) Option {
 	return lockerOption(func(o *lockerOptions) {
 		switch {
@@ -404,10 +395,10 @@ func Combine(opts ...LockOption) (LockOption, error) {
 	}), nil
 }
 
-// box refreshes the TTL's boxed arguments if the TTL changed.
-func (o *callOptions) boxArgs() {
-	if o.ttlArg == nil || o.ttlBoxed != o.ttl {
-		o.ttlArg, o.entryArg, o.ttlBoxed = ms(o.ttl), ms(entryTTL(o.ttl)), o.ttl
+// refreshScriptArgs remakes the TTL's script arguments if the TTL changed.
+func (o *callOptions) refreshScriptArgs() {
+	if o.ttlArg == nil || o.argsTTL != o.ttl {
+		o.ttlArg, o.entryArg, o.argsTTL = ms(o.ttl), ms(entryTTL(o.ttl)), o.ttl
 	}
 }
 

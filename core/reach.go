@@ -12,18 +12,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A server that refuses connections is not answered quickly by the client:
-// go-redis dials again (DialerRetries, 5 by default, 100ms apart) and sends
-// again a call that never reached the server (MaxRetries, 3), so such a
-// call takes seconds and, cut short by its budget, could not say why. A
-// call not answered within probeAfter therefore asks whether the server
-// accepts connections at all: one dial, as the client dials (its own
-// Dialer), at most one at a time per Locker, its answer shared for
-// probeValid. A refused dial ends the call at once with that error, and
-// the call itself is stopped (its context cancelled); whatever it did, if
-// it ran after all, is undone as for any late call. Only calls made while
-// the client has no connection are watched: the first call after an outage
-// begins may still find dead pooled connections and take its budget.
+// Probing: a call not answered within probeAfter, made while the client has
+// no connection, dials the server once (one dial per Locker at a time, its
+// answer shared for probeValid); a refused dial ends the call at once with
+// that error. See docs/internals.md, "Probing a server that refuses
+// connections".
 const (
 	probeAfter   = 100 * time.Millisecond
 	probeTimeout = 200 * time.Millisecond
@@ -31,16 +24,10 @@ const (
 )
 
 // prober dials the deployment on behalf of a slow call: a plain client's
-// server; a Sentinel failover client's master, through its sentinels (as
-// the client dials), after dialling the sentinels themselves when the
-// Locker was told their addresses (WithSentinelAddrs); a Cluster client's
-// seed addresses, until the Locker first reaches the Cluster (after that a
-// refused node is a failover's, which the client's own errors and
-// failingOver handle). A Redlock node has none. Without the sentinels'
-// addresses, a failover client whose sentinels all refuse is not told apart
-// in time: go-redis keeps them to itself, dials each with its retries and
-// asks them one call at a time, so a probe through the client's dialer
-// waits behind the call it probes for; such a call ends with its budget.
+// server, a Sentinel client's master (and its sentinels, with
+// WithSentinelAddrs), a Cluster client's seeds until the Locker first
+// reaches it; nothing for a Redlock node. See docs/internals.md, "Probing
+// a server that refuses connections".
 type prober struct {
 	dial func(ctx context.Context) error // nil: no probing
 	// idle reports whether a call now is to be watched: the client has no

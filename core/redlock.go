@@ -115,13 +115,9 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	return acquireReply{}, r.unavailableNodes(errs)
 }
 
-// raiseFences makes fence the floor of a quorum of nodes' fence floors, so
-// that the next holder's fence, issued by a quorum that shares a node with
-// that one, is above it; on the nodes that hold the lock for owner it is
-// also the fence their lock hash answers (Inspect, re-entry). Any quorum
-// will do, not only the nodes that granted (a straggler still granting, or
-// one that was busy, confirms as well): an acquire decided on exactly a
-// quorum of grants is then not failed by one of them slow to confirm.
+// raiseFences makes fence the floor of a quorum of nodes' fence floors (any
+// quorum, not only the nodes that granted), so that the next holder's fence
+// is above it. See docs/internals.md, "Redlock".
 func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner ownerID, fence int64, ttl time.Duration) error {
 	arg := strconv.FormatInt(fence, 10)
 	confirmed := 0
@@ -312,7 +308,7 @@ func (r *redlock) pttl(ctx context.Context, k *lockKeys, owner string) (time.Dur
 	return 0, r.unavailableNodes(errs)
 }
 
-// ttlOf reads a boxed TTL argument (ms as a string).
+// ttlOf reads a TTL script argument (ms as a string).
 func ttlOf(ttl any) time.Duration {
 	s, _ := ttl.(string)
 	n, _ := strconv.ParseInt(s, 10, 64)
@@ -320,20 +316,15 @@ func ttlOf(ttl any) time.Duration {
 }
 
 // NewRedlock returns a Locker over independent masters (the Redlock
-// algorithm): clients are N ≥ 3, N odd, each a plain client or a Sentinel
-// failover client on its own master (not a Cluster client). Every call goes
-// to all of them in parallel, each node bounded by a small fraction of the
-// TTL (1%, 50ms to 1s); a lock is held when a majority granted it within
-// its validity (TTL − elapsed − drift), else what the nodes granted is
-// given back and Lock waits, woken by a release on any node, or retries.
-// Renewals need a majority too: a lease whose majority is gone is lost
-// (its context cancelled with ErrLockLost); a node that answers without the
-// lock while a majority holds it gets it back. The fence is the largest of
-// the majority's, made the fence floor of a majority of the nodes before
-// Lock returns, so fences increase across holders as long as a majority of
-// nodes keeps its data. Outcomes: busy on a majority, ErrNotObtained; too few nodes
-// answering, ErrUnavailable joined with a *NodeError per node that did not.
-// opts are New's.
+// algorithm): clients are N ≥ 3, N odd, each a plain or Sentinel failover
+// client on its own master (not a Cluster client); opts are New's. Every
+// call goes to all nodes in parallel, each bounded by 1% of the TTL (50ms
+// to 1s). A lock is held when a majority granted it within its validity;
+// renewals need a majority too (a lease whose majority is gone is lost).
+// Fences increase across holders while a majority of nodes keeps its data.
+// Lock's outcomes: busy on a majority, ErrNotObtained; too few nodes
+// answering, ErrUnavailable joined with a *NodeError per silent node. See
+// docs/topologies.md, "Redlock".
 //
 // Errors: ErrInvalid for fewer than three clients, an even number, a nil
 // one, a Cluster client, or two on the same address.
@@ -376,7 +367,7 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	}
 	r.spawn = l.goBackground
 	l.be = r
-	l.reach = &prober{} // one node refusing says nothing of a quorum
+	l.prober = &prober{} // one node refusing says nothing of a quorum
 	return l, nil
 }
 

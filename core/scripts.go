@@ -41,13 +41,10 @@ type script struct {
 
 func newScript(src string) *script { return &script{src: src, sha: redis.NewScript(src).Hash()} }
 
-// once is a command the client sends at most once. go-redis re-sends a
-// command whose reply was late or whose connection failed (MaxRetries); a
-// lock script's caller must know whether its call may have run, so the
-// scripts are never re-sent behind its back: a call that fails after it
-// may have reached Redis is the caller's to undo or to send again (see
-// undo.go), and a call answered ran exactly once. A command refused before
-// it ran (MOVED, ASK, READONLY) is still redirected or re-sent by the client.
+// once is a command the client sends at most once: a lock script's caller
+// must know whether its call may have run, so go-redis must not re-send it
+// (MaxRetries); redirects (MOVED, ASK, READONLY) still happen. See
+// docs/internals.md, "Scripts are sent at most once".
 type once struct{ *redis.Cmd }
 
 func (once) NoRetry() bool { return true }

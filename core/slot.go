@@ -6,10 +6,9 @@ import (
 )
 
 // The fence floor of a lock name is kept per Cluster hash slot, not per
-// name: one key for every name of a slot (at most 16384 per prefix), so
-// that what locking leaves in Redis does not grow with the number of
-// distinct names. It must share the lock's slot to be used in its scripts,
-// so its hash tag is a short string chosen to hash to that slot.
+// name, so that what locking leaves in Redis does not grow with the number
+// of names; its hash tag is a short string that hashes to the lock's slot.
+// See docs/internals.md, "Fence floors per hash slot".
 
 const slots = 16384
 

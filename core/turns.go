@@ -2,12 +2,9 @@ package core
 
 import "sync"
 
-// turns is a Redlock Locker's local queue of waiters, by lock: Redlock's
-// waiters do not queue in Redis, and every one of them that tried at each
-// release split the masters between owners (and some waited past their
-// budgets), so a Locker lets one waiter of a lock at a time try — the
-// others wait their turn in arrival order. (A single deployment's waiters
-// queue in Redis, across Lockers: they need no turns.)
+// turns is a Redlock Locker's local queue of waiters, by lock: one waiter
+// of a lock at a time tries, the others wait in arrival order, since
+// Redlock's waiters do not queue in Redis. See docs/internals.md, "Redlock".
 type turns struct {
 	mu    sync.Mutex
 	lines map[string][]chan struct{} // by lock: the waiters in order; the first's channel is closed

@@ -47,16 +47,11 @@ func (l *Locker) answered() {
 }
 
 // undo releases owner's possible hold on k after an attempt whose outcome
-// the caller did not learn (no answer in time, an error, a grant too late
-// to use): exactly that hold, and a late copy of the attempt can no longer
-// take the lock (the release leaves owner's done marker). Until a release
-// is answered nothing is sure (Redis may still run the attempt when it
-// comes back), so the release is sent again — backing off up to 1s, and at
-// once when another call of this Locker gets an answer (Redis is back) —
-// until one is answered, the lock's TTL and the marker's lifetime have
-// passed (the attempt cannot be re-sent any more and any hold has expired),
-// or the Locker closes. It runs in the background, or once inline when the
-// Locker is closing.
+// the caller did not learn, leaving owner's done marker so that a late copy
+// of the attempt cannot take the lock. It sends the release again until one
+// is answered, the TTL and the marker's lifetime have passed, or the Locker
+// closes; in the background, or once inline when the Locker is closing.
+// See docs/internals.md, "Scripts are sent at most once".
 func (l *Locker) undo(k *lockKeys, owner ownerID, o *callOptions) { l.undoThen(k, owner, o, nil) }
 
 // undoThen is undo, closing done (if not nil) when it ends.

@@ -14,12 +14,9 @@ const renewChunk = 1000
 
 // watchdog keeps every hold of one Locker: it renews the ones with a
 // watchdog every TTL/3 and declares a hold lost when its validity ends
-// without a successful renewal. Three goroutines serve all holds, however
-// many: the scheduler (one timer, a heap ordered by the next event) and two
-// senders (one round trip per batch of due renewals; on a Cluster one per
-// node, each on a goroutine of its own, so that a hung node delays only its
-// own holds). The scheduler never waits on Redis, so a hung server cannot
-// delay a loss past the validity.
+// without a renewal. One scheduler goroutine (never waiting on Redis, so a
+// hung server cannot delay a loss) and two senders serve all holds. See
+// docs/internals.md, "The watchdog".
 type watchdog struct {
 	l       *Locker
 	mu      sync.Mutex
@@ -318,13 +315,11 @@ func (w *watchdog) sender(idle chan struct{}) {
 	}
 }
 
-// renewBatch renews a batch of due holds: in one round trip on a single
-// node, on the sender; on a Cluster one round trip per node, each on a
-// goroutine of its own, the sender waiting for none of them. A sender that
-// waited for one node's round trip would hold up the renewals of every
-// node queued behind it: with two senders, two batches that began with a
-// hung node's part stopped every renewal until the client's read timeout,
-// and the leases on the healthy nodes were lost with the hung node's.
+// renewBatch renews a batch of due holds: in one round trip, on the sender,
+// when the deployment is one master; on a Cluster one round trip per node,
+// each on a goroutine of its own that the sender does not wait for, so that
+// a hung node holds up no other node's renewals (docs/internals.md, "The
+// watchdog").
 func (w *watchdog) renewBatch(batch []*hold) {
 	rs := make([]renewal, len(batch))
 	var ttlArg any
