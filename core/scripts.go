@@ -93,15 +93,6 @@ func (s *script) send(ctx context.Context, c processor, q once) *redis.Cmd {
 
 func noScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
 
-// strs boxes strings as script keys or arguments.
-func strs(ss ...string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
-}
-
 // withQueue splices the queue's shared functions (queue, the source of
 // queue.lua) into a script's source, after its first line (the #!lua flags
 // line, which must stay first).
