@@ -161,6 +161,11 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 	switch {
 	case err == ErrClosed:
 		return err
+	case isPermits(err):
+		if a.waited {
+			a.undo() // leave the queue
+		}
+		return err
 	case err != errEnded && !neverRan(err):
 		a.uncertain = true // it may have run, or may still run
 	}

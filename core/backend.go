@@ -165,6 +165,9 @@ func (s *deployment) run(ctx context.Context, script *script, keys []any, args .
 }
 
 func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
+	if k.permits != nil {
+		return s.semAcquire(ctx, k, owner, ttl, entry, seq, tag)
+	}
 	keys := k.script(owner)
 	args := []any{owner.arg, ttl, s.windowArg, entry, seq, tag}
 	if tag == nil {
@@ -224,7 +227,11 @@ func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, ma
 	if marker {
 		m = s.markerArg
 	}
-	n, err := s.run(ctx, s.scripts.release, k.script(owner), owner.arg, s.windowArg, m).Int64()
+	release := s.scripts.release
+	if k.permits != nil {
+		release = semReleaseScript
+	}
+	n, err := s.run(ctx, release, k.script(owner), owner.arg, s.windowArg, m).Int64()
 	return n == 0, err
 }
 
@@ -266,6 +273,9 @@ func (s *deployment) forceRelease(ctx context.Context, k *lockKeys, owner string
 }
 
 func (s *deployment) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
+	if k.permits != nil {
+		return s.semPTTL(ctx, k, owner)
+	}
 	n, err := pttlScript.run(ctx, s.c, k.boxed[:1], owner).Int64()
 	if err != nil {
 		return 0, err
@@ -314,6 +324,9 @@ func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
 	if _, plain := s.c.(*redis.Client); !plain {
 		calls = byHashTag(batch, part)
 	}
+	if hasPermits(batch, part) {
+		calls = byKind(batch, calls)
+	}
 	var pc redis.Cmdable = s.c
 	var after func(redis.Pipeliner)
 	var waits []*redis.Cmd // one per pipeline: each covers the scripts it ran
@@ -336,7 +349,11 @@ func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
 			keys[j] = batch[i].keys.boxed[0]
 			args = append(args, batch[i].owner.arg, batch[i].ttlArg)
 		}
-		sc[gi] = &scriptCall{script: renewScript, cmd: renewScript.cmd(ctx, keys, args).Cmd}
+		renew := renewScript
+		if batch[g[0]].keys.permits != nil {
+			renew = semRenewScript
+		}
+		sc[gi] = &scriptCall{script: renew, cmd: renew.cmd(ctx, keys, args).Cmd}
 	}
 	pipeScripts(ctx, pc, sc, after)
 	var ackErr error

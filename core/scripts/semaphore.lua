@@ -1,0 +1,84 @@
+-- semaphore: the holders of a semaphore, shared by semaphore_acquire.lua and
+-- semaphore_release.lua (spliced in after queue.lua). KEYS[1] the holders
+-- (hash: owner → "<expiry ms>|<fence>[|<tag>]", and n → the permits its
+-- holders passed), KEYS[2] the fence floor of its slot, KEYS[4], KEYS[5] its
+-- queue (see queue.lua). Every permit expires on its own; the hash lives as
+-- long as its longest-lived permit.
+
+-- permit is a holder's entry.
+local function permit(exp, f, tag)
+  local e = string.format('%.0f|%.0f', exp, f)
+  if tag and tag ~= '' then e = e .. '|' .. tag end
+  return e
+end
+
+-- holders reads the holders at ms and drops the expired ones. It returns the
+-- number of live ones, the permits stored (nil for none), owner's own live
+-- entry ({expiry, fence, tag} or nil), and the earliest expiry among the
+-- other holders with that holder's tag.
+local function holders(ms, owner)
+  local all = redis.call('HGETALL', KEYS[1])
+  local live, n, mine, soon, soonTag = 0, nil, nil, nil, ''
+  local gone = {}
+  for i = 1, #all, 2 do
+    local k, v = all[i], all[i + 1]
+    if k == 'n' then
+      n = tonumber(v)
+    else
+      local exp, f, tag = string.match(v, '^(%d+)|(%d+)|?(.*)$')
+      exp = tonumber(exp)
+      if not exp or exp <= ms then
+        gone[#gone + 1] = k
+        if #gone == 1000 then
+          redis.call('HDEL', KEYS[1], unpack(gone))
+          gone = {}
+        end
+      else
+        live = live + 1
+        if k == owner then
+          mine = {exp, f, tag}
+        elseif not soon or exp < soon then
+          soon, soonTag = exp, tag
+        end
+      end
+    end
+  end
+  if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
+  return live, n, mine, soon, soonTag
+end
+
+-- last makes the holders' hash live until at least exp (ms).
+local function last(exp)
+  if redis.call('PEXPIRETIME', KEYS[1]) < exp then
+    redis.call('PEXPIREAT', KEYS[1], exp)
+  end
+end
+
+-- give hands a permit to waiter w (head's answers) under a new fence until
+-- its entry would have expired (it then claims its own TTL), and tells it on
+-- the semaphore's channel as a lock's grant does: "g <owner> <fence>
+-- <refresh number> <ms it holds it for now>".
+local function give(w, exp, seq, tag, now, ms, window, n)
+  redis.call('ZREM', KEYS[4], w)
+  redis.call('HDEL', KEYS[5], w)
+  local f = fence(now, window)
+  redis.call('HSET', KEYS[1], w, permit(exp, f, tag), 'n', n)
+  last(exp)
+  redis.call('SPUBLISH', KEYS[1], 'g ' .. w .. ' ' .. string.format('%.0f', f) .. ' ' .. seq .. ' ' .. (exp - ms))
+end
+
+-- pass hands free permits (n in all, live held) to the live waiters in
+-- arrival order; it returns the number held after, and the earliest expiry
+-- among those it handed.
+local function pass(live, n, now, ms, window)
+  local soon
+  if redis.call('EXISTS', KEYS[4]) == 0 then return live end
+  while live < n do
+    local w, exp, seq, tag = head(ms)
+    if not w then break end
+    give(w, exp, seq, tag, now, ms, window, n)
+    live = live + 1
+    if not soon or exp < soon then soon = exp end
+  end
+  return live, soon
+end

@@ -1,0 +1,39 @@
+#!lua flags=allow-oom
+-- semaphore release: give up owner ARGV[1]'s permit of semaphore KEYS[1],
+-- or its place in the queue; a permit that frees goes straight to the first
+-- live waiter, in this call. Done markers as in release.lua: with ARGV[3]
+-- > 0 the release leaves one for the owner (KEYS[3], ARGV[3] ms), so that a
+-- copy of this call answers the same and frees nothing more, and a late
+-- copy of the owner's acquire does nothing; with "0" it writes and reads
+-- none. Once no permit is held and no one waits, the holders' hash is
+-- deleted. ARGV[2] fence window ms.
+-- Returns 0 when the owner's permit is (now, or already) released, -1 when
+-- the owner held none (it only left the queue, if it was in it).
+local owner = ARGV[1]
+local now, ms = clock()
+local live, n, mine = holders(ms, owner)
+local out = 0
+if mine then
+  redis.call('HDEL', KEYS[1], owner)
+  live = live - 1
+  if ARGV[3] ~= '0' then
+    redis.call('SET', KEYS[3], '1', 'PX', ARGV[3])
+  end
+else
+  redis.call('ZREM', KEYS[4], owner)
+  redis.call('HDEL', KEYS[5], owner)
+  out = -1
+  if ARGV[3] ~= '0' then
+    local m = redis.call('GET', KEYS[3])
+    if m == '1' then
+      out = 0
+    elseif not m then
+      redis.call('SET', KEYS[3], '0', 'PX', ARGV[3])
+    end
+  end
+end
+if n then live = pass(live, n, now, ms, ARGV[2]) end
+if live == 0 and redis.call('EXISTS', KEYS[4]) == 0 then
+  redis.call('DEL', KEYS[1])
+end
+return out

@@ -1,0 +1,226 @@
+package core
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Semaphore takes one of permits slots of the semaphore named key (every
+// caller of that name passes the same permits), waiting as Lock does; the
+// lease is one permit: its own Fence, a Context that ends if the permit is
+// lost, Unlock, Extend, the watchdog.
+//
+// At most permits leases of one name are held at once, across Lockers.
+// Waiting, budgets and options are Lock's (WithWait default 2s, WithTTL
+// 30s, watchdog on, NoWait for one attempt): callers wait in a FIFO queue
+// in Redis, and a release hands its permit straight to the first live
+// waiter. Each permit expires on its own: a holder that dies gives its
+// permit back when its TTL passes, and the loss of one permit (its entry
+// gone from Redis) ends that lease's Context (cause ErrLockLost) and no
+// other. Fences come from the same per-slot source as locks', so they
+// increase over the successive permits of a name (and over its locks).
+// Close leaves permits to expire; Shutdown releases them.
+//
+// A semaphore and the lock of the same name are separate: Lock never
+// excludes, nor is excluded by, Semaphore of that name. Semaphore is not
+// re-entrant (every call takes a permit of its own, even with a permit's
+// Context), and a permit's Context does not re-enter Lock of its name.
+//
+// In Redis a semaphore is a hash "<prefix>{<name>}:sem" (owner →
+// "<expiry ms>|<fence>", and the permits its holders passed), its queue
+// "<prefix>{<name>}:sem:q" and ":sem:qt", all in one Cluster slot; the hash
+// is deleted once no permit is held and nobody waits. Every call reads the
+// holders, so its cost grows with permits.
+//
+// Errors: as for Lock (a *BusyError when no permit came free within the
+// budget, ErrUnavailable naming the cause when Redis failed or did not
+// answer); ErrInvalid for permits below 1, or for permits other than the
+// count the current holders of key passed (naming both); ErrUnsupported on
+// a Redlock Locker (NewRedlock), whose nodes could each grant different
+// holders.
+func (l *Locker) Semaphore(ctx context.Context, key string, permits int, opts ...LockOption) (*Lease, error) {
+	start := time.Now()
+	a := &acquisition{l: l, key: key}
+	o := &a.o
+	l.callOptions(o, opts)
+	err := o.err
+	switch {
+	case err != nil:
+	case permits < 1:
+		err = invalidf("permits %d is below 1", permits)
+	case !l.be.queues():
+		err = fmt.Errorf("%w: Semaphore on a Redlock Locker (NewRedlock): use a Locker on one deployment", ErrUnsupported)
+	default:
+		err = validateKey(key)
+	}
+	if err == nil && l.closed.Load() {
+		err = ErrClosed
+	}
+	if err == nil && ctx.Err() != nil {
+		err = ctxErr(ctx)
+	}
+	if err != nil {
+		l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Pattern: o.pattern, Err: err})
+		return nil, err
+	}
+	o.refreshScriptArgs()
+	if d, ok := ctx.Deadline(); ok {
+		a.deadline, a.ctxEnds = d, true
+	}
+	budget := o.attemptTimeout
+	if o.wait > 0 {
+		budget = o.wait
+	}
+	if d := start.Add(budget); !a.ctxEnds || d.Before(a.deadline) {
+		a.deadline, a.ctxEnds = d, false
+	}
+	a.keys = l.semKeysFor(key, permits)
+	a.owner = a.keys.owner(newOwnerID())
+	a.waits = o.wait > 0
+	a.sentAt = a.firstSent[:0]
+	s, err := a.run(ctx)
+	l.observe(ctx, a.event(start, s, err))
+	return s, err
+}
+
+// semKeysFor returns the keys of the semaphore name with permits: the
+// holders' hash (also its channel), the slot's fence floor, and its queue.
+func (l *Locker) semKeysFor(name string, permits int) lockKeys {
+	k := l.keysFor(name)
+	h := k.names[0] + ":sem"
+	k.names = [4]string{h, k.names[1], h + ":q", h + ":qt"}
+	for i, n := range k.names {
+		k.boxed[i] = n
+	}
+	k.permits = strconv.Itoa(permits)
+	return k
+}
+
+var (
+	//go:embed scripts/semaphore.lua
+	semSrc string
+	//go:embed scripts/semaphore_acquire.lua
+	semAcquireSrc string
+	//go:embed scripts/semaphore_release.lua
+	semReleaseSrc string
+	//go:embed scripts/semaphore_renew.lua
+	semRenewSrc string
+	//go:embed scripts/semaphore_pttl.lua
+	semPTTLSrc string
+
+	semAcquireScript = newScript(withQueue(semAcquireSrc, queueSrc+semSrc))
+	semReleaseScript = newScript(withQueue(semReleaseSrc, queueSrc+semSrc))
+	semRenewScript   = newScript(semRenewSrc)
+	semPTTLScript    = newScript(semPTTLSrc)
+)
+
+// semAcquire is acquire for a semaphore's keys (k.permits set).
+func (s *deployment) semAcquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
+	keys := k.script(owner)
+	args := []any{owner.arg, ttl, s.windowArg, entry, seq, k.permits, tag}
+	if tag == nil {
+		args = args[:6]
+	}
+	var cmd *redis.Cmd
+	var acks int64
+	var ackErr error
+	if s.ackN > 0 {
+		cmd, acks, ackErr = s.acked(ctx, semAcquireScript, k.hash(), keys, args...)
+		if cmd == nil {
+			return acquireReply{}, ackErr
+		}
+	} else {
+		cmd = s.run(ctx, semAcquireScript, keys, args...)
+	}
+	r, err := cmd.Result()
+	if err == redis.Nil {
+		return acquireReply{found: foundEnded}, nil
+	}
+	if err != nil {
+		return acquireReply{}, err
+	}
+	if p, ok := r.([]any); ok && len(p) == 2 && p[0] == "p" {
+		have, _ := p[1].(int64)
+		return acquireReply{}, &permitsError{want: k.permits.(string), have: have}
+	}
+	v, holder, err := readAcquire(cmd)
+	switch {
+	case err != nil:
+		return acquireReply{}, err
+	case v > 0 && ackErr != nil:
+		return acquireReply{}, ackErr // held, maybe: the caller undoes it
+	case v > 0 && s.ackN > 0 && acks < int64(s.ackN):
+		return acquireReply{}, s.notReplicated(acks)
+	case v > 0:
+		return acquireReply{found: foundHeld, fence: v}, nil
+	}
+	return acquireReply{found: foundBusy, wait: time.Duration(-v) * time.Millisecond, holder: holder}, nil
+}
+
+// semPTTL is pttl for a semaphore's permit.
+func (s *deployment) semPTTL(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
+	n, err := semPTTLScript.run(ctx, s.c, k.boxed[:1], owner).Int64()
+	if err != nil {
+		return 0, err
+	}
+	if n == -3 {
+		return 0, ErrNotHeld
+	}
+	return time.Duration(max(n, 0)) * time.Millisecond, nil
+}
+
+// byKind splits the renewal calls that mix locks and permits, so that each
+// call runs one renew script: locks first, as before, then permits.
+func byKind(batch []renewal, calls [][]int) [][]int {
+	out := make([][]int, 0, len(calls)+1)
+	for _, g := range calls {
+		var locks, sems []int
+		for _, i := range g {
+			if batch[i].keys.permits != nil {
+				sems = append(sems, i)
+			} else {
+				locks = append(locks, i)
+			}
+		}
+		for _, part := range [][]int{locks, sems} {
+			if len(part) > 0 {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
+// hasPermits reports whether part renews any semaphore permit.
+func hasPermits(batch []renewal, part []int) bool {
+	for _, i := range part {
+		if batch[i].keys.permits != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// permitsError is a Semaphore refused because its holders passed another
+// permits count. It matches ErrInvalid.
+type permitsError struct {
+	want string // the caller's
+	have int64  // the holders'
+}
+
+func (e *permitsError) Error() string {
+	return fmt.Sprintf("%v: permits %s, but the current holders of this semaphore passed permits %d", ErrInvalid, e.want, e.have)
+}
+
+func (e *permitsError) Is(target error) bool { return target == ErrInvalid }
+
+// isPermits reports whether err is a permitsError.
+func isPermits(err error) bool {
+	_, ok := err.(*permitsError)
+	return ok
+}
