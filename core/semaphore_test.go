@@ -307,3 +307,326 @@ func TestSemaphoreFIFO(t *testing.T) {
 	srv := redistest.Start(t)
 	testSemaphoreFIFO(t, srv.Client(t), srv.Client(t), srv.Client(t))
 }
+
+// Fences increase over the successive permits of a name: permits taken
+// together, a waiter granted by a release (above the releaser's), and a
+// permit taken after every one was released and the holders' hash deleted
+// (the slot's fence floor outlives it).
+func TestSemaphoreFences(t *testing.T) {
+	srv := redistest.Start(t)
+	l, direct := locktest.NewLocker(t, srv)
+	other, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	var last int64
+	next := func(what string, f int64) {
+		t.Helper()
+		if f <= last {
+			t.Fatalf("%s: fence %d not above the last one, %d", what, f, last)
+		}
+		last = f
+	}
+	var held []*core.Lease
+	for i := 0; i < 3; i++ {
+		s, err := l.Semaphore(ctx, "fence", 3, core.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		next("permit "+strconv.Itoa(i), s.Fence())
+		held = append(held, s)
+	}
+	got := make(chan *core.Lease, 1)
+	go func() {
+		s, err := other.Semaphore(ctx, "fence", 3, core.WithWait(10*time.Second))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- s
+	}()
+	for i := 0; semQueueLen(direct, "fence") != 1; i++ {
+		if i == 500 {
+			t.Fatal("the waiter never queued")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := held[0].Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := <-got
+	if w == nil {
+		t.Fatal("the waiter got no permit")
+	}
+	if w.Fence() <= held[0].Fence() {
+		t.Fatalf("granted fence %d not above the releaser's %d", w.Fence(), held[0].Fence())
+	}
+	next("granted", w.Fence())
+	for _, s := range append(held[1:], w) {
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := direct.Exists(ctx, semKey("fence")).Val(); n != 0 {
+		t.Fatal("the holders' hash outlived its last permit")
+	}
+	s, err := l.Semaphore(ctx, "fence", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next("after every permit was released", s.Fence())
+	s.Unlock(ctx)
+}
+
+// A Semaphore whose acquire reply comes later than its budget (and the
+// client's read timeout) reaches Redis once, is answered ErrUnavailable,
+// and the permit it took is given back: none is left held, and another
+// Locker takes both permits. A waiting Semaphore whose reply is late tries
+// again under the same owner: the script runs twice, one permit is held,
+// with the fence in Redis. Control: a counter script without an owner, run
+// by go-redis itself with the same late reply, counts twice.
+func TestSemaphoreLateAcquire(t *testing.T) {
+	srv := redistest.Start(t)
+	p, c := lateClient(t, srv, lateReadTimeout)
+	l := locktest.Locker(t, c)
+	other, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	warmSem(t, l)
+
+	t.Run("budget ends", func(t *testing.T) {
+		acquire := semScript("acquire", "late")
+		runs := p.Watch(acquire)
+		h := p.HoldReply(acquire, lateReply)
+		_, err := l.Semaphore(ctx, "late", 2, core.WithWait(core.NoWait))
+		if !errors.Is(err, core.ErrUnavailable) {
+			t.Fatalf("Semaphore whose reply came late = %v, want ErrUnavailable", err)
+		}
+		within(t, h.Answered(), 2*time.Second, "the held acquire ran")
+		if n := runs.Count(); n != 1 {
+			t.Fatalf("%d acquire scripts reached Redis, want one", n)
+		}
+		for i := 0; semHolders(t, direct, "late") != 0; i++ {
+			if i == 300 {
+				t.Fatalf("%d permits still held after the undo, want 0", semHolders(t, direct, "late"))
+			}
+			time.Sleep(10 * time.Millisecond) // the undo runs in the background
+		}
+		for i := 0; i < 2; i++ {
+			s, err := other.Semaphore(ctx, "late", 2, core.WithWait(core.NoWait))
+			if err != nil {
+				t.Fatalf("permit %d after the undo: %v", i, err)
+			}
+			defer s.Unlock(ctx)
+		}
+	})
+
+	t.Run("retried by a waiting call", func(t *testing.T) {
+		acquire := semScript("acquire", "late2")
+		runs := p.Watch(acquire)
+		p.HoldReply(acquire, lateReply)
+		s, err := l.Semaphore(ctx, "late2", 2, core.WithWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := runs.Count(); n < 2 {
+			t.Fatalf("%d acquire scripts reached Redis, want 2 or more: the fault did not happen", n)
+		}
+		if n := semHolders(t, direct, "late2"); n != 1 {
+			t.Fatalf("%d permits held after one Semaphore whose script ran %d times, want 1", n, runs.Count())
+		}
+		for _, v := range direct.HGetAll(ctx, semKey("late2")).Val() {
+			if f := strings.Split(v, "|"); len(f) > 1 && f[1] != strconv.FormatInt(s.Fence(), 10) {
+				t.Fatalf("fence in Redis %s, lease %d", f[1], s.Fence())
+			}
+		}
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := semHolders(t, direct, "late2"); n != 0 {
+			t.Fatalf("%d permits held after the only Unlock", n)
+		}
+	})
+
+	t.Run("control", func(t *testing.T) {
+		naive := redis.NewScript(`return redis.call('HINCRBY', KEYS[1], 'held', 1)`)
+		if err := naive.Load(ctx, c).Err(); err != nil {
+			t.Fatal(err)
+		}
+		m := redistest.MatchCommand("evalsha", naive.Hash(), "naive")
+		p.HoldReply(m, lateReply)
+		if err := naive.Run(ctx, c, []string{"naive"}).Err(); err != nil {
+			t.Logf("the control's call: %v", err)
+		}
+		if n, _ := direct.HGet(ctx, "naive", "held").Int(); n < 2 {
+			t.Fatalf("control: a naive acquire re-sent after a late reply counted %d permits, want 2 or more", n)
+		} else {
+			t.Logf("control: one naive acquire, %d permits counted", n)
+		}
+	})
+}
+
+// warmSem takes and releases a permit, so that the Locker has checked its
+// server and Redis has the semaphore's scripts cached.
+func warmSem(t *testing.T, l *core.Locker) {
+	t.Helper()
+	ctx := locktest.Context(t)
+	s, err := l.Semaphore(ctx, "warm", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A release whose reply is late runs twice (the Locker sends it again, with
+// a done marker) and frees one permit: with two permits held by two
+// Lockers and a waiter, the first run hands the permit to the waiter, and
+// the second frees nothing: two permits held, a third caller busy; Unlock
+// answers nil. Control: a counter release without an owner, run by
+// go-redis with the same late reply, frees two.
+func TestSemaphoreLateRelease(t *testing.T) {
+	srv := redistest.Start(t)
+	p, c := lateClient(t, srv, lateReadTimeout)
+	l := locktest.Locker(t, c)
+	other, direct := locktest.NewLocker(t, srv)
+	third, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	warmSem(t, l)
+
+	s, err := l.Semaphore(ctx, "rel", 2, core.WithReleaseTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := other.Semaphore(ctx, "rel", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Unlock(ctx)
+	got := make(chan *core.Lease, 1)
+	go func() {
+		w, err := third.Semaphore(ctx, "rel", 2, core.WithWait(10*time.Second))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- w
+	}()
+	for i := 0; semQueueLen(direct, "rel") != 1; i++ {
+		if i == 500 {
+			t.Fatal("the waiter never queued")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	release := semScript("release", "rel")
+	runs := p.Watch(release)
+	h := p.HoldReply(release, lateReply)
+	err = s.Unlock(ctx)
+	within(t, h.Matched(), time.Second, "the held release")
+	if n := runs.Count(); n < 2 {
+		t.Fatalf("%d release scripts reached Redis, want 2 or more: the fault did not happen (Unlock: %v)", n, err)
+	}
+	if err != nil {
+		t.Fatalf("Unlock whose release ran twice = %v, want nil", err)
+	}
+	w := <-got
+	if w == nil {
+		t.Fatal("the waiter got no permit")
+	}
+	defer w.Unlock(ctx)
+	if n := semHolders(t, direct, "rel"); n != 2 {
+		t.Fatalf("%d permits held after a release that ran %d times, want 2 (the other Locker's and the waiter's)", n, runs.Count())
+	}
+	if _, err := third.Semaphore(ctx, "rel", 2, core.WithWait(core.NoWait)); !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("a third permit of two = %v, want ErrNotObtained", err)
+	}
+
+	naive := redis.NewScript(`return redis.call('HINCRBY', KEYS[1], 'held', -1)`)
+	if err := naive.Load(ctx, c).Err(); err != nil {
+		t.Fatal(err)
+	}
+	direct.HSet(ctx, "naive-rel", "held", 2)
+	p.HoldReply(redistest.MatchCommand("evalsha", naive.Hash(), "naive-rel"), lateReply)
+	if err := naive.Run(ctx, c, []string{"naive-rel"}).Err(); err != nil {
+		t.Logf("the control's call: %v", err)
+	}
+	n, _ := direct.HGet(ctx, "naive-rel", "held").Int()
+	t.Logf("control: one naive release of two permits leaves %d held", n)
+	if n > 0 {
+		t.Fatalf("control: a naive release re-sent after a late reply left %d of 2 held, want 0 or fewer", n)
+	}
+}
+
+// A permit whose entry is deleted in Redis is lost at the next renewal
+// (TTL/3), well before its TTL: its Context ends with ErrLockLost. The
+// other permit of the same Locker and name, renewed in the same batch,
+// stays held (the control: the renewal itself works).
+func TestSemaphoreLost(t *testing.T) {
+	srv := redistest.Start(t)
+	l, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	ttl := 3 * time.Second
+	gone, err := l.Semaphore(ctx, "lost", 2, core.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := l.Semaphore(ctx, "lost", 2, core.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kept.Unlock(ctx)
+	owner := ""
+	for k, v := range direct.HGetAll(ctx, semKey("lost")).Val() {
+		if strings.HasSuffix(v, "|"+strconv.FormatInt(gone.Fence(), 10)) {
+			owner = k
+		}
+	}
+	if owner == "" {
+		t.Fatal("the permit's entry is not in Redis")
+	}
+	start := time.Now()
+	if err := direct.HDel(ctx, semKey("lost"), owner).Err(); err != nil {
+		t.Fatal(err)
+	}
+	within(t, gone.Done(), ttl/2+500*time.Millisecond, "loss noticed")
+	took := time.Since(start)
+	if cause := context.Cause(gone.Context()); !errors.Is(cause, core.ErrLockLost) {
+		t.Fatalf("cause %v, want ErrLockLost", cause)
+	}
+	t.Logf("lost %v after its entry was deleted (TTL %v)", took, ttl)
+	if kept.Context().Err() != nil {
+		t.Fatalf("the other permit's context ended too: %v", context.Cause(kept.Context()))
+	}
+	if d, err := kept.TTL(ctx); err != nil || d <= ttl/2 {
+		t.Fatalf("the other permit after the batch that lost one: TTL %v, %v; want renewed", d, err)
+	}
+	if err := gone.Unlock(ctx); !errors.Is(err, core.ErrNotHeld) {
+		t.Fatalf("Unlock after loss = %v, want ErrNotHeld", err)
+	}
+}
+
+// A holder that dies (no watchdog, no release) gives its permit back when
+// its TTL passes: a waiter gets it then. Control: a holder whose watchdog
+// renews keeps it past its TTL, and the waiter is busy.
+func TestSemaphoreDeadHolderExpires(t *testing.T) {
+	srv := redistest.Start(t)
+	l, _ := locktest.NewLocker(t, srv)
+	other, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	ttl := 300 * time.Millisecond
+	if _, err := l.Semaphore(ctx, "dead", 1, core.WithTTL(ttl), core.WithoutWatchdog()); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s, err := other.Semaphore(ctx, "dead", 1, core.WithWait(3*time.Second))
+	if err != nil {
+		t.Fatalf("the permit of a holder gone silent: %v", err)
+	}
+	t.Logf("permit back %v after it was taken (TTL %v)", time.Since(start), ttl)
+	s.Unlock(ctx)
+
+	alive, err := l.Semaphore(ctx, "alive", 1, core.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alive.Unlock(ctx)
+	if _, err := other.Semaphore(ctx, "alive", 1, core.WithWait(3*ttl)); !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("control: the permit of a renewed holder = %v, want ErrNotObtained", err)
+	}
+}
