@@ -630,3 +630,290 @@ func TestSemaphoreDeadHolderExpires(t *testing.T) {
 		t.Fatalf("control: the permit of a renewed holder = %v, want ErrNotObtained", err)
 	}
 }
+
+// What Semaphore answers: busy within its budget (a *BusyError with the
+// time until the first permit held expires), Redis down (ErrUnavailable
+// naming the cause), bad permits (ErrInvalid naming them), a count other
+// than the holders' (ErrInvalid naming both; accepted again once they are
+// gone), Redlock (ErrUnsupported, nothing sent), a closed Locker.
+func TestSemaphoreOutcomes(t *testing.T) {
+	srv := redistest.Start(t)
+	l, _ := locktest.NewLocker(t, srv)
+	other, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+
+	t.Run("busy", func(t *testing.T) {
+		s, err := l.Semaphore(ctx, "out:busy", 1, core.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Unlock(ctx)
+		start := time.Now()
+		_, err = other.Semaphore(ctx, "out:busy", 1, core.WithWait(300*time.Millisecond))
+		took := time.Since(start)
+		var be *core.BusyError
+		if !errors.Is(err, core.ErrNotObtained) || !errors.As(err, &be) {
+			t.Fatalf("Semaphore with no permit free = %v, want a *BusyError", err)
+		}
+		if took < 300*time.Millisecond || took > 350*time.Millisecond+50*time.Millisecond {
+			t.Fatalf("busy after %v, want its 300ms budget (+50ms)", took)
+		}
+		if be.HolderTTL <= 30*time.Second {
+			t.Fatalf("HolderTTL %v, want the holder's remaining minute", be.HolderTTL)
+		}
+	})
+
+	t.Run("invalid permits", func(t *testing.T) {
+		for _, n := range []int{0, -1} {
+			_, err := l.Semaphore(ctx, "out:inv", n)
+			if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "permits") {
+				t.Fatalf("permits %d = %v, want ErrInvalid naming permits", n, err)
+			}
+		}
+	})
+
+	t.Run("permits mismatch", func(t *testing.T) {
+		s, err := l.Semaphore(ctx, "out:mis", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = other.Semaphore(ctx, "out:mis", 2, core.WithWait(time.Second))
+		if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "permits 2") || !strings.Contains(err.Error(), "permits 3") {
+			t.Fatalf("permits 2 while the holders passed 3 = %v, want ErrInvalid naming both", err)
+		}
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s2, err := other.Semaphore(ctx, "out:mis", 2)
+		if err != nil {
+			t.Fatalf("permits 2 once the holders of 3 are gone: %v", err)
+		}
+		s2.Unlock(ctx)
+	})
+
+	t.Run("redis down", func(t *testing.T) {
+		down := redistest.Start(t)
+		dl, _ := locktest.NewLocker(t, down)
+		warmSem(t, dl)
+		down.Stop()
+		start := time.Now()
+		_, err := dl.Semaphore(ctx, "out:down", 2)
+		if !errors.Is(err, core.ErrUnavailable) || !strings.Contains(err.Error(), "refused") {
+			t.Fatalf("Semaphore with Redis stopped = %v, want ErrUnavailable naming the refusal", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("it took %v", d)
+		}
+	})
+
+	t.Run("redlock", func(t *testing.T) {
+		var cs []redis.UniversalClient
+		for _, s := range redistest.StartN(t, 3) {
+			cs = append(cs, s.Client(t))
+		}
+		rl, err := core.NewRedlock(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rl.Close()
+		if _, err := rl.Semaphore(ctx, "out:rl", 2); !errors.Is(err, core.ErrUnsupported) {
+			t.Fatalf("Semaphore on a Redlock Locker = %v, want ErrUnsupported", err)
+		}
+		if n := cs[0].Exists(ctx, semKey("out:rl")).Val(); n != 0 {
+			t.Fatal("the refused call left a permit")
+		}
+	})
+
+	t.Run("closed", func(t *testing.T) {
+		cl, _ := locktest.NewLocker(t, srv)
+		cl.Close()
+		if _, err := cl.Semaphore(ctx, "out:closed", 2); !errors.Is(err, core.ErrClosed) {
+			t.Fatalf("Semaphore after Close = %v, want ErrClosed", err)
+		}
+	})
+}
+
+// Semaphore is not re-entrant, and a permit and a lock of one name never
+// re-enter each other: Semaphore with a permit's Context takes another
+// permit (a third of two is busy), Lock with it takes the lock afresh, and
+// Semaphore with a lock's Context takes a permit. Control: Lock with the
+// lock's Context does re-enter it.
+func TestSemaphoreNotReentrant(t *testing.T) {
+	srv := redistest.Start(t)
+	l, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	s1, err := l.Semaphore(ctx, "re", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s1.Unlock(ctx)
+	s2, err := l.Semaphore(s1.Context(), "re", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Unlock(ctx)
+	if s2.Reentrant() || s2.Fence() == s1.Fence() {
+		t.Fatalf("Semaphore with a permit's Context: reentrant %v, fence %d (first %d); want a permit of its own", s2.Reentrant(), s2.Fence(), s1.Fence())
+	}
+	if n := semHolders(t, direct, "re"); n != 2 {
+		t.Fatalf("%d permits held, want 2", n)
+	}
+	if _, err := l.Semaphore(s2.Context(), "re", 2, core.WithWait(core.NoWait)); !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("a third permit of two with a permit's Context = %v, want ErrNotObtained", err)
+	}
+	lk, err := l.Lock(s1.Context(), "re")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock(ctx)
+	if lk.Reentrant() || !locktest.Held(t, ctx, direct, "re") {
+		t.Fatal("Lock with a permit's Context of the same name did not take the lock afresh")
+	}
+	p, err := l.Semaphore(lk.Context(), "re2", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Unlock(ctx)
+	lk2, err := l.Lock(ctx, "re2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk2.Unlock(ctx)
+	p2, err := l.Semaphore(lk2.Context(), "re2", 2, core.WithWait(core.NoWait))
+	if err == nil {
+		defer p2.Unlock(ctx)
+	}
+	if !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("Semaphore (2) with a lock's Context while the one permit of 1 is held = %v, want the count mismatch, not a re-entry", err)
+	}
+	p3, err := l.Semaphore(lk2.Context(), "re2", 1, core.WithWait(core.NoWait))
+	if !errors.Is(err, core.ErrNotObtained) {
+		p3.Unlock(ctx)
+		t.Fatalf("Semaphore with a lock's Context while its one permit is held = %v, want ErrNotObtained", err)
+	}
+	in, err := l.Lock(lk2.Context(), "re2")
+	if err != nil || !in.Reentrant() {
+		t.Fatalf("control: Lock with the lock's own Context = %v, reentrant %v; want a re-entry", err, in.Reentrant())
+	}
+	in.Unlock(ctx)
+}
+
+// Shutdown releases the permits it holds: a waiter on another Locker gets
+// one at once, not after the TTL (a minute); the leases' contexts end
+// with ErrClosed. Close leaves them to expire, as it leaves locks, and ends
+// its leases' contexts and its waiting calls with ErrClosed.
+func TestSemaphoreShutdownAndClose(t *testing.T) {
+	srv := redistest.Start(t)
+	l, direct := locktest.NewLocker(t, srv)
+	other, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	var held []*core.Lease
+	for i := 0; i < 2; i++ {
+		s, err := l.Semaphore(ctx, "shut", 2, core.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, s)
+	}
+	got := make(chan error, 1)
+	go func() {
+		s, err := other.Semaphore(ctx, "shut", 2, core.WithWait(10*time.Second))
+		if err == nil {
+			s.Unlock(ctx)
+		}
+		got <- err
+	}()
+	for i := 0; semQueueLen(direct, "shut") != 1; i++ {
+		if i == 500 {
+			t.Fatal("the waiter never queued")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	if err := l.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("the waiter after Shutdown: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the waiter got no permit within 2s of Shutdown")
+	}
+	t.Logf("waiter served %v after Shutdown (TTL 1m)", time.Since(start))
+	for _, s := range held {
+		if cause := context.Cause(s.Context()); !errors.Is(cause, core.ErrClosed) {
+			t.Fatalf("cause after Shutdown %v, want ErrClosed", cause)
+		}
+	}
+
+	c, _ := locktest.NewLocker(t, srv)
+	s, err := c.Semaphore(ctx, "close", 1, core.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := c.Semaphore(ctx, "close", 1, core.WithWait(10*time.Second))
+		waiting <- err
+	}()
+	for i := 0; semQueueLen(direct, "close") != 1; i++ {
+		if i == 500 {
+			t.Fatal("the waiter never queued")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.Close()
+	if err := <-waiting; !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("a waiting Semaphore at Close = %v, want ErrClosed", err)
+	}
+	if cause := context.Cause(s.Context()); !errors.Is(cause, core.ErrClosed) {
+		t.Fatalf("cause after Close %v, want ErrClosed", cause)
+	}
+	if n := semHolders(t, direct, "close"); n != 1 {
+		t.Fatalf("%d permits after Close, want its one left to expire", n)
+	}
+}
+
+// An uncontended Semaphore and Unlock: two scripts, and nothing left
+// behind but the slot's fence floor. The commands the scripts run are
+// logged. Control: the counts see a Lock cycle's scripts too.
+func TestSemaphoreUncontendedCycle(t *testing.T) {
+	srv := redistest.Start(t)
+	l, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	warmSem(t, l)
+	const n = 50
+	before := allCommands(t, direct)
+	for i := 0; i < n; i++ {
+		s, err := l.Semaphore(ctx, "lean:"+strconv.Itoa(i), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := diffCommands(before, allCommands(t, direct))
+	var per []string
+	for name, c := range d {
+		per = append(per, fmt.Sprintf("%s %.2f", name, float64(c)/n))
+	}
+	t.Logf("per Semaphore+Unlock cycle: %s", strings.Join(per, ", "))
+	if d["evalsha"] != 2*n {
+		t.Fatalf("%d scripts for %d cycles, want 2 each", d["evalsha"], n)
+	}
+	if keys := direct.Keys(ctx, "lockgate:{lean:*").Val(); len(keys) != 0 {
+		t.Fatalf("left behind: %v", keys)
+	}
+	before = allCommands(t, direct)
+	s, err := l.Lock(ctx, "lean:lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Unlock(ctx)
+	if d := diffCommands(before, allCommands(t, direct)); d["evalsha"] != 2 {
+		t.Fatalf("control: a Lock cycle counted %d scripts, want 2", d["evalsha"])
+	}
+}

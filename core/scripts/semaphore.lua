@@ -68,17 +68,13 @@ local function give(w, exp, seq, tag, now, ms, window, n)
 end
 
 -- pass hands free permits (n in all, live held) to the live waiters in
--- arrival order; it returns the number held after, and the earliest expiry
--- among those it handed.
+-- arrival order, and returns the number held after.
 local function pass(live, n, now, ms, window)
-  local soon
-  if redis.call('EXISTS', KEYS[4]) == 0 then return live end
   while live < n do
     local w, exp, seq, tag = head(ms)
     if not w then break end
     give(w, exp, seq, tag, now, ms, window, n)
     live = live + 1
-    if not soon or exp < soon then soon = exp end
   end
-  return live, soon
+  return live
 end

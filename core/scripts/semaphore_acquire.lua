@@ -26,7 +26,9 @@ if mine then
   end
   return tonumber(mine[2])
 end
-if redis.call('EXISTS', KEYS[3]) == 1 then
+-- A marker or a queue: one EXISTS for both in the common case (neither).
+local extra = redis.call('EXISTS', KEYS[3], KEYS[4])
+if extra > 0 and redis.call('EXISTS', KEYS[3]) == 1 then
   return false
 end
 if live > 0 and have and have ~= n then
@@ -36,7 +38,7 @@ end
 -- earlier (a single attempt never jumps the queue either), expired entries
 -- are dropped on the way; a caller at the head takes its own.
 local free = n - live
-if free > 0 and redis.call('EXISTS', KEYS[4]) == 1 then
+if free > 0 and extra > 0 then
   while free > 0 do
     local w, exp, seq, tag = head(ms)
     if w == false then free = 0 break end

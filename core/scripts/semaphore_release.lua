@@ -32,8 +32,12 @@ else
     end
   end
 end
-if n then live = pass(live, n, now, ms, ARGV[2]) end
-if live == 0 and redis.call('EXISTS', KEYS[4]) == 0 then
+local queued = redis.call('EXISTS', KEYS[4]) == 1
+if queued and n then
+  live = pass(live, n, now, ms, ARGV[2])
+  queued = redis.call('EXISTS', KEYS[4]) == 1
+end
+if live == 0 and not queued then
   redis.call('DEL', KEYS[1])
 end
 return out
