@@ -159,6 +159,7 @@ func TestSemaphoreOnCluster(t *testing.T) {
 	a, b := cl.Client(t), cl.Client(t)
 	testAtMostPermits(t, a, b)
 	t.Run("FIFO", func(t *testing.T) { testSemaphoreFIFO(t, a, b, b) })
+	t.Run("RenewsBesideLocks", func(t *testing.T) { testRenewsBesideLocks(t, a) })
 }
 
 // On Sentinel, also WithReplicaAck: a permit is on the replica when
@@ -915,5 +916,81 @@ func TestSemaphoreUncontendedCycle(t *testing.T) {
 	s.Unlock(ctx)
 	if d := diffCommands(before, allCommands(t, direct)); d["evalsha"] != 2 {
 		t.Fatalf("control: a Lock cycle counted %d scripts, want 2", d["evalsha"])
+	}
+}
+
+// testRenewsBesideLocks: one Locker's watchdog renews a lock and a permit
+// of the same name (due together, so mostly in one batch: one hash slot,
+// two script calls) past three TTLs; both are held in Redis after. Control: the same two without
+// the watchdog have expired by then.
+func testRenewsBesideLocks(t *testing.T, c redis.UniversalClient) {
+	l := locktest.Locker(t, c)
+	ctx := locktest.Context(t)
+	ttl := 300 * time.Millisecond
+	take := func(name string, opts ...core.LockOption) (*core.Lease, *core.Lease) {
+		t.Helper()
+		opts = append(opts, core.WithTTL(ttl))
+		lk, err := l.Lock(ctx, name, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := l.Semaphore(ctx, name, 2, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lk, p
+	}
+	lk, p := take("mix")
+	clk, cp := take("mix-ctl", core.WithoutWatchdog())
+	time.Sleep(3 * ttl) // three TTLs pass: the renewals, or the expiries, happen meanwhile
+	for _, s := range []*core.Lease{lk, p} {
+		if s.Context().Err() != nil {
+			t.Fatalf("a lease renewed beside the other kind ended: %v", context.Cause(s.Context()))
+		}
+		if d, err := s.TTL(ctx); err != nil || d <= 0 {
+			t.Fatalf("TTL after three TTLs = %v, %v: want renewed", d, err)
+		}
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []*core.Lease{clk, cp} {
+		if _, err := s.TTL(ctx); !errors.Is(err, core.ErrNotHeld) {
+			t.Fatalf("control: TTL of a lease without the watchdog after three TTLs = %v, want ErrNotHeld", err)
+		}
+	}
+}
+
+func TestSemaphoreRenewsBesideLocks(t *testing.T) {
+	testRenewsBesideLocks(t, redistest.Start(t).Client(t))
+}
+
+// With WithHolderTag a permit's holder tag is stored with it, and a caller
+// that finds no permit free is told the tag of the permit that expires
+// first.
+func TestSemaphoreHolderTag(t *testing.T) {
+	srv := redistest.Start(t)
+	type tagKey struct{}
+	tag := core.WithHolderTag(func(ctx context.Context) string { s, _ := ctx.Value(tagKey{}).(string); return s })
+	events := &locktest.Events{}
+	l, _ := locktest.NewLocker(t, srv, tag, core.WithObserver(events))
+	ctx := locktest.Context(t)
+	first, err := l.Semaphore(context.WithValue(ctx, tagKey{}, "first"), "tag", 2, core.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Unlock(ctx)
+	second, err := l.Semaphore(context.WithValue(ctx, tagKey{}, "second"), "tag", 2, core.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Unlock(ctx)
+	_, err = l.Semaphore(context.WithValue(ctx, tagKey{}, "third"), "tag", 2, core.WithWait(core.NoWait))
+	if !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("a third permit of two = %v", err)
+	}
+	e, ok := events.Wait(ctx, locktest.Is(core.EventNotObtained, "tag"))
+	if !ok || e.HolderTag != "first" {
+		t.Fatalf("busy event's holder tag %q, want the first-expiring holder's, \"first\"", e.HolderTag)
 	}
 }
