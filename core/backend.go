@@ -165,8 +165,8 @@ func (s *deployment) run(ctx context.Context, script *script, keys []any, args .
 }
 
 func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
-	if k.permits != nil {
-		return s.semAcquire(ctx, k, owner, ttl, entry, seq, tag)
+	if k.semaphore() {
+		return s.semAcquire(ctx, k, owner, ttl, entry, seq, tag.(*semArgs))
 	}
 	keys := k.script(owner)
 	args := []any{owner.arg, ttl, s.windowArg, entry, seq, tag}
@@ -228,7 +228,7 @@ func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, ma
 		m = s.markerArg
 	}
 	release := s.scripts.release
-	if k.permits != nil {
+	if k.semaphore() {
 		release = semReleaseScript
 	}
 	n, err := s.run(ctx, release, k.script(owner), owner.arg, s.windowArg, m).Int64()
@@ -273,7 +273,7 @@ func (s *deployment) forceRelease(ctx context.Context, k *lockKeys, owner string
 }
 
 func (s *deployment) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
-	if k.permits != nil {
+	if k.semaphore() {
 		return s.semPTTL(ctx, k, owner)
 	}
 	n, err := pttlScript.run(ctx, s.c, k.boxed[:1], owner).Int64()
@@ -350,7 +350,7 @@ func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
 			args = append(args, batch[i].owner.arg, batch[i].ttlArg)
 		}
 		renew := renewScript
-		if batch[g[0]].keys.permits != nil {
+		if batch[g[0]].keys.semaphore() {
 			renew = semRenewScript
 		}
 		sc[gi] = &scriptCall{script: renew, cmd: renew.cmd(ctx, keys, args).Cmd}

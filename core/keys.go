@@ -15,9 +15,6 @@ type lockKeys struct {
 	// slices need no allocation.
 	names [4]string
 	boxed [4]any // names, boxed once for the script calls
-	// permits is a semaphore's permits count as a script argument (see
-	// semKeysFor); nil for a lock
-	permits any
 }
 
 func (k *lockKeys) hash() string { return k.names[0] }

@@ -43,7 +43,7 @@ func reentry(ctx context.Context, key string) *Lease {
 				return p
 			}
 		}
-		if s.h != nil && s.h.key == key && s.h.keys.permits == nil { // a permit is never re-entered
+		if s.h != nil && s.h.key == key && !s.h.keys.semaphore() { // a permit is never re-entered
 			return s
 		}
 	}
