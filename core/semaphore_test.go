@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -992,5 +993,112 @@ func TestSemaphoreHolderTag(t *testing.T) {
 	e, ok := events.Wait(ctx, locktest.Is(core.EventNotObtained, "tag"))
 	if !ok || e.HolderTag != "first" {
 		t.Fatalf("busy event's holder tag %q, want the first-expiring holder's, \"first\"", e.HolderTag)
+	}
+}
+
+// A single attempt never jumps a queue of live waiters: with the one
+// permit free in Redis (its holder expired without a release) and a live
+// waiter whose retry is held back (its network stalled), another caller is
+// answered busy, and its attempt hands the permit to the waiter in Redis,
+// as a release would have; the waiter then has it. Control: once the
+// waiter is served and gone, the same single attempt gets the permit.
+func TestSemaphoreNoJump(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, direct := locktest.NewLocker(t, srv)
+	other, _ := locktest.NewLocker(t, srv)
+	p, waiter := proxiedLocker(t, srv)
+	ctx := locktest.Context(t)
+	if _, err := holder.Semaphore(ctx, "nojump", 1, core.WithTTL(400*time.Millisecond), core.WithoutWatchdog()); err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan error, 1)
+	go func() {
+		s, err := waiter.Semaphore(ctx, "nojump", 1, core.WithWait(10*time.Second), core.WithTTL(time.Minute))
+		if err == nil {
+			err = s.Unlock(context.WithoutCancel(ctx))
+		}
+		res <- err
+	}()
+	for i := 0; semQueueLen(direct, "nojump") != 1; i++ {
+		if i == 500 {
+			t.Fatal("the waiter never queued")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.Stall()
+	defer p.Unstall()
+	for i := 0; semHolders(t, direct, "nojump") != 0; i++ {
+		if i == 200 {
+			t.Fatal("the holder's permit never expired")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	queued := direct.ZRange(ctx, semKey("nojump")+":q", 0, -1).Val()
+	if len(queued) != 1 {
+		t.Fatalf("probe: %d waiters queued, want the stalled one", len(queued))
+	}
+	if _, err := other.Semaphore(ctx, "nojump", 1, core.WithWait(core.NoWait)); !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("a single attempt with a live waiter queued = %v, want ErrNotObtained", err)
+	}
+	if v := direct.HGet(ctx, semKey("nojump"), queued[0]).Val(); v == "" {
+		t.Fatal("the stalled waiter was not handed the permit in Redis")
+	}
+	p.Unstall()
+	select {
+	case err := <-res:
+		if err != nil {
+			t.Fatalf("the stalled waiter: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stalled waiter did not get its permit within 5s of its network coming back")
+	}
+	s, err := other.Semaphore(ctx, "nojump", 1, core.WithWait(core.NoWait))
+	if err != nil {
+		t.Fatalf("control: a single attempt with nobody queued: %v", err)
+	}
+	s.Unlock(ctx)
+}
+
+// The server paused past a permit's TTL: renewals cannot get through, and
+// the holder's context is cancelled (ErrLockLost) at the end of its
+// validity, before the server, once resumed, gives the permit to a waiter.
+func TestSemaphoreLostBeforeOtherWhenServerPaused(t *testing.T) {
+	srv := redistest.Start(t)
+	a, _ := locktest.NewLocker(t, srv)
+	b, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	ttl := 300 * time.Millisecond
+	s, err := a.Semaphore(ctx, "paused", 1, core.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lostAt atomic.Int64
+	stop := context.AfterFunc(s.Context(), func() { lostAt.Store(time.Now().UnixNano()) })
+	defer stop()
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl + 200*time.Millisecond) // the fault: the server stays stopped past the TTL
+	got := make(chan int64, 1)
+	go func() {
+		s2, err := b.Semaphore(ctx, "paused", 1, core.WithWait(5*time.Second))
+		at := time.Now().UnixNano()
+		if err != nil {
+			t.Error(err)
+		} else {
+			s2.Unlock(ctx)
+		}
+		got <- at
+	}()
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	at := <-got
+	within(t, s.Done(), time.Second, "lease context cancelled")
+	if cause := context.Cause(s.Context()); !errors.Is(cause, core.ErrLockLost) {
+		t.Fatalf("cause %v, want ErrLockLost", cause)
+	}
+	if l := lostAt.Load(); l == 0 || l >= at {
+		t.Fatalf("holder learned of the loss at %d, the other caller got the permit at %d: must be before", l, at)
 	}
 }
