@@ -24,7 +24,8 @@ import (
 // gone from Redis) ends that lease's Context (cause ErrLockLost) and no
 // other. Fences come from the same per-slot source as locks', so they
 // increase over the successive permits of a name (and over its locks).
-// Close leaves permits to expire; Shutdown releases them.
+// Close leaves permits to expire; Shutdown releases them. WithReplicaAck
+// applies as for Lock.
 //
 // A semaphore and the lock of the same name are separate: Lock never
 // excludes, nor is excluded by, Semaphore of that name. Semaphore is not
