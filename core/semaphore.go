@@ -15,35 +15,20 @@ import (
 // lease is one permit: its own Fence, a Context that ends if the permit is
 // lost, Unlock, Extend, the watchdog.
 //
-// At most permits leases of one name are held at once, across Lockers.
-// Waiting, budgets and options are Lock's (WithWait default 2s, WithTTL
-// 30s, watchdog on, NoWait for one attempt): callers wait in a FIFO queue
-// in Redis, and a release hands its permit straight to the first live
-// waiter. Each permit expires on its own: a holder that dies gives its
-// permit back when its TTL passes, and the loss of one permit (its entry
-// gone from Redis) ends that lease's Context (cause ErrLockLost) and no
-// other. Fences come from the same per-slot source as locks', so they
-// increase over the successive permits of a name (and over its locks).
-// Close leaves permits to expire; Shutdown releases them. WithReplicaAck
-// applies as for Lock.
-//
-// A semaphore and the lock of the same name are separate: Lock never
-// excludes, nor is excluded by, Semaphore of that name. Semaphore is not
-// re-entrant (every call takes a permit of its own, even with a permit's
-// Context), and a permit's Context does not re-enter Lock of its name.
-//
-// In Redis a semaphore is a hash "<prefix>{<name>}:sem" (owner →
-// "<expiry ms>|<fence>", and the permits its holders passed), its queue
-// "<prefix>{<name>}:sem:q" and ":sem:qt", all in one Cluster slot; the hash
-// is deleted once no permit is held and nobody waits. Every call reads the
-// holders, so its cost grows with permits.
+// Budgets, options, FIFO waiting and handoff are Lock's. Each permit
+// expires on its own (a dead holder's comes back after its TTL), and its
+// loss ends only its own lease. Fences come from the same per-slot source
+// as locks'. Semaphore is not re-entrant, and it and Lock of the same name
+// never exclude or re-enter each other. Shutdown releases permits, Close
+// leaves them to expire. In Redis: a hash "<prefix>{<name>}:sem" of
+// holders (each "<expiry ms>|<fence>") and the count, and its queue, in
+// the name's slot, gone once nobody holds or waits. See docs/usage.md,
+// "Semaphores".
 //
 // Errors: as for Lock (a *BusyError when no permit came free within the
-// budget, ErrUnavailable naming the cause when Redis failed or did not
-// answer); ErrInvalid for permits below 1, or for permits other than the
-// count the current holders of key passed (naming both); ErrUnsupported on
-// a Redlock Locker (NewRedlock), whose nodes could each grant different
-// holders.
+// budget); ErrInvalid for permits below 1, or other than the count the
+// current holders passed (naming both); ErrUnsupported on a Redlock Locker,
+// whose nodes could each grant a different last permit.
 func (l *Locker) Semaphore(ctx context.Context, key string, permits int, opts ...LockOption) (*Lease, error) {
 	start := time.Now()
 	a := &acquisition{l: l, key: key}
