@@ -89,7 +89,7 @@ func (a *acquisition) ended(ctx context.Context) error {
 func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	l, o := a.l, &a.o
 	a.attempts++
-	sent := l.monoNow()
+	sent := l.clock()
 	entry, seq := noEntry, 0
 	if a.waits {
 		entry = o.entryArg
@@ -229,7 +229,7 @@ func (a *acquisition) took(ctx context.Context, fence, sent int64, wall time.Tim
 		a.sampled = true
 	}
 	validUntil := sent + int64(o.ttl-l.drift(o.ttl))
-	if l.monoNow() >= validUntil {
+	if l.clock() >= validUntil {
 		// The reply came too late to leave any validity: give it back.
 		a.undo()
 		return nil, unavailable("acquire", errors.New("reply arrived after the lease's validity"))
@@ -243,9 +243,9 @@ func (a *acquisition) took(ctx context.Context, fence, sent int64, wall time.Tim
 
 // newHold makes the hold of a lock this call obtained and its first lease
 // (newHeld) and hands the hold to the watchdog.
-func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt int64, claim bool) (*Lease, error) {
+func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt int64, handedOver bool) (*Lease, error) {
 	l := a.l
-	s := newHeld(ctx, l, a.key, a.keys, a.owner, &a.o, fence, validUntil, renewAt, claim)
+	s := newHeld(ctx, l, a.key, a.keys, a.owner, &a.o, fence, validUntil, renewAt, handedOver)
 	s.h.uncertain.Store(a.uncertain)
 	if !l.wd.add(s.h) {
 		a.undo()

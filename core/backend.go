@@ -276,7 +276,7 @@ func (s *deployment) pttl(ctx context.Context, k *lockKeys, owner string) (time.
 	if k.semaphore() {
 		return s.semPTTL(ctx, k, owner)
 	}
-	n, err := pttlScript.run(ctx, s.c, k.boxed[:1], owner).Int64()
+	n, err := pttlScript.run(ctx, s.c, k.args[:1], owner).Int64()
 	if err != nil {
 		return 0, err
 	}
@@ -346,7 +346,7 @@ func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
 		keys := make([]any, len(g))
 		args := make([]any, 0, 2*len(g))
 		for j, i := range g {
-			keys[j] = batch[i].keys.boxed[0]
+			keys[j] = batch[i].keys.args[0]
 			args = append(args, batch[i].owner.arg, batch[i].ttlArg)
 		}
 		renew := renewScript

@@ -193,7 +193,7 @@ func inspectReply(cmd *redis.Cmd) (lockState, error) {
 }
 
 func (s *deployment) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
-	return inspectReply(inspectScript.run(ctx, s.c, []any{k.boxed[0], k.boxed[3]}))
+	return inspectReply(inspectScript.run(ctx, s.c, []any{k.args[0], k.args[3]}))
 }
 
 // scan calls fn with each key matching glob that is a hash, on every

@@ -14,7 +14,7 @@ type lockKeys struct {
 	// (zset) and their entries (hash); an array so that the scripts' KEYS
 	// slices need no allocation.
 	names [4]string
-	boxed [4]any // names, boxed once for the script calls
+	args  [4]any // names as script arguments (interfaces), made once
 }
 
 func (k *lockKeys) hash() string { return k.names[0] }
@@ -38,7 +38,7 @@ func (k *lockKeys) owner(id string) ownerID {
 
 // script returns the KEYS of the acquire and release scripts for owner.
 func (k *lockKeys) script(owner ownerID) []any {
-	return []any{k.boxed[0], k.boxed[1], owner.marker, k.boxed[2], k.boxed[3]}
+	return []any{k.args[0], k.args[1], owner.marker, k.args[2], k.args[3]}
 }
 
 var (
@@ -57,7 +57,7 @@ func (l *Locker) keysFor(name string) lockKeys {
 	qt := l.opts.prefix + "{" + name + "}:qt"
 	k := lockKeys{names: [4]string{qt[:len(qt)-3], l.floorKey(name), qt[:len(qt)-1], qt}}
 	for i, n := range k.names {
-		k.boxed[i] = n
+		k.args[i] = n
 	}
 	return k
 }

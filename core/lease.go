@@ -41,13 +41,13 @@ type hold struct {
 	parentDone <-chan struct{}
 
 	// watchdog bookkeeping, guarded by the watchdog's mutex
-	renewAt   int64  // next renewal due, monotonic ns
-	abandoned bool   // its context ended without Unlock: not renewed any more
-	pending   bool   // a renewal is in flight
-	claim     bool   // handed over by a release: renew once to the TTL even without the watchdog
-	pattern   string // WithPattern of the acquisition, for observations
-	hidx      int    // index in the watchdog heap, -1 when not scheduled
-	hkey      int64  // heap key: next(h) when last placed
+	renewAt    int64  // next renewal due, monotonic ns
+	abandoned  bool   // its context ended without Unlock: not renewed any more
+	pending    bool   // a renewal is in flight
+	handedOver bool   // handed over by a release: renew once to the TTL even without the watchdog
+	pattern    string // WithPattern of the acquisition, for observations
+	heapIndex  int    // index in the watchdog heap, -1 when not scheduled
+	heapKey    int64  // heap key: next(h) when last placed
 }
 
 // Why a hold ended.
@@ -108,9 +108,9 @@ func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ow
 		watchdog:   o.watchdog,
 		release:    o.releaseTimeout,
 		renewAt:    renewAt,
-		claim:      handedOver, // granted: claims the whole TTL once, even without the watchdog
+		handedOver: handedOver, // granted: claims the whole TTL once, even without the watchdog
 		pattern:    o.pattern,
-		hidx:       -1,
+		heapIndex:  -1,
 		parentDone: ctx.Done(),
 	}
 	h.count.Store(1)
@@ -266,7 +266,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return ErrNotHeld
 	}
 	h := s.h
-	sent := h.l.monoNow()
+	sent := h.l.clock()
 	b := []renewal{{keys: &h.keys, owner: &h.owner, ttl: ttl, ttlArg: ms(ttl)}}
 	_, err := bounded(h.l, ctx, h.l.callDeadline(ctx), func(cctx context.Context) (struct{}, error) {
 		h.l.be.renew(cctx, b, []int{0})
@@ -389,7 +389,7 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 	held, err := bounded(l, detached(ctx), time.Now().Add(h.release), func(cctx context.Context) (bool, error) {
 		backoff := retryMin
 		for {
-			valid := l.monoNow() < h.validUntil.Load()
+			valid := l.clock() < h.validUntil.Load()
 			held, err := l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
 			if err == nil {
 				return held, nil

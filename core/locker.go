@@ -22,7 +22,7 @@ type Locker struct {
 	opts      lockerOptions
 	epoch     time.Time // origin of the monotonic clock used for validity
 	wd        *watchdog
-	rooms     []*waitRoom // one per Redis deployment: one, or a Redlock's nodes
+	waitRooms []*waitRoom // one per Redis deployment: one, or a Redlock's nodes
 	holdTimes holdTimes
 	server    serverCheck
 	// markerTTL is how long a done marker lives: longer than the client
@@ -106,7 +106,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		undoWake:         undoWaits{wake: make(chan struct{})},
 		mut:              mut,
 	}
-	l.rooms = []*waitRoom{newWaitRoom(client, l.monoNow, &l.mut)}
+	l.waitRooms = []*waitRoom{newWaitRoom(client, l.clock, &l.mut)}
 	l.prober = newProber(client, l.reached.Load, o.sentinels)
 	l.wd = newWatchdog(l)
 	if be.pipe != nil {
@@ -192,7 +192,7 @@ func (l *Locker) stop() []*hold {
 	l.stopOnce.Do(func() {
 		l.closed.Store(true)
 		close(l.done)
-		for _, r := range l.rooms {
+		for _, r := range l.waitRooms {
 			r.close()
 		}
 		held = l.wd.close()
@@ -382,9 +382,11 @@ func (a *acquisition) event(start time.Time, s *Lease, err error) Event {
 	return ev
 }
 
-func (l *Locker) monoNow() int64 { return int64(time.Since(l.epoch)) }
+// clock is the Locker's monotonic clock: ns since it was made. Validity
+// times are readings of it.
+func (l *Locker) clock() int64 { return int64(time.Since(l.epoch)) }
 
-// timeAt is the time ns after the Locker's epoch (a reading of monoNow).
+// timeAt is the time ns after the Locker's epoch (a reading of clock).
 func (l *Locker) timeAt(ns int64) time.Time { return l.epoch.Add(time.Duration(ns)) }
 
 func (l *Locker) drift(ttl time.Duration) time.Duration {

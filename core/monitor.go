@@ -43,7 +43,7 @@ func (w *watchdog) startMonitors(idle chan struct{}) {
 	if w.l.mut.noMonitor {
 		return
 	}
-	for _, r := range w.l.rooms {
+	for _, r := range w.l.waitRooms {
 		c := r.client
 		w.wg.Add(1)
 		go func() {
@@ -224,13 +224,13 @@ func (w *watchdog) monitorCluster(idle chan struct{}, cc *redis.ClusterClient) {
 // failed, and the locks it held may be gone.
 func (w *watchdog) checkNow() {
 	w.mu.Lock()
-	now := w.l.monoNow()
+	now := w.l.clock()
 	w.recheck = now + int64(recheckFor)
 	for _, h := range w.h {
 		if h.renews() && !h.abandoned && h.renewAt > now {
 			h.renewAt = now
 		}
-		h.hkey = next(h)
+		h.heapKey = next(h)
 	}
 	heap.Init(&w.h)
 	w.mu.Unlock()

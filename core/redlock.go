@@ -122,7 +122,7 @@ func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner ownerID, f
 	arg := strconv.FormatInt(fence, 10)
 	confirmed := 0
 	_, errs := fanOutUntil(ctx, r, perNode(ttl), func(cctx context.Context, i int, n *deployment) (struct{}, error) {
-		return struct{}{}, fenceScript.run(cctx, n.c, []any{k.boxed[1], k.boxed[0]}, arg, n.windowArg, owner.arg).Err()
+		return struct{}{}, fenceScript.run(cctx, n.c, []any{k.args[1], k.args[0]}, arg, n.windowArg, owner.arg).Err()
 	}, func(_ struct{}, err error) bool {
 		if err == nil {
 			confirmed++
@@ -358,10 +358,10 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 		return nil, err
 	}
 	r := &redlock{names: names, quorum: len(clients)/2 + 1, timeout: perNode(l.opts.call.ttl)}
-	l.rooms = nil
+	l.waitRooms = nil
 	for _, c := range clients {
 		r.nodes = append(r.nodes, &deployment{c: c, scripts: l.mut.scriptSet(), windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout})
-		l.rooms = append(l.rooms, newWaitRoom(c, l.monoNow, &l.mut))
+		l.waitRooms = append(l.waitRooms, newWaitRoom(c, l.clock, &l.mut))
 		l.markerTTL = max(l.markerTTL, markerTTL(c))
 		l.ctxDeadlines = l.ctxDeadlines && honoursDeadlines(c)
 	}

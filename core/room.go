@@ -32,7 +32,7 @@ import (
 type waitRoom struct {
 	client  redis.UniversalClient
 	cluster *redis.ClusterClient // client, when it is a Cluster client
-	monoNow func() int64         // the Locker's monotonic clock (ns)
+	clock   func() int64         // the Locker's monotonic clock (ns)
 	mut     *mutants
 
 	mu     sync.Mutex
@@ -87,8 +87,8 @@ type grant struct {
 	life  time.Duration
 }
 
-func newWaitRoom(c redis.UniversalClient, mono func() int64, mut *mutants) *waitRoom {
-	r := &waitRoom{client: c, monoNow: mono, mut: mut, chans: map[string]*lockWaiters{}, shards: map[string]*shard{}}
+func newWaitRoom(c redis.UniversalClient, clock func() int64, mut *mutants) *waitRoom {
+	r := &waitRoom{client: c, clock: clock, mut: mut, chans: map[string]*lockWaiters{}, shards: map[string]*shard{}}
 	r.cluster, _ = c.(*redis.ClusterClient)
 	r.ctx, r.stop = context.WithCancel(context.Background())
 	return r
@@ -233,7 +233,7 @@ func (r *waitRoom) deliver(ch, payload string) {
 		return
 	}
 	if lw.waiters[g.owner] == nil && !r.mut.dropEarly {
-		lw.keepEarly(g, r.monoNow())
+		lw.keepEarly(g, r.clock())
 	}
 	for owner, w := range lw.waiters {
 		to := w.handed
@@ -260,7 +260,7 @@ func (r *waitRoom) confirmed(sh *shard, ch string) bool {
 	if lw == nil || lw.shard != sh {
 		return false
 	}
-	lw.since = r.monoNow()
+	lw.since = r.clock()
 	return true
 }
 
@@ -340,9 +340,9 @@ func (r *waitRoom) close() {
 // closed.
 func (l *Locker) join(ch, owner string, sent int64) *waiter {
 	w := newWaiter(ch, owner)
-	for i, r := range l.rooms {
+	for i, r := range l.waitRooms {
 		if !r.add(w, sent) {
-			for _, in := range l.rooms[:i] {
+			for _, in := range l.waitRooms[:i] {
 				in.leave(w)
 			}
 			return nil
@@ -353,7 +353,7 @@ func (l *Locker) join(ch, owner string, sent int64) *waiter {
 
 // leave removes w from every room.
 func (l *Locker) leave(w *waiter) {
-	for _, r := range l.rooms {
+	for _, r := range l.waitRooms {
 		r.leave(w)
 	}
 }

@@ -38,7 +38,7 @@ func TestGrantWhileLastWaiterLeaves(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := newWaiter(ch, "B")
-			if !r.add(b, r.monoNow()) {
+			if !r.add(b, r.clock()) {
 				t.Fatal("room closed")
 			}
 			select {
@@ -53,7 +53,7 @@ func TestGrantWhileLastWaiterLeaves(t *testing.T) {
 			r.leave(b)
 			r.deliver(ch, "g A 7 1 1000")
 			a := newWaiter(ch, "A")
-			if !r.add(a, r.monoNow()) {
+			if !r.add(a, r.clock()) {
 				t.Fatal("room closed")
 			}
 			select {

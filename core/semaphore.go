@@ -90,7 +90,7 @@ func (l *Locker) semKeysFor(name string) lockKeys {
 	h := k.names[0] + ":sem"
 	k.names = [4]string{h, k.names[1], h + ":q", h + ":qt"}
 	for i, n := range k.names {
-		k.boxed[i] = n
+		k.args[i] = n
 	}
 	return k
 }
@@ -175,7 +175,7 @@ func (s *deployment) semAcquire(ctx context.Context, k *lockKeys, owner ownerID,
 
 // semPTTL is pttl for a semaphore's permit.
 func (s *deployment) semPTTL(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
-	n, err := semPTTLScript.run(ctx, s.c, k.boxed[:1], owner).Int64()
+	n, err := semPTTLScript.run(ctx, s.c, k.args[:1], owner).Int64()
 	if err != nil {
 		return 0, err
 	}

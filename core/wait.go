@@ -133,7 +133,7 @@ func (a *acquisition) sleep(remaining time.Duration) time.Duration {
 	// often other events (handovers to other waiters) come in between: a
 	// waiter that refreshed only after a quiet spell would lose its place
 	// while the lock passes quickly from waiter to waiter.
-	sleep := min(remaining, time.Duration(a.sentAt[len(a.sentAt)-1]+int64(every)-l.monoNow()))
+	sleep := min(remaining, time.Duration(a.sentAt[len(a.sentAt)-1]+int64(every)-l.clock()))
 	if l.mut.restartRefresh {
 		sleep = min(remaining, every)
 	}
@@ -165,7 +165,7 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 		a.undo()
 		return nil, a.ended(ctx)
 	}
-	if a.l.monoNow() >= validUntil {
+	if a.l.clock() >= validUntil {
 		if a.l.mut.lateGrant {
 			// the fixed defect: the same owner then waits on, its done
 			// marker written (waited for, so that every round shows it)
@@ -183,7 +183,7 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 	}
 	// It claims its TTL at a third of this first life, as a fresh hold
 	// renews at a third of its TTL: a hold released sooner never does.
-	now := a.l.monoNow()
+	now := a.l.clock()
 	return a.newHold(ctx, g.fence, validUntil, now+(validUntil-now)/3, true)
 }
 

@@ -59,7 +59,7 @@ func (w *watchdog) start() {
 	}
 	w.started = true
 	w.idle = make(chan struct{})
-	w.lastHeld = w.l.monoNow()
+	w.lastHeld = w.l.clock()
 	w.wg.Add(3)
 	go w.schedule(w.idle)
 	go w.sender(w.idle)
@@ -87,7 +87,7 @@ func (w *watchdog) stopIdle(idle chan struct{}) bool {
 
 // renews reports whether the watchdog renews h: a lease under the
 // watchdog, or a hold handed over by a release that must claim its TTL once.
-func (h *hold) renews() bool { return h.watchdog || h.claim }
+func (h *hold) renews() bool { return h.watchdog || h.handedOver }
 
 // next is the hold's next event on the monotonic clock.
 func next(h *hold) int64 {
@@ -107,11 +107,11 @@ func (w *watchdog) add(h *hold) bool {
 		return false
 	}
 	w.start()
-	h.hkey = next(h)
+	h.heapKey = next(h)
 	heap.Push(&w.h, h)
 	// Wake the scheduler only if this hold's first event comes before the
 	// timer it has set: on the hot path (TTL 30s) nothing is woken.
-	early := h.hkey < w.armed
+	early := h.heapKey < w.armed
 	w.mu.Unlock()
 	if early {
 		signal(w.kick)
@@ -121,8 +121,8 @@ func (w *watchdog) add(h *hold) bool {
 
 func (w *watchdog) remove(h *hold) {
 	w.mu.Lock()
-	if h.hidx >= 0 {
-		heap.Remove(&w.h, h.hidx)
+	if h.heapIndex >= 0 {
+		heap.Remove(&w.h, h.heapIndex)
 	}
 	// The last hold: the scheduler counts its idle time from now. It is
 	// woken only if its timer would fire after the idle time ends; on the
@@ -130,7 +130,7 @@ func (w *watchdog) remove(h *hold) {
 	// before that, so a lock and unlock wake no goroutine.
 	var late bool
 	if len(w.h) == 0 && w.started {
-		w.lastHeld = w.l.monoNow()
+		w.lastHeld = w.l.clock()
 		late = w.armed > w.lastHeld+idleStop.Load() || w.l.mut.wakeOnIdle
 	}
 	w.mu.Unlock()
@@ -148,7 +148,7 @@ func (w *watchdog) renewed(h *hold, sent int64, ttl time.Duration) {
 }
 
 func (w *watchdog) setRenewed(h *hold, sent int64, ttl time.Duration) {
-	h.claim = false
+	h.handedOver = false
 	h.validUntil.Store(sent + int64(ttl-w.l.drift(ttl)))
 	h.renewAt = sent + int64(ttl/3)
 	w.fix(h)
@@ -156,9 +156,9 @@ func (w *watchdog) setRenewed(h *hold, sent int64, ttl time.Duration) {
 
 // fix restores the heap order after h's state changed (w.mu held).
 func (w *watchdog) fix(h *hold) {
-	if h.hidx >= 0 {
-		h.hkey = next(h)
-		heap.Fix(&w.h, h.hidx)
+	if h.heapIndex >= 0 {
+		h.heapKey = next(h)
+		heap.Fix(&w.h, h.heapIndex)
 	}
 }
 
@@ -190,11 +190,11 @@ func (w *watchdog) schedule(idle chan struct{}) {
 	for {
 		w.passes.Add(1)
 		w.mu.Lock()
-		now := w.l.monoNow()
+		now := w.l.clock()
 		w.collect(now, &due)
 		wait := time.Hour
 		if len(w.h) > 0 {
-			wait = time.Duration(w.h[0].hkey - now)
+			wait = time.Duration(w.h[0].heapKey - now)
 		} else if len(w.queue) == 0 && len(due.lost) == 0 {
 			after := time.Duration(idleStop.Load())
 			if time.Duration(now-w.lastHeld) >= after && w.stopIdle(idle) {
@@ -345,7 +345,7 @@ func (w *watchdog) renewBatch(batch []*hold) {
 // remaining validity among them (past it, they are lost anyway), and
 // handles the answers.
 func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
-	sent := w.l.monoNow()
+	sent := w.l.clock()
 	left := int64(math.MaxInt64)
 	for _, i := range part {
 		left = min(left, batch[i].validUntil.Load()-sent)
@@ -362,11 +362,11 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 	}
 	var lost []*hold
 	w.mu.Lock()
-	now := w.l.monoNow()
+	now := w.l.clock()
 	for _, i := range part {
 		h := batch[i]
 		h.pending = false
-		if h.end.Load() != endLive || h.hidx < 0 {
+		if h.end.Load() != endLive || h.heapIndex < 0 {
 			continue // released or lost meanwhile
 		}
 		switch {
@@ -411,7 +411,7 @@ func (w *watchdog) close() []*hold {
 	w.mu.Lock()
 	held := append([]*hold(nil), w.h...)
 	for _, h := range held {
-		h.hidx = -1
+		h.heapIndex = -1
 	}
 	w.h = nil
 	w.queue = nil
@@ -422,15 +422,15 @@ func (w *watchdog) close() []*hold {
 type holdHeap []*hold
 
 func (h holdHeap) Len() int           { return len(h) }
-func (h holdHeap) Less(i, j int) bool { return h[i].hkey < h[j].hkey }
+func (h holdHeap) Less(i, j int) bool { return h[i].heapKey < h[j].heapKey }
 func (h holdHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].hidx = i
-	h[j].hidx = j
+	h[i].heapIndex = i
+	h[j].heapIndex = j
 }
 func (h *holdHeap) Push(x any) {
 	s := x.(*hold)
-	s.hidx = len(*h)
+	s.heapIndex = len(*h)
 	*h = append(*h, s)
 }
 func (h *holdHeap) Pop() any {
@@ -438,7 +438,7 @@ func (h *holdHeap) Pop() any {
 	n := len(old)
 	s := old[n-1]
 	old[n-1] = nil
-	s.hidx = -1
+	s.heapIndex = -1
 	*h = old[:n-1]
 	return s
 }
