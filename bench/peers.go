@@ -107,6 +107,18 @@ func peers() []peer {
 			open:   openLockgateHolding(10000),
 		},
 		{
+			name: "lockgate/semaphore1", module: "github.com/lockgate/lockgate", servers: 1, uncontended: true, contended: true,
+			config: "as lockgate, taking one permit of a semaphore of 1 (Locker.Semaphore(ctx, key, 1)): what a permit costs against a lock, on the same workload",
+			waits:  "as lockgate: permits are queued FIFO and handed over by the release script in the same way.",
+			open:   openLockgateAs(takeSemaphore1),
+		},
+		{
+			name: "lockgate/multi2", module: "github.com/lockgate/lockgate", servers: 1, uncontended: true, contended: true,
+			config: "as lockgate, taking two locks in one lease (Locker.LockMulti(ctx, []string{key, key+\":2\"})): what all-or-none over two names costs",
+			waits:  "as lockgate, on each name in a fixed order.",
+			open:   openLockgateAs(takeMulti2),
+		},
+		{
 			name: "lockgate/redlock3", module: "github.com/lockgate/lockgate", servers: 3, uncontended: true, contended: true,
 			config: "core.NewRedlock over 3 independent redis-servers (majority 2), core.WithWait(2s), otherwise defaults",
 			waits:  "asks all three in parallel; a waiter does not queue (grants on independent nodes could go to different waiters) but flags the lock, and a release on any node tells it by SPUBLISH that the lock is free; an owner split between nodes gives its grants back and retries after a random 1–11ms.",
@@ -169,6 +181,29 @@ type lockgateLocker struct {
 	c    *redis.Client
 	more []*redis.Client // a Redlock's other nodes
 	l    *core.Locker
+	take func(ctx context.Context, l *core.Locker, key string) (*core.Lease, error) // nil: Lock
+}
+
+// takeSemaphore1 takes the one permit of a semaphore of 1 named key.
+func takeSemaphore1(ctx context.Context, l *core.Locker, key string) (*core.Lease, error) {
+	return l.Semaphore(ctx, key, 1)
+}
+
+// takeMulti2 takes the locks key and key+":2" in one lease.
+func takeMulti2(ctx context.Context, l *core.Locker, key string) (*core.Lease, error) {
+	return l.LockMulti(ctx, []string{key, key + ":2"})
+}
+
+// openLockgateAs is lockgate taking its lease with take instead of Lock.
+func openLockgateAs(take func(context.Context, *core.Locker, string) (*core.Lease, error)) func(e *env, i int, cnt *counters) (locker, error) {
+	return func(e *env, i int, cnt *counters) (locker, error) {
+		lk, err := openLockgate(true)(e, i, cnt)
+		if err != nil {
+			return nil, err
+		}
+		lk.(*lockgateLocker).take = take
+		return lk, nil
+	}
 }
 
 func openLockgate(ctxTimeout bool) func(e *env, i int, cnt *counters) (locker, error) {
@@ -229,7 +264,13 @@ func openLockgateRedlock(e *env, i int, cnt *counters) (locker, error) {
 }
 
 func (g *lockgateLocker) do(ctx context.Context, key string, _ time.Duration, fn func()) error {
-	lease, err := g.l.Lock(ctx, key)
+	var lease *core.Lease
+	var err error
+	if g.take != nil {
+		lease, err = g.take(ctx, g.l, key)
+	} else {
+		lease, err = g.l.Lock(ctx, key)
+	}
 	if err != nil {
 		if errors.Is(err, core.ErrNotObtained) {
 			return busyErr(err)
