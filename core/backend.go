@@ -166,7 +166,7 @@ func (s *deployment) run(ctx context.Context, script *script, keys []any, args .
 
 func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
 	if k.semaphore() {
-		return s.semAcquire(ctx, k, owner, ttl, entry, seq, tag.(*semArgs))
+		return s.semAcquire(ctx, k, owner, ttl, entry, seq, tag)
 	}
 	keys := k.script(owner)
 	args := []any{owner.arg, ttl, s.windowArg, entry, seq, tag}

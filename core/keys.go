@@ -15,6 +15,9 @@ type lockKeys struct {
 	// slices need no allocation.
 	names [4]string
 	args  [4]any // names as script arguments (interfaces), made once
+	// permits is a semaphore's permits count (a decimal string), nil for
+	// a lock
+	permits any
 }
 
 func (k *lockKeys) hash() string { return k.names[0] }

@@ -65,14 +65,7 @@ func (l *Locker) Semaphore(ctx context.Context, key string, permits int, opts ..
 	if d := start.Add(budget); !a.ctxEnds || d.Before(a.deadline) {
 		a.deadline, a.ctxEnds = d, false
 	}
-	a.keys = l.semKeysFor(key)
-	// The permits count goes to the acquire script with the holder tag
-	// (see semArgs); the tag is asked for here, as run does for a lock.
-	sa := &semArgs{permits: strconv.Itoa(permits)}
-	if l.opts.tag != nil {
-		sa.tag = holderTag(l.opts.tag(ctx))
-	}
-	a.tag = sa
+	a.keys = l.semKeysFor(key, permits)
 	a.owner = a.keys.owner(newOwnerID())
 	a.waits = o.wait > 0
 	a.sentAt = a.firstSent[:0]
@@ -81,36 +74,23 @@ func (l *Locker) Semaphore(ctx context.Context, key string, permits int, opts ..
 	return s, err
 }
 
-// semKeysFor returns the keys of the semaphore name: the holders' hash
-// (also its channel), the slot's fence floor, and its queue. The hash is
-// the lock's hash key followed by ":sem", so that it never ends with the
-// brace a lock's hash key ends with (see semaphore).
-func (l *Locker) semKeysFor(name string) lockKeys {
+// semKeysFor returns the keys of the semaphore name with permits: the
+// holders' hash (also its channel, "<lock's hash key>:sem"), the slot's
+// fence floor, and its queue.
+func (l *Locker) semKeysFor(name string, permits int) lockKeys {
 	k := l.keysFor(name)
 	h := k.names[0] + ":sem"
 	k.names = [4]string{h, k.names[1], h + ":q", h + ":qt"}
 	for i, n := range k.names {
 		k.args[i] = n
 	}
+	k.permits = strconv.Itoa(permits)
 	return k
 }
 
 // semaphore reports whether k are a semaphore's keys (semKeysFor), not a
-// lock's: a lock's hash key ends with the brace of its hash tag. (Told by
-// the keys themselves, so that a lock's keys and holds carry nothing more.)
-func (k *lockKeys) semaphore() bool {
-	h := k.names[0]
-	return len(h) > 0 && h[len(h)-1] != '}'
-}
-
-// semArgs are what a semaphore's acquisition sends beside a lock's
-// arguments, carried in the acquire's tag argument (any), so that a lock's
-// acquisition carries nothing more: the permits count and the holder tag
-// (nil without a tag function).
-type semArgs struct {
-	permits any
-	tag     any
-}
+// lock's.
+func (k *lockKeys) semaphore() bool { return k.permits != nil }
 
 var (
 	//go:embed scripts/semaphore.lua
@@ -131,10 +111,10 @@ var (
 )
 
 // semAcquire is acquire for a semaphore's keys.
-func (s *deployment) semAcquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, sa *semArgs) (acquireReply, error) {
+func (s *deployment) semAcquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
 	keys := k.script(owner)
-	args := []any{owner.arg, ttl, s.windowArg, entry, seq, sa.permits, sa.tag}
-	if sa.tag == nil {
+	args := []any{owner.arg, ttl, s.windowArg, entry, seq, k.permits, tag}
+	if tag == nil {
 		args = args[:6]
 	}
 	var cmd *redis.Cmd
@@ -157,7 +137,7 @@ func (s *deployment) semAcquire(ctx context.Context, k *lockKeys, owner ownerID,
 	}
 	if p, ok := r.([]any); ok && len(p) == 2 && p[0] == "p" {
 		have, _ := p[1].(int64)
-		return acquireReply{}, &permitsError{want: sa.permits.(string), have: have}
+		return acquireReply{}, &permitsError{want: k.permits.(string), have: have}
 	}
 	v, holder, err := readAcquire(cmd)
 	switch {
