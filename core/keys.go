@@ -15,9 +15,10 @@ type lockKeys struct {
 	// slices need no allocation.
 	names [4]string
 	args  [4]any // names as script arguments (interfaces), made once
-	// permits is a semaphore's permits count (a decimal string), nil for
-	// a lock
-	permits any
+	// permits is a semaphore's permits count, 0 for a lock; permitsArg
+	// the count as its scripts' argument
+	permits    int
+	permitsArg any
 }
 
 func (k *lockKeys) hash() string { return k.names[0] }

@@ -372,7 +372,7 @@ func (l *Locker) holds(ctx context.Context, a *acquisition, owner string) (bool,
 
 // event is the Observer's event of a Lock or TryLock that went to Redis.
 func (a *acquisition) event(start time.Time, s *Lease, err error) Event {
-	ev := Event{Kind: EventAcquired, Key: a.key, Pattern: a.o.pattern, Wait: time.Since(start), Attempts: a.attempts,
+	ev := Event{Kind: EventAcquired, Key: a.key, Pattern: a.o.pattern, Permits: a.keys.permits, Wait: time.Since(start), Attempts: a.attempts,
 		Waited: a.waited, HolderTag: a.holderTag, ClockOffset: a.offset, ClockSampled: a.sampled}
 	if err != nil {
 		ev.Kind, ev.Err = EventNotObtained, err
@@ -403,7 +403,7 @@ func (l *Locker) observe(ctx context.Context, e Event) {
 // release (why: see Event.Err).
 func (l *Locker) lost(h *hold, why error) {
 	held := time.Since(h.acquired)
-	l.observe(context.Background(), Event{Kind: EventLost, Key: h.key, Pattern: h.pattern, Held: held, Fence: h.fence, Err: why})
+	l.observe(context.Background(), Event{Kind: EventLost, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Held: held, Fence: h.fence, Err: why})
 	if why != ErrClosed && why != errAbandoned {
 		l.logger().Warn("lockgate: lock lost", slog.String("pattern", h.pattern), slog.Int64("fence", h.fence),
 			slog.Duration("held", held), slog.Any("reason", why))
@@ -424,7 +424,7 @@ func (l *Locker) warnAbandoned(h *hold) {
 // release of h was answered (or not).
 func (l *Locker) released(ctx context.Context, h *hold, retry bool, err error) {
 	held := time.Since(h.acquired)
-	l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Held: held, Fence: h.fence, Retry: retry, Err: err})
+	l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Held: held, Fence: h.fence, Retry: retry, Err: err})
 	if err != nil && !errors.Is(err, ErrNotHeld) {
 		l.logger().Warn("lockgate: release failed; the lock expires after its TTL unless released again",
 			slog.String("pattern", h.pattern), slog.Int64("fence", h.fence), slog.Any("error", err))

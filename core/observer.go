@@ -63,6 +63,9 @@ type Event struct {
 	// Pattern is the call's WithPattern (UnnamedPattern without one): the
 	// kind of lock, bounded.
 	Pattern string
+	// Permits is the permits count of a Semaphore's events (the call's
+	// permits argument); 0 for a lock's.
+	Permits int
 	// Wait is the time spent in Lock/TryLock (acquired, not obtained).
 	Wait time.Duration
 	// Held is how long the lease was held (released, lost).

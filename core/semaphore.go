@@ -51,7 +51,7 @@ func (l *Locker) Semaphore(ctx context.Context, key string, permits int, opts ..
 		err = ctxErr(ctx)
 	}
 	if err != nil {
-		l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Pattern: o.pattern, Err: err})
+		l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Pattern: o.pattern, Permits: permits, Err: err})
 		return nil, err
 	}
 	o.refreshScriptArgs()
@@ -84,13 +84,13 @@ func (l *Locker) semKeysFor(name string, permits int) lockKeys {
 	for i, n := range k.names {
 		k.args[i] = n
 	}
-	k.permits = strconv.Itoa(permits)
+	k.permits, k.permitsArg = permits, strconv.Itoa(permits)
 	return k
 }
 
 // semaphore reports whether k are a semaphore's keys (semKeysFor), not a
 // lock's.
-func (k *lockKeys) semaphore() bool { return k.permits != nil }
+func (k *lockKeys) semaphore() bool { return k.permits > 0 }
 
 var (
 	//go:embed scripts/semaphore.lua
@@ -113,7 +113,7 @@ var (
 // semAcquire is acquire for a semaphore's keys.
 func (s *deployment) semAcquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
 	keys := k.script(owner)
-	args := []any{owner.arg, ttl, s.windowArg, entry, seq, k.permits, tag}
+	args := []any{owner.arg, ttl, s.windowArg, entry, seq, k.permitsArg, tag}
 	if tag == nil {
 		args = args[:6]
 	}
@@ -137,7 +137,7 @@ func (s *deployment) semAcquire(ctx context.Context, k *lockKeys, owner ownerID,
 	}
 	if p, ok := r.([]any); ok && len(p) == 2 && p[0] == "p" {
 		have, _ := p[1].(int64)
-		return acquireReply{}, &permitsError{want: k.permits.(string), have: have}
+		return acquireReply{}, &permitsError{want: k.permits, have: have}
 	}
 	v, holder, err := readAcquire(cmd)
 	switch {
@@ -200,12 +200,12 @@ func hasPermits(batch []renewal, part []int) bool {
 // permitsError is a Semaphore refused because its holders passed another
 // permits count. It matches ErrInvalid.
 type permitsError struct {
-	want string // the caller's
-	have int64  // the holders'
+	want int   // the caller's
+	have int64 // the holders'
 }
 
 func (e *permitsError) Error() string {
-	return fmt.Sprintf("%v: permits %s, but the current holders of this semaphore passed permits %d", ErrInvalid, e.want, e.have)
+	return fmt.Sprintf("%v: permits %d, but the current holders of this semaphore passed permits %d", ErrInvalid, e.want, e.have)
 }
 
 func (e *permitsError) Is(target error) bool { return target == ErrInvalid }

@@ -1102,3 +1102,53 @@ func TestSemaphoreLostBeforeOtherWhenServerPaused(t *testing.T) {
 		t.Fatalf("holder learned of the loss at %d, the other caller got the permit at %d: must be before", l, at)
 	}
 }
+
+// A semaphore's events carry its permits count, so that an Observer (the
+// metrics) tells permits from locks; a lock's carry 0. Each kind a permit
+// goes through is checked: acquired, extended, waiting, not obtained,
+// released; then the lock of the same name.
+func TestSemaphoreEventsCarryPermits(t *testing.T) {
+	srv := redistest.Start(t)
+	var mu sync.Mutex
+	seen := map[string]int{} // "<kind>" → Permits of the last such event
+	obs := core.ObserverFunc(func(_ context.Context, e core.Event) {
+		mu.Lock()
+		seen[e.Kind.String()] = e.Permits
+		mu.Unlock()
+	})
+	check := func(what string, want int, kinds ...string) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, kind := range kinds {
+			if n, ok := seen[kind]; !ok || n != want {
+				t.Errorf("%s: %s event Permits %d (seen %v), want %d", what, kind, n, ok, want)
+			}
+		}
+		clear(seen)
+	}
+	l, _ := locktest.NewLocker(t, srv, core.WithObserver(obs))
+	ctx := locktest.Context(t)
+	s, err := l.Semaphore(ctx, "sem", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Extend(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Semaphore(ctx, "sem", 1, core.WithWait(50*time.Millisecond)); !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("a second permit of 1: %v, want busy", err)
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("a permit", 1, "acquired", "extended", "waiting", "not_obtained", "released")
+	lk, err := l.Lock(ctx, "sem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("a lock", 0, "acquired", "released")
+}
