@@ -1,0 +1,191 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// TestReviewPermitsChangeGrantsQueuedWaiters shows that the permits count
+// is checked only against live holders, not against queued waiters: four
+// waiters queue under permits=3, the three holders expire (nobody
+// releases), and a new caller with permits=5 finds no live holder, so its
+// acquire hands free permits to all four queued waiters under its own
+// count. Each of the four asked for one of 3 permits, yet all four hold a
+// valid lease at once: more than N holders for the callers that passed N.
+// Expected: the new caller is refused (ErrInvalid, the queued waiters'
+// count), or the waiters are (never granted under another count).
+func TestReviewPermitsChangeGrantsQueuedWaiters(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, direct := locktest.NewLocker(t, srv)
+	other, _ := locktest.NewLocker(t, srv)
+	p, waiter := proxiedLocker(t, srv)
+	ctx := locktest.Context(t)
+	const name = "review-count"
+	for i := 0; i < 3; i++ {
+		if _, err := holder.Semaphore(ctx, name, 3, core.WithTTL(400*time.Millisecond), core.WithoutWatchdog()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := make(chan struct{})
+	var holding atomic.Int32
+	var maxHolding atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := waiter.Semaphore(ctx, name, 3, core.WithWait(20*time.Second), core.WithTTL(time.Minute))
+			if err != nil {
+				errs <- err
+				return
+			}
+			n := holding.Add(1)
+			for {
+				m := maxHolding.Load()
+				if n <= m || maxHolding.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			<-release
+			if s.Context().Err() != nil {
+				errs <- errors.New("lease lost while held")
+			}
+			s.Unlock(context.WithoutCancel(ctx))
+		}()
+		for j := 0; semQueueLen(direct, name) != int64(i+1); j++ {
+			if j == 500 {
+				t.Fatal("the waiter never queued")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	p.Stall() // the waiters' polls are held: the holders expire unseen
+	for i := 0; semHolders(t, direct, name) != 0; i++ {
+		if i == 200 {
+			t.Fatal("the holders' permits never expired")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s5, err := other.Semaphore(ctx, name, 5, core.WithWait(core.NoWait))
+	t.Logf("a caller with permits=5 while 4 waiters of permits=3 are queued: %v", err)
+	if err == nil {
+		defer s5.Unlock(ctx)
+	}
+	p.Unstall()
+	deadline := time.Now().Add(5 * time.Second)
+	for holding.Load() < 4 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := maxHolding.Load()
+	close(release)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Logf("waiter: %v", e)
+	}
+	if got > 3 {
+		t.Fatalf("%d callers that each passed permits=3 held valid leases at once", got)
+	}
+}
+
+// TestReviewHandedHidesExpiringPermit shows a liveness defect: a queued
+// waiter of a semaphore sleeps until the holder's expiry it was told (the
+// first permit to expire), but every grant to another waiter ("handed")
+// overwrites that with the new holder's life, which is the right hint for a
+// lock (one holder) but not for a semaphore: the waiter then ignores an
+// earlier-expiring permit of a dead holder and waits for its next refresh
+// (a third of its TTL) while a permit is free and it is at the head.
+// Setup: permits=2; A (dead, TTL 1.5s, no watchdog) and B hold; W1, W2
+// queue (TTL 30s, refresh 10s); B releases, handing its permit to W1; A
+// expires at ~1.5s. W2 should get A's permit then, not ~10s later.
+// Control: B's release before W2 queues (W2 hears no handover): W2 gets
+// A's permit right after it expires.
+func TestReviewHandedHidesExpiringPermit(t *testing.T) {
+	t.Run("control", func(t *testing.T) { reviewHanded(t, false) })
+	t.Run("handed", func(t *testing.T) { reviewHanded(t, true) })
+}
+
+func reviewHanded(t *testing.T, handedWhileQueued bool) {
+	srv := redistest.Start(t)
+	dead, direct := locktest.NewLocker(t, srv)
+	hl, _ := locktest.NewLocker(t, srv)
+	w1l, _ := locktest.NewLocker(t, srv)
+	w2l, _ := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	const name = "review-handed"
+	aTTL := 1500 * time.Millisecond
+	if _, err := dead.Semaphore(ctx, name, 2, core.WithTTL(aTTL), core.WithoutWatchdog()); err != nil {
+		t.Fatal(err)
+	}
+	aExpires := time.Now().Add(aTTL)
+	b, err := hl.Semaphore(ctx, name, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		s   *core.Lease
+		at  time.Time
+		err error
+	}
+	r1, r2 := make(chan res, 1), make(chan res, 1)
+	go func() {
+		s, err := w1l.Semaphore(ctx, name, 2, core.WithWait(30*time.Second), core.WithTTL(30*time.Second))
+		r1 <- res{s, time.Now(), err}
+	}()
+	for j := 0; semQueueLen(direct, name) != 1; j++ {
+		if j == 500 {
+			t.Fatal("W1 never queued")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var g1 res
+	if !handedWhileQueued {
+		if err := b.Unlock(ctx); err != nil { // hands B's permit to W1
+			t.Fatal(err)
+		}
+		if g1 = <-r1; g1.err != nil {
+			t.Fatal(g1.err)
+		}
+	}
+	go func() {
+		s, err := w2l.Semaphore(ctx, name, 2, core.WithWait(30*time.Second), core.WithTTL(30*time.Second))
+		r2 <- res{s, time.Now(), err}
+	}()
+	for j := 0; semQueueLen(direct, name) != int64(map[bool]int{true: 2, false: 1}[handedWhileQueued]); j++ {
+		if j == 500 {
+			t.Fatal("W2 never queued")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if handedWhileQueued {
+		if err := b.Unlock(ctx); err != nil { // hands B's permit to W1; W2 hears it
+			t.Fatal(err)
+		}
+		if g1 = <-r1; g1.err != nil {
+			t.Fatal(g1.err)
+		}
+	}
+	defer g1.s.Unlock(ctx)
+	if time.Now().After(aExpires) {
+		t.Skip("setup too slow: A expired before B's release")
+	}
+	g2 := <-r2
+	if g2.err != nil {
+		t.Fatal(g2.err)
+	}
+	defer g2.s.Unlock(ctx)
+	late := g2.at.Sub(aExpires)
+	t.Logf("W2 got the permit %v after A's permit expired", late)
+	if late > 2*time.Second {
+		t.Fatalf("W2, head of the queue, got the free permit %v after it came free (A's expiry)", late)
+	}
+}
