@@ -22,7 +22,14 @@ import (
 // valid lease at once: more than N holders for the callers that passed N.
 // Expected: the new caller is refused (ErrInvalid, the queued waiters'
 // count), or the waiters are (never granted under another count).
+// Control: the new caller passes permits=3 too: it hands three permits to
+// the first three waiters and is busy; the fourth waits.
 func TestReviewPermitsChangeGrantsQueuedWaiters(t *testing.T) {
+	t.Run("control", func(t *testing.T) { reviewPermitsChange(t, 3) })
+	t.Run("permits=5", func(t *testing.T) { reviewPermitsChange(t, 5) })
+}
+
+func reviewPermitsChange(t *testing.T, newCount int) {
 	srv := redistest.Start(t)
 	holder, direct := locktest.NewLocker(t, srv)
 	other, _ := locktest.NewLocker(t, srv)
@@ -75,14 +82,14 @@ func TestReviewPermitsChangeGrantsQueuedWaiters(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	s5, err := other.Semaphore(ctx, name, 5, core.WithWait(core.NoWait))
-	t.Logf("a caller with permits=5 while 4 waiters of permits=3 are queued: %v", err)
+	s5, err := other.Semaphore(ctx, name, newCount, core.WithWait(core.NoWait))
+	t.Logf("a caller with permits=%d while 4 waiters of permits=3 are queued: %v", newCount, err)
 	if err == nil {
 		defer s5.Unlock(ctx)
 	}
 	p.Unstall()
 	deadline := time.Now().Add(5 * time.Second)
-	for holding.Load() < 4 && time.Now().Before(deadline) {
+	for holding.Load() < 4 && time.Now().Before(deadline) { // (the control: until the deadline)
 		time.Sleep(20 * time.Millisecond)
 	}
 	got := maxHolding.Load()
