@@ -205,7 +205,7 @@ type permitsError struct {
 }
 
 func (e *permitsError) Error() string {
-	return fmt.Sprintf("%v: permits %d, but the current holders of this semaphore passed permits %d", ErrInvalid, e.want, e.have)
+	return fmt.Sprintf("%v: permits %d, but the holders or waiters of this semaphore passed permits %d", ErrInvalid, e.want, e.have)
 }
 
 func (e *permitsError) Is(target error) bool { return target == ErrInvalid }

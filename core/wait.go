@@ -94,8 +94,11 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 			continue
 		case g := <-w.handed:
 			// Another waiter has it: if that one is gone, the lock is free
-			// when its first expiry passes.
-			a.busySeen, a.holder, a.holderAt = true, g.life, time.Now()
+			// when its first expiry passes. A semaphore's other permits
+			// may free sooner: the earliest known expiry stands.
+			if !a.keys.semaphore() || !a.busySeen || g.life < a.holder-time.Since(a.holderAt) {
+				a.busySeen, a.holder, a.holderAt = true, g.life, time.Now()
+			}
 			continue
 		case <-w.wake:
 			if !l.be.queues() {

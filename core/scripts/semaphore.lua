@@ -2,7 +2,8 @@
 -- semaphore_release.lua (spliced in after queue.lua). KEYS[1] the holders
 -- (hash: owner → "<expiry ms>|<fence>[|<tag>]", and n → the permits its
 -- holders passed), KEYS[2] the fence floor of its slot, KEYS[4], KEYS[5] its
--- queue (see queue.lua). Every permit expires on its own; the hash lives as
+-- queue (see queue.lua; the entries' hash also keeps, in #n, the permits
+-- the waiters passed). Every permit expires on its own; the hash lives as
 -- long as its longest-lived permit.
 
 -- permit is a holder's entry.

@@ -31,8 +31,16 @@ local extra = redis.call('EXISTS', KEYS[3], KEYS[4])
 if extra > 0 and redis.call('EXISTS', KEYS[3]) == 1 then
   return false
 end
+-- The count is the holders' while any hold, else the live waiters' (who
+-- passed it when they queued): another count is refused, not mixed in.
 if live > 0 and have and have ~= n then
   return {'p', have}
+end
+if live == 0 and extra > 0 then
+  local queued = tonumber(redis.call('HGET', KEYS[5], '#n'))
+  if queued and queued ~= n and head(ms) ~= nil then
+    return {'p', queued}
+  end
 end
 -- First come, first served: free permits go to live waiters that arrived
 -- earlier (a single attempt never jumps the queue either), expired entries
@@ -65,7 +73,7 @@ if ARGV[4] ~= '' then
   local exp = ms + tonumber(ARGV[4])
   local e = exp .. '|' .. ARGV[5]
   if ARGV[7] and ARGV[7] ~= '' then e = e .. '|' .. ARGV[7] end
-  redis.call('HSET', KEYS[5], owner, e)
+  redis.call('HSET', KEYS[5], owner, e, '#n', n)
   keep(exp)
 end
 local t = (soon or ms + 1) - ms

@@ -33,9 +33,14 @@ else
   end
 end
 local queued = redis.call('EXISTS', KEYS[4]) == 1
-if queued and n then
-  live = pass(live, n, now, ms, ARGV[2])
-  queued = redis.call('EXISTS', KEYS[4]) == 1
+if queued then
+  -- The holders' count, or, every permit expired with the holders' hash,
+  -- the count the waiters passed.
+  n = n or tonumber(redis.call('HGET', KEYS[5], '#n'))
+  if n then
+    live = pass(live, n, now, ms, ARGV[2])
+    queued = redis.call('EXISTS', KEYS[4]) == 1
+  end
 end
 if live == 0 and not queued then
   redis.call('DEL', KEYS[1])

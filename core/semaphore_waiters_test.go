@@ -13,23 +13,21 @@ import (
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// TestReviewPermitsChangeGrantsQueuedWaiters shows that the permits count
-// is checked only against live holders, not against queued waiters: four
-// waiters queue under permits=3, the three holders expire (nobody
-// releases), and a new caller with permits=5 finds no live holder, so its
-// acquire hands free permits to all four queued waiters under its own
-// count. Each of the four asked for one of 3 permits, yet all four hold a
-// valid lease at once: more than N holders for the callers that passed N.
-// Expected: the new caller is refused (ErrInvalid, the queued waiters'
-// count), or the waiters are (never granted under another count).
-// Control: the new caller passes permits=3 too: it hands three permits to
-// the first three waiters and is busy; the fourth waits.
-func TestReviewPermitsChangeGrantsQueuedWaiters(t *testing.T) {
-	t.Run("control", func(t *testing.T) { reviewPermitsChange(t, 3) })
-	t.Run("permits=5", func(t *testing.T) { reviewPermitsChange(t, 5) })
+// TestSemaphoreCountOfQueuedWaiters: the permits count is the holders'
+// while any hold, else the live waiters': four waiters queue under
+// permits=3, the three holders expire (nobody releases), and a new caller
+// with permits=5 finds no live holder. It is refused (ErrInvalid naming
+// the waiters' count) rather than handing permits to all four waiters
+// under its own count (before: four callers that each asked for one of 3
+// held valid leases at once). Control: the new caller passes permits=3
+// too: it hands three permits to the first three waiters and is busy; the
+// fourth waits.
+func TestSemaphoreCountOfQueuedWaiters(t *testing.T) {
+	t.Run("control", func(t *testing.T) { permitsChange(t, 3) })
+	t.Run("permits=5", func(t *testing.T) { permitsChange(t, 5) })
 }
 
-func reviewPermitsChange(t *testing.T, newCount int) {
+func permitsChange(t *testing.T, newCount int) {
 	srv := redistest.Start(t)
 	holder, direct := locktest.NewLocker(t, srv)
 	other, _ := locktest.NewLocker(t, srv)
@@ -104,24 +102,22 @@ func reviewPermitsChange(t *testing.T, newCount int) {
 	}
 }
 
-// TestReviewHandedHidesExpiringPermit shows a liveness defect: a queued
-// waiter of a semaphore sleeps until the holder's expiry it was told (the
-// first permit to expire), but every grant to another waiter ("handed")
-// overwrites that with the new holder's life, which is the right hint for a
-// lock (one holder) but not for a semaphore: the waiter then ignores an
-// earlier-expiring permit of a dead holder and waits for its next refresh
-// (a third of its TTL) while a permit is free and it is at the head.
-// Setup: permits=2; A (dead, TTL 1.5s, no watchdog) and B hold; W1, W2
-// queue (TTL 30s, refresh 10s); B releases, handing its permit to W1; A
-// expires at ~1.5s. W2 should get A's permit then, not ~10s later.
-// Control: B's release before W2 queues (W2 hears no handover): W2 gets
-// A's permit right after it expires.
-func TestReviewHandedHidesExpiringPermit(t *testing.T) {
-	t.Run("control", func(t *testing.T) { reviewHanded(t, false) })
-	t.Run("handed", func(t *testing.T) { reviewHanded(t, true) })
+// TestSemaphoreHandoverKeepsEarlierExpiry: a queued waiter of a semaphore
+// sleeps until the earliest permit expiry it was told, and a grant to
+// another waiter ("handed", that one's life) replaces it only when it is
+// sooner: right for a lock (one holder), wrong for a semaphore, whose
+// waiter otherwise missed an earlier-expiring permit of a dead holder and
+// waited for its next refresh (a third of its TTL, 8.5s here) with a permit
+// free and itself at the head. Setup: permits=2; A (dead, TTL 1.5s, no
+// watchdog) and B hold; W1, W2 queue (TTL 30s, refresh 10s); B releases,
+// handing its permit to W1; A expires at ~1.5s, and W2 gets its permit
+// then. Control: B releases before W2 queues (W2 hears no handover).
+func TestSemaphoreHandoverKeepsEarlierExpiry(t *testing.T) {
+	t.Run("control", func(t *testing.T) { handedExpiry(t, false) })
+	t.Run("handed", func(t *testing.T) { handedExpiry(t, true) })
 }
 
-func reviewHanded(t *testing.T, handedWhileQueued bool) {
+func handedExpiry(t *testing.T, handedWhileQueued bool) {
 	srv := redistest.Start(t)
 	dead, direct := locktest.NewLocker(t, srv)
 	hl, _ := locktest.NewLocker(t, srv)
