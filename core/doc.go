@@ -23,6 +23,10 @@
 //     hold a lost lock; the watchdog renews every TTL/3.
 //   - Lock with a lease's context re-enters it: same fence, no round trip.
 //
+// Beside Lock: Semaphore takes one of N permits of a name (at most N
+// holders, each lease one permit with its own fence), LockMulti several
+// names in one lease, all or none.
+//
 // Requirements: Redis 7.0 or later with maxmemory-policy noeviction, and
 // go-redis settings as in docs/topologies.md; Locker.Ping checks every node
 // at start-up. WithObserver receives an Event
