@@ -53,7 +53,7 @@ type acquisition struct {
 // busy is the error of a call that last saw the lock busy.
 func (a *acquisition) busy() error {
 	left := max(a.holder-time.Since(a.holderAt), 0)
-	return &BusyError{Key: a.key, RetryAfter: a.l.holdTimes.hint(left), HolderTTL: left}
+	return &BusyError{Key: a.key, RetryAfter: a.l.holdTimes.hint(left), HolderTTL: left, Permits: a.keys.permits}
 }
 
 // expired is the error of a call whose deadline passed while no attempt

@@ -72,9 +72,16 @@ type BusyError struct {
 	// seen: an upper bound on the wait while the holder is not renewing.
 	// With the watchdog renewing it, the holder may keep the lock longer.
 	HolderTTL time.Duration
+	// Permits is a Semaphore's permits count, all of them held (HolderTTL:
+	// the first to expire); 0 for a lock.
+	Permits int
 }
 
 func (e *BusyError) Error() string {
+	if e.Permits > 0 {
+		return fmt.Sprintf("lockgate: semaphore %q: no permit of %d free (one likely free in %v, the first expires in %v unless renewed)",
+			e.Key, e.Permits, roundForText(e.RetryAfter), roundForText(e.HolderTTL))
+	}
 	return fmt.Sprintf("lockgate: lock %q not obtained: held by another owner (likely free in %v, expires in %v unless renewed)",
 		e.Key, roundForText(e.RetryAfter), roundForText(e.HolderTTL))
 }

@@ -663,6 +663,19 @@ func TestSemaphoreOutcomes(t *testing.T) {
 		if be.HolderTTL <= 30*time.Second {
 			t.Fatalf("HolderTTL %v, want the holder's remaining minute", be.HolderTTL)
 		}
+		if be.Permits != 1 || !strings.Contains(be.Error(), `semaphore "out:busy": no permit of 1 free`) {
+			t.Fatalf("busy semaphore: Permits %d, %q: want 1, and the text to speak of its permits", be.Permits, be.Error())
+		}
+		// A lock's busy answer is a lock's.
+		lk, err := l.Lock(ctx, "out:lockbusy", core.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lk.Unlock(ctx)
+		_, err = other.TryLock(ctx, "out:lockbusy")
+		if !errors.As(err, &be) || be.Permits != 0 || !strings.Contains(be.Error(), `lock "out:lockbusy" not obtained`) {
+			t.Fatalf("busy lock: %v, want a lock's *BusyError", err)
+		}
 	})
 
 	t.Run("invalid permits", func(t *testing.T) {
