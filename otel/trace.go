@@ -28,6 +28,9 @@ func (o *Observer) span(ctx context.Context, e core.Event, outcome string) {
 		attribute.Int("lockgate.attempts", e.Attempts),
 		attribute.Bool("lockgate.waited", e.Waited),
 	)
+	if e.Permits > 0 {
+		s.SetAttributes(attribute.Int("lockgate.permits", e.Permits)) // a Semaphore's permit
+	}
 	if sc, ok := parseTraceParent(e.HolderTag); ok {
 		s.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("lockgate.link", "holder")}})
 	}

@@ -87,6 +87,44 @@ func TestWaiterSpanLinksToTheHolder(t *testing.T) {
 	}
 }
 
+// A Semaphore's span says it is one: attribute lockgate.permits, the count;
+// a Lock's span has none.
+func TestSemaphoreSpanCarriesPermits(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRig(t)
+	l := r.locker(t, srv.Client(t))
+	ctx := locktest.Context(t)
+	for _, permits := range []int{3, 0} {
+		r.spans.Reset()
+		rctx, rspan := r.tp.Tracer("test").Start(ctx, "request")
+		var s *core.Lease
+		var err error
+		if permits > 0 {
+			s, err = l.Semaphore(rctx, "export:7", permits, core.WithPattern(pattern))
+		} else {
+			s, err = l.Lock(rctx, "export:7", core.WithPattern(pattern))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Unlock(ctx)
+		rspan.End()
+		ls := lockSpan(r.spans.GetSpans(), rspan.SpanContext().SpanID())
+		if ls == nil {
+			t.Fatal("no lock span under the request span")
+		}
+		got := -1
+		for _, kv := range ls.Attributes {
+			if kv.Key == "lockgate.permits" {
+				got = int(kv.Value.AsInt64())
+			}
+		}
+		if want := map[bool]int{true: permits, false: -1}[permits > 0]; got != want {
+			t.Errorf("permits %d: span attribute lockgate.permits %d, want %d (-1: absent)", permits, got, want)
+		}
+	}
+}
+
 // lockSpan is the span named "lock ..." whose parent is parent.
 func lockSpan(spans tracetest.SpanStubs, parent trace.SpanID) *tracetest.SpanStub {
 	for i, s := range spans {
