@@ -165,24 +165,27 @@ func (s *deployment) run(ctx context.Context, script *script, keys []any, args .
 }
 
 func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
-	if k.semaphore() {
-		return s.semAcquire(ctx, k, owner, ttl, entry, seq, tag)
-	}
 	keys := k.script(owner)
-	args := []any{owner.arg, ttl, s.windowArg, entry, seq, tag}
+	script, args := s.scripts.acquire, []any{owner.arg, ttl, s.windowArg, entry, seq, tag}
+	if k.semaphore() {
+		script, args = semAcquireScript, []any{owner.arg, ttl, s.windowArg, entry, seq, k.permitsArg, tag}
+	}
 	if tag == nil {
-		args = args[:5]
+		args = args[:len(args)-1]
 	}
 	var cmd *redis.Cmd
 	var acks int64
 	var ackErr error
 	if s.ackN > 0 {
-		cmd, acks, ackErr = s.acked(ctx, s.scripts.acquire, k.hash(), keys, args...)
+		cmd, acks, ackErr = s.acked(ctx, script, k.hash(), keys, args...)
 		if cmd == nil {
 			return acquireReply{}, ackErr
 		}
 	} else {
-		cmd = s.run(ctx, s.scripts.acquire, keys, args...)
+		cmd = s.run(ctx, script, keys, args...)
+	}
+	if have, ok := otherPermits(cmd); ok {
+		return acquireReply{}, &permitsError{want: k.permits, have: have}
 	}
 	v, holder, err := readAcquire(cmd)
 	switch {

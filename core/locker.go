@@ -271,10 +271,31 @@ func (l *Locker) callOptions(o *callOptions, opts []LockOption) {
 // such bound; LockMulti's names share one budget).
 func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, wait bool, until time.Time) (*Lease, error) {
 	start := time.Now()
+	a, err := l.prepare(ctx, start, key, opts, wait, until, 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	a.keys = l.keysFor(key)
+	if s, err := l.reenter(ctx, a, start); s != nil || err != nil {
+		return s, err
+	}
+	return a.start(ctx, start)
+}
+
+// prepare makes the acquisition of key (a semaphore's of permits, or a
+// lock's: 0) that a call starting at start makes, with the call's options
+// applied and its deadline set: the wait budget (wait) or a single
+// attempt's, ctx's or until (zero: none), whichever ends first. An invalid
+// call (its options, its key, invalid: the caller's own finding), a closed
+// Locker or an ended ctx is observed and returned as the error.
+func (l *Locker) prepare(ctx context.Context, start time.Time, key string, opts []LockOption, wait bool, until time.Time, permits int, invalid error) (*acquisition, error) {
 	a := &acquisition{l: l, key: key}
 	o := &a.o
 	l.callOptions(o, opts)
 	err := o.err
+	if err == nil {
+		err = invalid
+	}
 	if err == nil {
 		err = validateKey(key)
 	}
@@ -285,11 +306,10 @@ func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, w
 		err = ctxErr(ctx)
 	}
 	if err != nil {
-		l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Pattern: o.pattern, Err: err})
+		l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Pattern: o.pattern, Permits: permits, Err: err})
 		return nil, err
 	}
 	o.refreshScriptArgs()
-
 	if d, ok := ctx.Deadline(); ok {
 		a.deadline, a.ctxEnds = d, true
 	}
@@ -303,15 +323,17 @@ func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, w
 	if !until.IsZero() && until.Before(a.deadline) {
 		a.deadline, a.ctxEnds = until, false
 	}
-	a.keys = l.keysFor(key)
-	if s, err := l.reenter(ctx, a, start); s != nil || err != nil {
-		return s, err
-	}
-	a.owner = a.keys.owner(newOwnerID())
 	a.waits = wait && o.wait > 0
+	return a, nil
+}
+
+// start runs a, a fresh acquisition whose keys are set (a call that began
+// at start), under an owner id of its own, and tells the Observer.
+func (a *acquisition) start(ctx context.Context, start time.Time) (*Lease, error) {
+	a.owner = a.keys.owner(newOwnerID())
 	a.sentAt = a.firstSent[:0]
 	s, err := a.run(ctx)
-	l.observe(ctx, a.event(start, s, err))
+	a.l.observe(ctx, a.event(start, s, err))
 	return s, err
 }
 

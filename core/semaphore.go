@@ -31,47 +31,19 @@ import (
 // whose nodes could each grant a different last permit.
 func (l *Locker) Semaphore(ctx context.Context, key string, permits int, opts ...LockOption) (*Lease, error) {
 	start := time.Now()
-	a := &acquisition{l: l, key: key}
-	o := &a.o
-	l.callOptions(o, opts)
-	err := o.err
+	var invalid error
 	switch {
-	case err != nil:
 	case permits < 1:
-		err = invalidf("permits %d is below 1", permits)
+		invalid = invalidf("permits %d is below 1", permits)
 	case !l.be.queues():
-		err = fmt.Errorf("%w: Semaphore on a Redlock Locker (NewRedlock): use a Locker on one deployment", ErrUnsupported)
-	default:
-		err = validateKey(key)
+		invalid = fmt.Errorf("%w: Semaphore on a Redlock Locker (NewRedlock): use a Locker on one deployment", ErrUnsupported)
 	}
-	if err == nil && l.closed.Load() {
-		err = ErrClosed
-	}
-	if err == nil && ctx.Err() != nil {
-		err = ctxErr(ctx)
-	}
+	a, err := l.prepare(ctx, start, key, opts, true, time.Time{}, permits, invalid)
 	if err != nil {
-		l.observe(ctx, Event{Kind: EventNotObtained, Key: key, Pattern: o.pattern, Permits: permits, Err: err})
 		return nil, err
 	}
-	o.refreshScriptArgs()
-	if d, ok := ctx.Deadline(); ok {
-		a.deadline, a.ctxEnds = d, true
-	}
-	budget := o.attemptTimeout
-	if o.wait > 0 {
-		budget = o.wait
-	}
-	if d := start.Add(budget); !a.ctxEnds || d.Before(a.deadline) {
-		a.deadline, a.ctxEnds = d, false
-	}
 	a.keys = l.semKeysFor(key, permits)
-	a.owner = a.keys.owner(newOwnerID())
-	a.waits = o.wait > 0
-	a.sentAt = a.firstSent[:0]
-	s, err := a.run(ctx)
-	l.observe(ctx, a.event(start, s, err))
-	return s, err
+	return a.start(ctx, start)
 }
 
 // semKeysFor returns the keys of the semaphore name with permits: the
@@ -110,47 +82,15 @@ var (
 	semPTTLScript    = newScript(semPTTLSrc)
 )
 
-// semAcquire is acquire for a semaphore's keys.
-func (s *deployment) semAcquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
-	keys := k.script(owner)
-	args := []any{owner.arg, ttl, s.windowArg, entry, seq, k.permitsArg, tag}
-	if tag == nil {
-		args = args[:6]
+// otherPermits reads a semaphore acquire's refusal of a permits count
+// other than its holders' or waiters' ({"p", n}): n and true.
+func otherPermits(cmd *redis.Cmd) (int64, bool) {
+	p, ok := cmd.Val().([]any)
+	if !ok || len(p) != 2 || p[0] != "p" {
+		return 0, false
 	}
-	var cmd *redis.Cmd
-	var acks int64
-	var ackErr error
-	if s.ackN > 0 {
-		cmd, acks, ackErr = s.acked(ctx, semAcquireScript, k.hash(), keys, args...)
-		if cmd == nil {
-			return acquireReply{}, ackErr
-		}
-	} else {
-		cmd = s.run(ctx, semAcquireScript, keys, args...)
-	}
-	r, err := cmd.Result()
-	if err == redis.Nil {
-		return acquireReply{found: foundEnded}, nil
-	}
-	if err != nil {
-		return acquireReply{}, err
-	}
-	if p, ok := r.([]any); ok && len(p) == 2 && p[0] == "p" {
-		have, _ := p[1].(int64)
-		return acquireReply{}, &permitsError{want: k.permits, have: have}
-	}
-	v, holder, err := readAcquire(cmd)
-	switch {
-	case err != nil:
-		return acquireReply{}, err
-	case v > 0 && ackErr != nil:
-		return acquireReply{}, ackErr // held, maybe: the caller undoes it
-	case v > 0 && s.ackN > 0 && acks < int64(s.ackN):
-		return acquireReply{}, s.notReplicated(acks)
-	case v > 0:
-		return acquireReply{found: foundHeld, fence: v}, nil
-	}
-	return acquireReply{found: foundBusy, wait: time.Duration(-v) * time.Millisecond, holder: holder}, nil
+	have, _ := p[1].(int64)
+	return have, true
 }
 
 // semPTTL is pttl for a semaphore's permit.
