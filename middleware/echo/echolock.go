@@ -81,7 +81,7 @@ func build(cfg Config) (*lockMiddleware, error) {
 	var err error
 	m.e, err = lockhttp.ConfigEngine[call, error]("echolock", lockhttp.Fields{Locker: cfg.Locker, Key: cfg.Key, Template: cfg.Template,
 		Wait: cfg.Wait, TTL: cfg.TTL, ReleaseTimeout: cfg.ReleaseTimeout, LockOptions: cfg.LockOptions,
-		MaxBodySize: cfg.MaxBodySize, Route: cfg.Route, FailOpen: cfg.FailOpen, Logger: cfg.Logger}, ErrNoLocker, m)
+		MaxBodySize: cfg.MaxBodySize, Route: cfg.Route, Limit: cfg.Limit, FailOpen: cfg.FailOpen, Logger: cfg.Logger}, ErrNoLocker, m)
 	if err != nil {
 		return nil, err
 	}
