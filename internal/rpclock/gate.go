@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -179,6 +180,9 @@ func (g *Gate) LockFailure(ctx context.Context, m *Method, err error) *Failure {
 		return &Failure{Outcome: o, Err: cerr, Message: cerr.Error()}
 	case errors.Is(err, core.ErrNotObtained):
 		f := &Failure{Outcome: Busy, Err: err, Message: m.Name + " is busy: another call holds its lock, please retry later"}
+		if m.Limit > 0 {
+			f.Message = m.Name + " is busy: " + strconv.Itoa(m.Limit) + " calls of this key are running, please retry later"
+		}
 		// core.RetryAfter: not the holder's TTL, which only bounds it.
 		f.RetryAfter, f.HasRetryAfter = core.RetryAfter(err)
 		return f

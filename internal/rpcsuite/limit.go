@@ -1,6 +1,7 @@
 package rpcsuite
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,9 @@ func testLimit(t *testing.T, s Stack) {
 		}
 		if took := time.Since(start); r.Code != ResourceExhausted || !r.RetryInfo || r.RetryDelay <= 0 || took < budget {
 			t.Fatalf("%s: %v after %v, want ResourceExhausted with a RetryInfo after its wait %v", what, r, took, budget)
+		}
+		if !strings.Contains(r.Message, FullMethod(method)) {
+			t.Fatalf("%s: message %q does not name the method", what, r.Message)
 		}
 	}
 
