@@ -40,7 +40,7 @@ func New(l *core.Locker, key string) (echo.MiddlewareFunc, error) {
 // keyfunc.ErrBadTemplate (a *keyfunc.Error for a malformed template or one
 // naming a source HTTP cannot read) for no Key nor Template, or a bad one;
 // an error matching core.ErrInvalid for an invalid Wait, TTL,
-// ReleaseTimeout, MaxBodySize or LockOptions entry.
+// ReleaseTimeout, MaxBodySize or LockOptions entry, or a negative Limit.
 func NewWithConfig(cfg Config) (echo.MiddlewareFunc, error) {
 	m, err := build(cfg)
 	if err != nil {
