@@ -112,9 +112,9 @@ type Config struct {
 	// request over the limit waits as for a busy lock (FIFO, Wait's
 	// budget) and is then answered 429 with Retry-After; every other answer
 	// is the lock's. Every route locking one key must set the same Limit (a
-	// different one is answered 503 while permits of the other are held).
-	// The lease in the handler is a permit: a Lock of its key does not
-	// re-enter it. A negative value is a setup error.
+	// different one is answered 503 while the other holds or waits for
+	// permits). The lease in the handler is a permit: a Lock of its key does
+	// not re-enter it. A negative value is a setup error.
 	//
 	// Optional. Default: 0, the lock (one request of a key at a time)
 	Limit int
