@@ -28,11 +28,21 @@
 //	rpc Order(OrderRequest) returns (OrderReply) {
 //	  option (lockgate.v1.lock) = { key: "order:{user_id}:{voucher_id}" wait: "2s" ttl: "30s" };
 //	}
+//	rpc Export(ExportRequest) returns (ExportReply) {
+//	  option (lockgate.v1.lock) = { key: "export:{tenant}" limit: 3 }; // 3 at once per tenant
+//	}
 //
 // or when a Go-side rule names it, for services whose protos cannot be
 // changed:
 //
 //	connectlock.WithRule(shopv1connect.OrdersOrderProcedure, connectlock.Rule{Key: "order:{user_id}:{voucher_id}"})
+//	connectlock.WithRule(shopv1connect.ExportsExportProcedure, connectlock.Rule{Key: "export:{tenant}", Limit: 3})
+//
+// With a limit (limit: 3, Rule.Limit 3) up to that many calls of one key
+// run at once, each holding one permit of the semaphore named by the key
+// (core.Locker.Semaphore) instead of its lock; a call over the limit waits
+// and is answered as for a busy lock (connect.CodeResourceExhausted with a
+// RetryInfo and Retry-After). A negative limit is an error of New.
 //
 // When both exist for one procedure the Go rule wins, whole. New reads the
 // annotations once, from the descriptors registered in

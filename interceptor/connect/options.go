@@ -38,6 +38,15 @@ type Rule struct {
 	// core.WithReleaseTimeout(2*time.Second)). Optional. New checks them
 	// with core.Combine: an invalid or nil option is an error of New.
 	Options []core.LockOption
+	// Limit admits up to Limit calls of one key at once instead of one at
+	// a time: each call holds one of Limit permits of the semaphore named
+	// by the key (core.Locker.Semaphore), across servers; Limit: 3 with Key
+	// "export:{tenant}" is at most 3 exports per tenant at once. A call over
+	// the limit waits as for a busy lock, then fails with
+	// connect.CodeResourceExhausted. Every method locking one key must give the same
+	// Limit. Optional. 0 (the default) takes the lock; a negative value is
+	// an error of New. The annotation's field is limit.
+	Limit int
 }
 
 // Option configures New. A bad value given to an Option (a nil registry,

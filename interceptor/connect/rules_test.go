@@ -153,6 +153,50 @@ func TestSchemaOutsideRegistry(t *testing.T) {
 			t.Fatalf("holder: %v", err)
 		}
 	})
+	t.Run("limited by its schema", func(t *testing.T) {
+		// The annotation's limit 2: two calls of a key inside, the third
+		// busy (the control is "locked by its schema": the lock's second
+		// call is busy).
+		limited := dynamicFile(t, &lockgatev1.LockRule{Key: "dyn:{user_id}", Wait: "0s", Limit: 2}).Services().Get(0).Methods().Get(0)
+		const limProcedure = "/dyn.S/Limited" // another procedure name: its own cache entry
+		svc := rpcsuite.NewService()
+		hc, base := serveMux(t, svc, map[string]http.Handler{limProcedure: unaryHandler(svc, limProcedure, connect.WithSchema(limited), connect.WithInterceptors(lk))})
+		client := connect.NewClient[testpb.OrderRequest, testpb.OrderReply](hc, base+limProcedure)
+		var done []chan error
+		for range 2 {
+			svc.DrainEntered()
+			d := make(chan error, 1)
+			go func() {
+				r, err := client.CallUnary(ctx, connect.NewRequest(&testpb.OrderRequest{UserId: "u1", PauseMs: -1}))
+				if err == nil && r.Msg.GetKey() != "dyn:u1" {
+					t.Errorf("holder's lease key %q, want dyn:u1", r.Msg.GetKey())
+				}
+				d <- err
+			}()
+			svc.WaitEntered(t, "Dyn", func() error {
+				select {
+				case err := <-d:
+					return err
+				default:
+					return nil
+				}
+			})
+			done = append(done, d)
+		}
+		_, err := client.CallUnary(ctx, connect.NewRequest(&testpb.OrderRequest{UserId: "u1"}))
+		if connect.CodeOf(err) != connect.CodeResourceExhausted {
+			t.Fatalf("third call, two inside: %v, want ResourceExhausted", err)
+		}
+		if n := svc.Calls(); n != 2 {
+			t.Fatalf("handler ran %d times, want 2", n)
+		}
+		svc.Release()
+		for _, d := range done {
+			if err := <-d; err != nil {
+				t.Fatalf("holder: %v", err)
+			}
+		}
+	})
 	t.Run("bad schema annotation", func(t *testing.T) {
 		bad := dynamicFile(t, &lockgatev1.LockRule{Key: "dyn:{nope}", FailOpen: true}).Services().Get(0).Methods().Get(0)
 		const badProcedure = "/dyn.S/Bad" // another procedure name: its own cache entry
@@ -304,6 +348,10 @@ func TestStartupErrors(t *testing.T) {
 			[]string{order, "Rule.TTL"}},
 		{"go rule: negative wait", []connectlock.Option{connectlock.WithRule(order, connectlock.Rule{Key: "o:{user_id}", Wait: -time.Second, FailOpen: true})},
 			[]string{order, "Rule.Wait", "core.NoWait"}},
+		{"go rule: negative limit", []connectlock.Option{connectlock.WithRule(order, connectlock.Rule{Key: "o:{user_id}", Limit: -1, FailOpen: true})},
+			[]string{order, "Rule.Limit", "negative"}},
+		{"annotation: negative limit", []connectlock.Option{connectlock.WithFiles(dynFiles(&lockgatev1.LockRule{Key: "k:{user_id}", Limit: -3, FailOpen: true}))},
+			[]string{"/dyn.S/Unary", "annotation", "limit -3", "negative"}},
 		{"go rule: nil option", []connectlock.Option{connectlock.WithRule(order, connectlock.Rule{Key: "o:{user_id}", FailOpen: true, Options: []core.LockOption{nil}})},
 			[]string{order, "Rule.Options[0] is nil"}},
 		{"annotation: bad wait", []connectlock.Option{connectlock.WithFiles(dynFiles(&lockgatev1.LockRule{Key: "k:{user_id}", Wait: "2 parsecs", FailOpen: true}))},

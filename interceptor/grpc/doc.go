@@ -12,11 +12,21 @@
 //	rpc Order(OrderRequest) returns (OrderReply) {
 //	  option (lockgate.v1.lock) = { key: "order:{user_id}:{voucher_id}" wait: "2s" ttl: "30s" };
 //	}
+//	rpc Export(ExportRequest) returns (ExportReply) {
+//	  option (lockgate.v1.lock) = { key: "export:{tenant}" limit: 3 }; // 3 at once per tenant
+//	}
 //
 // or when a Go-side rule names it, for services whose protos cannot be
 // changed:
 //
 //	grpclock.WithRule("/shop.v1.Orders/Order", grpclock.Rule{Key: "order:{user_id}:{voucher_id}"})
+//	grpclock.WithRule("/shop.v1.Exports/Export", grpclock.Rule{Key: "export:{tenant}", Limit: 3})
+//
+// With a limit (limit: 3, Rule.Limit 3) up to that many calls of one key
+// run at once, each holding one permit of the semaphore named by the key
+// (core.Locker.Semaphore) instead of its lock; a call over the limit waits
+// and is answered as for a busy lock (codes.ResourceExhausted with a
+// RetryInfo). A negative limit is an error of New.
 //
 // When both exist for one method the Go rule wins, whole: the annotation of
 // that method is ignored. New reads the annotations once, from the

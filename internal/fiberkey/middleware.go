@@ -37,6 +37,7 @@ type Config[C Handle] struct {
 	ErrorHandler   func(c C, status int, err error) error
 	FailOpen       bool
 	Route          string
+	Limit          int
 	Logger         *slog.Logger
 	MaxBodySize    int
 	ContextValue   func(c C, name string) (string, bool)
@@ -80,7 +81,7 @@ func (s *Shim[C]) Setup(cfg, def Config[C], unescaped func(c C) bool, self lockh
 	cfg = s.cfg
 	return lockhttp.ConfigEngine("fiberlock", lockhttp.Fields{Locker: cfg.Locker, Key: cfg.Key, Template: cfg.Template,
 		Wait: cfg.Wait, TTL: cfg.TTL, ReleaseTimeout: cfg.ReleaseTimeout, LockOptions: cfg.LockOptions,
-		MaxBodySize: int64(cfg.MaxBodySize), Route: cfg.Route, FailOpen: cfg.FailOpen, Logger: cfg.Logger}, nil, self)
+		MaxBodySize: int64(cfg.MaxBodySize), Route: cfg.Route, Limit: cfg.Limit, FailOpen: cfg.FailOpen, Logger: cfg.Logger}, nil, self)
 }
 
 // Skip runs Config.Next.

@@ -23,6 +23,8 @@ var cases = []struct {
 	{"ReleaseAfterCancel", releaseAfterCancel},
 	{"OneAtATime", oneAtATime},
 	{"DifferentKeysOverlap", differentKeysOverlap},
+	{"Limit", limit},
+	{"LimitAcrossInstances", limitAcrossInstances},
 	{"TypedPlaceholders", typedPlaceholders},
 	{"PathUnescaped", pathUnescaped},
 	{"UnfillablePlaceholder", unfillablePlaceholder},

@@ -19,7 +19,8 @@ import (
 // adapter shares: the Locker, the key (a template string, or a Template,
 // which wins), and the lock settings. Zero values set nothing. The
 // adapter's Setup.New turns them into its options or Config; with options,
-// in the order Wait, TTL, ReleaseTimeout, MaxBodySize, LockOptions.
+// in the order Wait, TTL, ReleaseTimeout, MaxBodySize, LockOptions, then
+// Limit when it is not 0.
 type Settings struct {
 	Locker         *core.Locker // nil: the "no Locker" case
 	Key            string
@@ -29,6 +30,7 @@ type Settings struct {
 	ReleaseTimeout time.Duration
 	MaxBodySize    int64
 	LockOptions    []core.LockOption
+	Limit          int
 }
 
 // Setup is how one adapter is set up, for SetupErrors.
@@ -44,7 +46,7 @@ type Setup struct {
 	Must func(s Settings)
 	// Name is the text by which the adapter's errors name a setting of
 	// Settings ("Locker", "Key", "Template", "Wait", "TTL",
-	// "ReleaseTimeout", "MaxBodySize", "LockOptions"): "WithTTL" or
+	// "ReleaseTimeout", "MaxBodySize", "LockOptions", "Limit"): "WithTTL" or
 	// "Config.TTL". "" where its errors do not name it (a template error
 	// of an adapter with options is keyfunc's own).
 	Name func(setting string) string
@@ -93,6 +95,8 @@ func SetupCases(l *core.Locker) []SetupCase {
 		bad("core TTL below minimum", Settings{Key: key, LockOptions: opts(core.WithTTL(time.Millisecond))}, core.ErrInvalid, "LockOptions"),
 		bad("core negative wait", Settings{Key: key, LockOptions: opts(core.WithWait(-5 * time.Second))}, core.ErrInvalid, "LockOptions"),
 		bad("core zero release timeout", Settings{Key: key, LockOptions: opts(core.WithReleaseTimeout(0))}, core.ErrInvalid, "LockOptions"),
+		bad("negative limit", Settings{Key: key, Limit: -1}, core.ErrInvalid, "Limit"),
+		bad("negative limit among good settings", Settings{Key: key, Wait: time.Second, MaxBodySize: 1, Limit: -3}, core.ErrInvalid, "Limit"),
 		bad("bad TTL among good settings", Settings{Key: key, Wait: time.Second, TTL: time.Nanosecond, ReleaseTimeout: time.Second, MaxBodySize: 1}, core.ErrInvalid, "TTL"),
 	}
 }
@@ -143,13 +147,14 @@ type OptionSetup[M, O any] struct {
 	MaxBodySize    func(int64) O
 	LockOptions    func(...core.LockOption) O
 	FailOpen       func() O
+	Limit          func(int) O
 }
 
 // OptionsSetupErrors is SetupErrors for an adapter with options, run with
 // the fail-open option first and last, plus what only options have: a nil
-// option, a nil template for NewTemplate, and a bad value after a good one
-// of the same option. Errors name the option ("WithTTL"); template errors
-// are keyfunc's own.
+// option, a nil template for NewTemplate, a bad value after a good one of
+// the same option, and a limit of 0 (an option given no limit). Errors
+// name the option ("WithTTL"); template errors are keyfunc's own.
 func OptionsSetupErrors[M, O any](t *testing.T, l *core.Locker, a OptionSetup[M, O]) {
 	t.Helper()
 	const key = "order:{query.user_id}:{path.voucher}"
@@ -158,6 +163,9 @@ func OptionsSetupErrors[M, O any](t *testing.T, l *core.Locker, a OptionSetup[M,
 		build := func(s Settings, extra ...O) (M, error) {
 			opts := append([]O{a.Wait(s.Wait), a.TTL(s.TTL), a.ReleaseTimeout(s.ReleaseTimeout),
 				a.MaxBodySize(s.MaxBodySize), a.LockOptions(s.LockOptions...)}, extra...)
+			if s.Limit != 0 {
+				opts = append(opts, a.Limit(s.Limit))
+			}
 			if order == "fail-open first" {
 				opts = append([]O{a.FailOpen()}, opts...)
 			} else {
@@ -186,6 +194,8 @@ func OptionsSetupErrors[M, O any](t *testing.T, l *core.Locker, a OptionSetup[M,
 				{"bad TTL after a good one", func() (M, error) {
 					return build(Settings{Locker: l, Key: key}, a.TTL(time.Second), a.TTL(time.Nanosecond))
 				}, core.ErrInvalid, "WithTTL"},
+				{"limit 0", func() (M, error) { return build(Settings{Locker: l, Key: key}, a.Limit(0)) }, core.ErrInvalid, "WithLimit"},
+				{"limit 0 after a good one", func() (M, error) { return build(Settings{Locker: l, Key: key}, a.Limit(3), a.Limit(0)) }, core.ErrInvalid, "WithLimit"},
 			}
 			for _, c := range own {
 				t.Run(c.name, func(t *testing.T) {

@@ -5,8 +5,8 @@
 // with Retry-After, Redis down fail-closed and fail-open, a lost lock
 // cancelling the handler, a panic releasing, one request at a time with a
 // control that overlaps, different keys in parallel, typed placeholders,
-// the lease in the handler's context, replaceable answers and the
-// pattern naming the lock. SetupErrors (and OptionSetup's
+// the lease in the handler's context, replaceable answers, the pattern
+// naming the lock, and a limit of N requests of one key at once. SetupErrors (and OptionSetup's
 // OptionsSetupErrors for adapters with options) is the table of bad setups
 // every adapter refuses; BenchRoute, BenchCoreCycle and BenchOverhead are
 // the benchmarks every adapter runs over its Stack. Adapter-specific
@@ -119,6 +119,9 @@ type Options struct {
 	CustomError bool
 	// LockOptions are passed to the adapter's lock options.
 	LockOptions []core.LockOption
+	// Limit is the adapter's limit of requests of one key at once
+	// (WithLimit, Config.Limit); 0 sets none: the lock.
+	Limit int
 }
 
 // Handler is a route's handler, framework-neutral. The stack calls it with

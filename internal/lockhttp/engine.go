@@ -53,7 +53,8 @@ type Shim[C, R any] interface {
 const UnavailableRetryAfter = "1"
 
 // Engine is one route's middleware, the same for every adapter: skip,
-// read the key, take the lock, answer a failure as Decide says (logged by
+// read the key, take the lock (or, with Route.Limit, a permit of the
+// semaphore named by the key), answer a failure as Decide says (logged by
 // Report), or run the rest of the chain under the lease and release it
 // afterwards, also when the chain panics (Release).
 type Engine[C, R any] struct {
@@ -86,7 +87,7 @@ func (e *Engine[C, R]) Serve(c C) R {
 		return s.Error(c, status, "", err)
 	}
 	parent := s.Context(c)
-	lease, err := e.Locker.Lock(parent, key, e.Route.LockOpts...)
+	lease, err := e.take(parent, key)
 	if err != nil {
 		return e.failed(c, parent, err)
 	}
@@ -97,6 +98,16 @@ func (e *Engine[C, R]) Serve(c C) R {
 	// known lost returns at once.
 	defer Release(parent, e.Logger, lease)
 	return s.Locked(c, lease)
+}
+
+// take is the route's lease on key: its lock, or with a limit one of the
+// permits of the semaphore named key. Busy, unavailable and the other
+// outcomes are answered alike.
+func (e *Engine[C, R]) take(ctx context.Context, key string) (*core.Lease, error) {
+	if n := e.Route.Limit; n > 0 {
+		return e.Locker.Semaphore(ctx, key, n, e.Route.LockOpts...)
+	}
+	return e.Locker.Lock(ctx, key, e.Route.LockOpts...)
 }
 
 func (e *Engine[C, R]) failed(c C, ctx context.Context, err error) R {

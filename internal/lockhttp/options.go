@@ -58,6 +58,12 @@ func (With[C, B, E]) MaxBodySize(n int64) func(*Options[C, B, E]) {
 	return func(o *Options[C, B, E]) { o.Setup.MaxBodySize("WithMaxBodySize", n) }
 }
 
+// Limit is WithLimit: n requests of one key at once (a semaphore of n
+// permits instead of the lock); n below 1 is an error.
+func (With[C, B, E]) Limit(n int) func(*Options[C, B, E]) {
+	return func(o *Options[C, B, E]) { o.Setup.Limit("WithLimit", n) }
+}
+
 // Route is WithRoute: the pattern of the route the middleware serves, as
 // the router writes it; "" checks nothing.
 func (With[C, B, E]) Route(pattern string) func(*Options[C, B, E]) {

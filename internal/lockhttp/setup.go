@@ -25,7 +25,28 @@ type Setup struct {
 	maxBody  int64
 	route    string // the route's pattern, when the adapter was told it
 	rname    string // the name of the setting that told it (WithRoute)
+	limit    int    // holders of one key at once; 0: one, the lock
 	err      error
+}
+
+// Limit makes the route admit up to n requests of one key at once, each
+// holding a permit of the semaphore named by the key
+// (core.Locker.Semaphore) instead of its lock. n below 1 is an error: name
+// is an option (WithLimit) that was given a value.
+func (s *Setup) Limit(name string, n int) {
+	if n < 1 {
+		s.Fail(s.Invalid(name, "limit %d is below 1", n))
+		return
+	}
+	s.limit = n
+}
+
+// ConfigLimit is Limit for a Config field (Config.Limit), whose zero value
+// sets nothing: 0 keeps the lock, a negative value is an error.
+func (s *Setup) ConfigLimit(name string, n int) {
+	if n != 0 {
+		s.Limit(name, n)
+	}
 }
 
 // RoutePattern tells the setup the pattern of the route the middleware
@@ -133,6 +154,10 @@ type Route struct {
 	Template *keyfunc.Template // valid for HTTP
 	LockOpts []core.LockOption // the route's lock options combined: one
 	Body     bool              // the key reads the body ({body.*}, {form.*}, bare names)
+	// Limit is how many requests of one key hold it at once: 0 takes the
+	// key's lock (one at a time), N > 0 one of N permits of the semaphore
+	// named by the key (core.Locker.Semaphore).
+	Limit int
 }
 
 // Key resolves the route's key with lookup; on failure it returns the
@@ -170,6 +195,7 @@ func (s *Setup) Route(t *keyfunc.Template, combined string) (Route, error) {
 		Template: t,
 		LockOpts: []core.LockOption{opt},
 		Body:     t.Uses(keyfunc.SourceBody) || t.Uses(keyfunc.SourceForm),
+		Limit:    s.limit,
 	}, nil
 }
 
@@ -215,13 +241,14 @@ type Fields struct {
 	LockOptions               []core.LockOption
 	MaxBodySize               int64
 	Route                     string // the route's pattern: "" checks nothing
+	Limit                     int    // 0: the lock; N > 0: N holders of a key at once
 	FailOpen                  bool
 	Logger                    *slog.Logger // nil: slog.Default()
 }
 
 // ConfigRoute checks f, each error naming its field (Config.Wait), and
 // returns the route: ConfigTemplate, then Wait, TTL, ReleaseTimeout,
-// LockOptions and MaxBodySize, then Route.
+// LockOptions, MaxBodySize and Limit, then Route.
 func (s *Setup) ConfigRoute(f Fields) (Route, error) {
 	t, err := s.ConfigTemplate(f.Key, f.Template)
 	if err != nil {
@@ -232,6 +259,7 @@ func (s *Setup) ConfigRoute(f Fields) (Route, error) {
 	s.ReleaseTimeout("Config.ReleaseTimeout", f.ReleaseTimeout)
 	s.LockOptions("Config.LockOptions", f.LockOptions)
 	s.MaxBodySize("Config.MaxBodySize", f.MaxBodySize)
+	s.ConfigLimit("Config.Limit", f.Limit)
 	s.RoutePattern("Config.Route", f.Route)
 	return s.Route(t, "Config.LockOptions")
 }

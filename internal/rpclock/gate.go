@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -84,7 +85,8 @@ type Gate struct {
 	Logger *slog.Logger
 }
 
-// Acquire builds m's key for one call and takes the lock. It returns the
+// Acquire builds m's key for one call and takes the lock (with m.Limit,
+// one of the permits of the semaphore named by the key). It returns the
 // lease; or nil and nil when the rule is fail-open and Redis is
 // unavailable (the handler runs without the lock; logged as a warning with
 // the rule's pattern, never the key); or a Failure.
@@ -93,7 +95,12 @@ func (g *Gate) Acquire(ctx context.Context, m *Method, msg protoreflect.Message,
 	if err != nil {
 		return nil, KeyFailure(m, err)
 	}
-	lease, err := g.Locker.Lock(ctx, key, m.Opt)
+	var lease *core.Lease
+	if m.Limit > 0 {
+		lease, err = g.Locker.Semaphore(ctx, key, m.Limit, m.Opt)
+	} else {
+		lease, err = g.Locker.Lock(ctx, key, m.Opt)
+	}
 	if err == nil {
 		return lease, nil
 	}
@@ -173,6 +180,9 @@ func (g *Gate) LockFailure(ctx context.Context, m *Method, err error) *Failure {
 		return &Failure{Outcome: o, Err: cerr, Message: cerr.Error()}
 	case errors.Is(err, core.ErrNotObtained):
 		f := &Failure{Outcome: Busy, Err: err, Message: m.Name + " is busy: another call holds its lock, please retry later"}
+		if m.Limit > 0 {
+			f.Message = m.Name + " is busy: " + strconv.Itoa(m.Limit) + " calls of this key are running, please retry later"
+		}
 		// core.RetryAfter: not the holder's TTL, which only bounds it.
 		f.RetryAfter, f.HasRetryAfter = core.RetryAfter(err)
 		return f

@@ -25,6 +25,7 @@ type Rule struct {
 	TTL      time.Duration
 	FailOpen bool
 	Options  []core.LockOption
+	Limit    int
 }
 
 // Config is what Load reads rules with.
@@ -52,6 +53,10 @@ type Method struct {
 	Key      *Key
 	Opt      core.LockOption // LockOpts, Wait, TTL, Options, combined and checked
 	FailOpen bool
+	// Limit is how many calls of one key hold it at once: 0 takes the
+	// key's lock, N > 0 one of N permits of the semaphore named by the key
+	// (core.Locker.Semaphore).
+	Limit int
 
 	ClientStream bool
 	ServerStream bool
@@ -141,9 +146,14 @@ func annotation(md protoreflect.MethodDescriptor) *lockgatev1.LockRule {
 
 // annotationRule turns the annotation's strings into a Rule. An empty wait
 // or ttl keeps the Locker's default; a "0s" wait is a single attempt
-// (core.NoWait); a negative wait or a ttl below core.MinTTL is an error.
+// (core.NoWait); a negative wait or a ttl below core.MinTTL is an error;
+// limit 0 keeps the lock and a negative limit is an error.
 func annotationRule(lr *lockgatev1.LockRule) (Rule, error) {
 	r := Rule{Key: lr.GetKey(), FailOpen: lr.GetFailOpen()}
+	if n := lr.GetLimit(); n < 0 {
+		return r, fmt.Errorf("limit %d is negative (0 keeps the lock, one call of a key at a time)", n)
+	}
+	r.Limit = int(lr.GetLimit())
 	if s := lr.GetWait(); s != "" {
 		d, err := time.ParseDuration(s)
 		switch {
@@ -210,6 +220,9 @@ func Compile(c *Config, name, origin string, md protoreflect.MethodDescriptor, r
 	case r.Wait > 0:
 		opts = append(opts, core.WithWait(r.Wait))
 	}
+	if r.Limit < 0 {
+		return nil, fmt.Errorf("Rule.Limit %d is negative (0 keeps the lock, one call of a key at a time)", r.Limit)
+	}
 	if r.TTL != 0 {
 		if r.TTL < core.MinTTL {
 			return nil, fmt.Errorf("Rule.TTL %v is below the minimum %v (0 keeps the Locker's TTL)", r.TTL, core.MinTTL)
@@ -240,6 +253,7 @@ func Compile(c *Config, name, origin string, md protoreflect.MethodDescriptor, r
 		Key:          k,
 		Opt:          combined,
 		FailOpen:     r.FailOpen,
+		Limit:        r.Limit,
 		ClientStream: md.IsStreamingClient(),
 		ServerStream: md.IsStreamingServer(),
 	}

@@ -9,6 +9,9 @@ var cases = []suiteCase{
 	{"busy is ResourceExhausted with RetryInfo", testBusy},
 	{"different keys in parallel", testDifferentKeys},
 	{"unannotated untouched", testUnannotated},
+	// Limits (limit.go).
+	{"a limit of 2 holds two calls of a key, the third busy", testLimit},
+	{"a limit of 2 over two servers, never 3 inside", testLimitAcrossServers},
 	// Keys and rules (keys.go).
 	{"bad input names the field and locks nothing", testInvalidKey},
 	{"typed placeholders canonical", testTypedCanonical},

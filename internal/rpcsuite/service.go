@@ -30,6 +30,10 @@ type Service struct {
 	// OnPanic, if set, is called by a panicking handler (pause_ms -2) with
 	// its context before it panics. Set it before serving.
 	OnPanic func(ctx context.Context)
+	// Holds, if set, receives a Held for every handler holding on its own
+	// (pause_ms -3), once inside: it waits for its Release, Release of the
+	// Service, or the end of its context. Set it before serving.
+	Holds chan Held
 
 	gauge    *locktest.Gauge // calls inside at once
 	entered  chan string     // a handler started (method name); buffered
@@ -66,11 +70,36 @@ func (s *Service) enter(method string) func() {
 	return s.gauge.Exit
 }
 
+// Held is a handler holding on its own (pause_ms -3): the key of the
+// lease it runs under, and Release, which lets it finish.
+type Held struct {
+	Key     string
+	Release func()
+}
+
 // pause is the handler's work: pauseMs long (cut short when another call
 // is inside, so that overlap shows at once), or, for -1, until released or
-// the context ends; -2 panics.
+// the context ends; -2 panics; -3 holds on its own (Holds).
 func (s *Service) pause(ctx context.Context, req *testpb.OrderRequest) error {
 	switch pauseMs := req.GetPauseMs(); {
+	case pauseMs == -3:
+		done := make(chan struct{})
+		var once sync.Once
+		h := Held{Key: core.FromContext(ctx).Key(), Release: func() { once.Do(func() { close(done) }) }}
+		select {
+		case s.Holds <- h:
+		case <-s.hold:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case <-done:
+		case <-s.hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
 	case pauseMs == -2:
 		if s.OnPanic != nil {
 			s.OnPanic(ctx)

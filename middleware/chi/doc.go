@@ -6,6 +6,7 @@
 //	r := chi.NewRouter()
 //	r.Use(middleware.Recoverer)
 //	r.With(lock).Post("/seckill/{voucher}", h)
+//	r.With(httplock.Must(httplock.New(locker, "export:{path.tenant}", httplock.WithLimit(3)))).Post("/{tenant}/exports", export) // 3 at once per tenant
 //
 // chi v5.5 and later set the request's path values (r.PathValue) when they
 // match a route, so httplock reads {path.voucher} as it does on

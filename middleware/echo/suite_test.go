@@ -73,6 +73,7 @@ func suiteConfig(rt httpsuite.Route) echolock.Config {
 		FailOpen:       o.FailOpen,
 		Logger:         o.Logger,
 		LockOptions:    o.LockOptions,
+		Limit:          o.Limit,
 	}
 	if o.CustomBusy {
 		cfg.BusyHandler = func(c echo.Context, _ error) error {

@@ -99,6 +99,20 @@ type Config struct {
 	// middleware/README.md, Answers)
 	Route string
 
+	// Limit admits up to Limit requests of one key at once instead of one
+	// at a time: each holds one of Limit permits of the semaphore named by
+	// the key (core.Locker.Semaphore), across instances; Limit: 3 is at
+	// most 3 exports per tenant at once with Key "export:{query.tenant}". A
+	// request over the limit waits as for a busy lock (FIFO, Wait's
+	// budget) and is then answered 429 with Retry-After; every other answer
+	// is the lock's. Every route locking one key must set the same Limit (a
+	// different one is answered 503 while the other holds or waits for
+	// permits). The lease in the handler is a permit: a Lock of its key does
+	// not re-enter it. A negative value is a setup error.
+	//
+	// Optional. Default: 0, the lock (one request of a key at a time)
+	Limit int
+
 	// Logger logs fail-open runs, lock failures and failed releases. Echo
 	// v5 logs with log/slog too: Logger: e.Logger sends them where Echo's
 	// own go.

@@ -7,6 +7,7 @@
 //		Key:    "order:{query.user_id:int}:{path.voucher}",
 //	}))
 //	e.POST("/voucher-order/seckill/:voucher", order, lock)
+//	e.POST("/exports", export, echolock.Must(echolock.NewWithConfig(echolock.Config{Locker: locker, Key: "export:{query.tenant}", Limit: 3}))) // 3 at once per tenant
 //
 //	func order(c *echo.Context) error {
 //		lease := echolock.FromContext(c.Request().Context())

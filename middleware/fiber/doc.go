@@ -5,6 +5,7 @@
 //	app.Post("/voucher-order/seckill/:voucher",
 //		fiberlock.New(fiberlock.Config{Locker: l, Key: "order:{query.user_id}:{path.voucher}"}),
 //		handler)
+//	app.Post("/exports", fiberlock.New(fiberlock.Config{Locker: l, Key: "export:{query.tenant}", Limit: 3}), export) // 3 at once per tenant
 //
 // The package is named fiberlock so that it does not shadow fiber.
 //

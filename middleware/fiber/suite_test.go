@@ -59,6 +59,7 @@ func config(rt httpsuite.Route) fiberlock.Config {
 		FailOpen:       o.FailOpen,
 		Logger:         o.Logger,
 		LockOptions:    o.LockOptions,
+		Limit:          o.Limit,
 	}
 	if o.CustomBusy {
 		cfg.LimitReached = func(c *fiber.Ctx) error {

@@ -9,6 +9,7 @@
 //			ctx := c.Context() // the lease's Context: pass it on
 //			...
 //		})
+//	app.Post("/exports", fiberlock.New(fiberlock.Config{Locker: l, Key: "export:{query.tenant}", Limit: 3}), export) // 3 at once per tenant
 //
 // The package is named fiberlock so that it does not shadow fiber; it is
 // the same name as the Fiber v2 adapter (middleware/fiber), and a program

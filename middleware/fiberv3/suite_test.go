@@ -82,6 +82,7 @@ func suiteConfig(r httpsuite.Route) fiberlock.Config {
 		FailOpen:       o.FailOpen,
 		Logger:         o.Logger,
 		LockOptions:    o.LockOptions,
+		Limit:          o.Limit,
 	}
 	if o.CustomBusy {
 		cfg.LimitReached = func(c fiber.Ctx) error {

@@ -4,6 +4,7 @@
 //
 //	lock := ginlock.Must(ginlock.New(locker, "order:{query.user_id}:{path.voucher}"))
 //	r.POST("/voucher-order/seckill/:voucher", lock, handler)
+//	r.POST("/exports", ginlock.Must(ginlock.New(locker, "export:{query.tenant}", ginlock.WithLimit(3))), export) // 3 at once per tenant
 //
 // The package is named ginlock so that it does not shadow gin.
 //

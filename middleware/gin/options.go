@@ -131,6 +131,20 @@ func WithMaxBodySize(n int64) Option {
 	return with.MaxBodySize(n)
 }
 
+// WithLimit admits up to n requests of one key at once instead of one at a
+// time: each holds one of n permits of the semaphore named by the key
+// (core.Locker.Semaphore), across instances. At most 3 exports per tenant
+// at once is New(l, "export:{query.tenant}", WithLimit(3)). A request over
+// the limit waits as for a busy lock (FIFO, WithWait's budget) and is then
+// answered 429 with Retry-After; every other answer is the lock's. Every
+// route locking one key must pass the same n (a different one is answered
+// 503 while the other holds or waits for permits). The lease in the
+// handler is a permit: a Lock of its key does not re-enter it. Default:
+// the lock; n below 1 is an error of New.
+func WithLimit(n int) Option {
+	return with.Limit(n)
+}
+
 // WithRoute tells the middleware the pattern of the route it serves, as
 // the router writes it ("/v/:voucher"), so that a {path.name} placeholder the
 // route does not have (a typo, {path.vouchr}) is an error of New matching

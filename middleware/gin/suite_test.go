@@ -73,6 +73,9 @@ func suiteOptions(o httpsuite.Options) []ginlock.Option {
 	if o.FailOpen {
 		opts = append(opts, ginlock.WithFailOpen())
 	}
+	if o.Limit != 0 {
+		opts = append(opts, ginlock.WithLimit(o.Limit))
+	}
 	if o.CustomBusy {
 		opts = append(opts, ginlock.WithBusyHandler(func(c *gin.Context) {
 			c.String(http.StatusTooManyRequests, "custom busy")

@@ -5,6 +5,12 @@
 //	lock := httplock.Must(httplock.New(locker, "order:{query.user_id}:{path.voucher}"))
 //	mux.Handle("POST /voucher-order/seckill/{voucher}", lock(handler))
 //
+// WithLimit(n) admits n requests of one key at once instead of one (a
+// semaphore of n permits; over it, 429 as for a busy lock), for a
+// concurrency limit per key:
+//
+//	mux.Handle("POST /exports", httplock.Must(httplock.New(locker, "export:{query.tenant}", httplock.WithLimit(3)))(export))
+//
 // The package is named httplock so that it does not shadow net/http.
 //
 // The key template (package keyfunc) reads path parameters with

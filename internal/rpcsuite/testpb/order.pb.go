@@ -84,7 +84,8 @@ type OrderRequest struct {
 	Item      *Item                  `protobuf:"bytes,3,opt,name=item,proto3" json:"item,omitempty"`
 	// pause_ms is the handler's work time: it waits this long, or less when
 	// another call is inside at the same time; -1 holds until the test
-	// releases it or the call's context ends; -2 panics.
+	// releases it or the call's context ends; -2 panics; -3 holds until the
+	// test releases that call alone (rpcsuite.Service.Holds).
 	PauseMs       int64 `protobuf:"varint,4,opt,name=pause_ms,json=pauseMs,proto3" json:"pause_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

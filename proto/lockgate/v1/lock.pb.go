@@ -9,6 +9,10 @@
 //     option (lockgate.v1.lock) = { key: "order:{user_id}:{voucher_id}" wait: "2s" ttl: "30s" };
 //   }
 //
+//   rpc Export(ExportRequest) returns (ExportReply) {
+//     option (lockgate.v1.lock) = { key: "export:{tenant}" limit: 3 };
+//   }
+//
 // The interceptor in github.com/lockgate/lockgate/interceptor/grpc (package
 // grpclock) reads these options once from the registered descriptors.
 //
@@ -58,7 +62,15 @@ type LockRule struct {
 	Ttl string `protobuf:"bytes,3,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	// fail_open runs the handler without the lock when Redis is unreachable,
 	// instead of failing with UNAVAILABLE. Default false (fail closed).
-	FailOpen      bool `protobuf:"varint,4,opt,name=fail_open,json=failOpen,proto3" json:"fail_open,omitempty"`
+	FailOpen bool `protobuf:"varint,4,opt,name=fail_open,json=failOpen,proto3" json:"fail_open,omitempty"`
+	// limit admits up to limit calls of one key at once instead of one at a
+	// time: each call holds one of limit permits of the semaphore named by
+	// the key, across servers ("at most 3 exports per tenant at once" is
+	// key: "export:{tenant}" limit: 3). A call over the limit waits as for a
+	// busy lock, then fails with RESOURCE_EXHAUSTED. Every method locking
+	// one key must give the same limit. 0 (absent): the lock, one call at a
+	// time. Negative: an error.
+	Limit         int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -121,6 +133,13 @@ func (x *LockRule) GetFailOpen() bool {
 	return false
 }
 
+func (x *LockRule) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 var file_lockgate_v1_lock_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
 		ExtendedType:  (*descriptorpb.MethodOptions)(nil),
@@ -147,12 +166,13 @@ var File_lockgate_v1_lock_proto protoreflect.FileDescriptor
 
 const file_lockgate_v1_lock_proto_rawDesc = "" +
 	"\n" +
-	"\x16lockgate/v1/lock.proto\x12\vlockgate.v1\x1a google/protobuf/descriptor.proto\"_\n" +
+	"\x16lockgate/v1/lock.proto\x12\vlockgate.v1\x1a google/protobuf/descriptor.proto\"u\n" +
 	"\bLockRule\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
 	"\x04wait\x18\x02 \x01(\tR\x04wait\x12\x10\n" +
 	"\x03ttl\x18\x03 \x01(\tR\x03ttl\x12\x1b\n" +
-	"\tfail_open\x18\x04 \x01(\bR\bfailOpen:K\n" +
+	"\tfail_open\x18\x04 \x01(\bR\bfailOpen\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit:K\n" +
 	"\x04lock\x12\x1e.google.protobuf.MethodOptions\x18\xb5\x93\x03 \x01(\v2\x15.lockgate.v1.LockRuleR\x04lockB;Z9github.com/lockgate/lockgate/proto/lockgate/v1;lockgatev1b\x06proto3"
 
 var (
