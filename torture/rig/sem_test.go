@@ -106,3 +106,40 @@ func TestAtLeast(t *testing.T) {
 		}
 	}
 }
+
+// The liveness rules on a semaphore of 2 permits: a waiter queued while
+// both are held, granted promptly when one is released, is no stall; left
+// waiting while one is free it is; overtaken by a later arrival it is no
+// FIFO break (not judged for permits).
+func TestSemaphoreLiveness(t *testing.T) {
+	ms := func(n int) int64 { return int64(n) * int64(time.Millisecond) }
+	lim := DefaultLimits(500 * time.Millisecond)
+	key := semKey("k")
+	sem := func(w string, start, end int, res string) Event {
+		return Event{Ev: "call", Worker: w, Key: key, Holder: w + "#1", Op: OpSem, Start: ms(start), End: ms(end), Budget: int64(5 * time.Second), TTL: int64(500 * time.Millisecond), Res: res, Fence: int64(start + 1), N: 2}
+	}
+	ev := func(kind, w string, at int) Event {
+		e := Event{Ev: kind, Worker: w, Key: key, Holder: w + "#1", Start: ms(at), End: ms(at), Why: "unlock"}
+		if kind == "unlock" {
+			e = Event{Ev: "call", Worker: w, Key: key, Holder: w + "#1", Op: "unlock", Start: ms(at), End: ms(at + 1), Res: ResOK}
+		}
+		return e
+	}
+	// a holds 0–100, b 0–bEnd; c queues at 10 and returns with a permit at cAcq.
+	history := func(bEnd, cAcq int) []Event {
+		return []Event{sem("a", 0, 1, ResAcquired), sem("b", 0, 2, ResAcquired), ev("queued", "c", 10),
+			ev("end", "a", 100), ev("unlock", "a", 100), ev("end", "b", bEnd), ev("unlock", "b", bEnd),
+			sem("c", 9, cAcq, ResAcquired), ev("end", "c", cAcq+10), ev("unlock", "c", cAcq+10)}
+	}
+	if r := Check(history(1000, 102), nil, nil, lim); len(r.Stalls) != 0 || r.CheckedWaits != 1 {
+		t.Errorf("prompt grant: stalls %v, judged %d", r.Stalls, r.CheckedWaits)
+	}
+	if r := Check(history(1000, 400), nil, nil, lim); len(r.Stalls) != 1 {
+		t.Errorf("stalls %v: a permit free 299ms while c waited", r.Stalls)
+	}
+	// d begins at 50 and is granted at 101, before c returns at 102.
+	over := append(history(1000, 102), sem("d", 50, 101, ResAcquired), Event{Ev: "end", Worker: "d", Key: key, Holder: "d#1", End: ms(110)})
+	if r := Check(over, nil, nil, lim); len(r.FIFOBreaks) != 0 || len(r.Stalls) != 0 {
+		t.Errorf("FIFO breaks %v, stalls %v", r.FIFOBreaks, r.Stalls)
+	}
+}
