@@ -165,7 +165,7 @@ func (r *Report) semaphores(holds map[string]*holdSpan, frozen map[string][]inte
 					r.StateLossOverlaps++
 					explained++
 				default:
-					with = append(with, fmt.Sprintf("%s (fence %d, until %s)", x.holder, x.fence, ts(x.end)))
+					with = append(with, fmt.Sprintf("%s (fence %d, ttl %v, until %s)", x.holder, x.fence, time.Duration(x.ttl), ts(x.end)))
 				}
 			}
 			r.SemHoldersMax = max(r.SemHoldersMax, 1+len(with))
