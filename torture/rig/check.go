@@ -95,7 +95,8 @@ type Report struct {
 	Handoffs                   []time.Duration // a release's end to the next holder's return, on a healthy path
 
 	// Explained overlaps: a holder that still believed it held the lock
-	// when the next wrote, because it was frozen, or the lock was lost with
+	// when the next wrote, because it was frozen (a pause, or its process
+	// not run for 100ms or more: a stall), or the lock was lost with
 	// Redis's data (restart, failover).
 	FrozenOverlaps, StateLossOverlaps int
 	// OverlapsUnfenced counts writes that fencing rejected because a newer
@@ -370,7 +371,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	for _, h := range holds {
 		byKey[h.key] = append(byKey[h.key], h)
 	}
-	r.semaphores(holds, frozen, lossAt)
+	r.semaphores(holds, frozen, stalls, lossAt)
 	for key, hs := range byKey {
 		if isSem(key) {
 			continue // up to its permits hold it at once: judged by semaphores
@@ -391,7 +392,10 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 					continue
 				}
 				switch {
-				case anyCovers(frozen[x.proc], t) || anyIn(frozen[x.proc], x.acq, t):
+				case anyCovers(frozen[x.proc], t) || anyIn(frozen[x.proc], x.acq, t) || anyIn(stalls[x.proc], x.acq, t):
+					// Frozen by a fault, or its process not run by the
+					// machine (a stall): its watchdog could not end its
+					// lease in time.
 					r.FrozenOverlaps++
 				case anyIn(lossAt, x.asked, y.acq):
 					// From the call's start: a waiter's hold was granted in

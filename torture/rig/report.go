@@ -32,7 +32,7 @@ func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "violations  fenced interleaving %d, writes after loss %d, dishonest holders %d, split multi %d, busy while hung %d, calls past budget %d, bad re-entries %d, unlock lies %d, dishonest unavailable %d, semaphore overfull %d, semaphore fence breaks %d; deadlocks %d\n",
 		len(r.Interleaved), len(r.WriteAfter), len(r.Dishonest), len(r.MultiSplit), len(r.BusyWhenHung), len(r.Overlong), len(r.BadReentry), len(r.UnlockLies), len(r.DishonestUnavailable), len(r.SemOverfull), len(r.SemFences), len(r.Deadlocks))
-	fmt.Fprintf(w, "overlaps    without fencing %d (stale writes: a lower fence than the key had seen); holders still believing when the next wrote, explained: frozen %d, Redis data lost %d\n",
+	fmt.Fprintf(w, "overlaps    without fencing %d (stale writes: a lower fence than the key had seen); holders still believing when the next wrote, explained: frozen or unscheduled %d, Redis data lost %d\n",
 		r.OverlapsUnfenced, r.FrozenOverlaps, r.StateLossOverlaps)
 	fmt.Fprintf(w, "unscheduled %d stretches of 100ms+ in which a worker process did not run (longest %v; not counted against budgets)\n",
 		r.Unscheduled, r.LongestUnscheduled.Round(time.Millisecond))

@@ -120,7 +120,8 @@ func (a *actor) naiveSem(ctx, stop context.Context, name, holder, op string, bud
 //     holders of the name that still believed they held a permit (from
 //     their call's return to their end), as the dishonest-holder rule
 //     judges a lock's, must be fewer than N — a holder frozen then (or
-//     between its acquisition and then) and one whose permit Redis's data
+//     between its acquisition and then: a pause, or a stall of its
+//     process) and one whose permit Redis's data
 //     may have lost since its call began are counted apart as explained,
 //     as there (lost data: between the earlier call's start and the later
 //     one's return, either may be the later); beyond that, an overfull
@@ -129,7 +130,7 @@ func (a *actor) naiveSem(ctx, stop context.Context, name, holder, op string, bud
 //     fence (its call began after the other's returned), within the last
 //     semFenceWindow holds before it, and no two holds of a name share a
 //     fence — unless Redis's data may have been lost between (SemFences).
-func (r *Report) semaphores(holds map[string]*holdSpan, frozen map[string][]interval, lossAt []interval) {
+func (r *Report) semaphores(holds map[string]*holdSpan, frozen, stalls map[string][]interval, lossAt []interval) {
 	byKey := map[string][]*holdSpan{}
 	for _, h := range holds {
 		if h.permits > 0 {
@@ -158,7 +159,7 @@ func (r *Report) semaphores(holds map[string]*holdSpan, frozen map[string][]inte
 					continue
 				}
 				switch {
-				case anyCovers(frozen[x.proc], t) || anyIn(frozen[x.proc], x.acq, t):
+				case anyCovers(frozen[x.proc], t) || anyIn(frozen[x.proc], x.acq, t) || anyIn(stalls[x.proc], x.acq, t):
 					r.FrozenOverlaps++
 					explained++
 				case anyIn(lossAt, min(x.asked, y.asked), max(x.acq, y.acq)):

@@ -45,6 +45,13 @@ func TestCheckSemaphore(t *testing.T) {
 			t.Fatalf("overfull %v, frozen %d, holders max %d", r.SemOverfull, r.FrozenOverlaps, r.SemHoldersMax)
 		}
 	})
+	t.Run("an unscheduled holder explains it", func(t *testing.T) {
+		stall := Event{Ev: "stall", Worker: "a", Start: ms(5), End: ms(150)}
+		r := Check(append(three[:len(three):len(three)], stall), writes, nil, lim)
+		if len(r.SemOverfull) != 0 || r.FrozenOverlaps != 2 {
+			t.Fatalf("overfull %v, frozen %d", r.SemOverfull, r.FrozenOverlaps)
+		}
+	})
 	t.Run("lost Redis data explains it", func(t *testing.T) {
 		r := Check(three, writes, []Fault{{Kind: FaultRestart, Start: ms(15), End: ms(16)}}, lim)
 		if len(r.SemOverfull) != 0 || r.StateLossOverlaps == 0 {
