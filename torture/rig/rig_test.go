@@ -244,7 +244,7 @@ func TestRigMutants(t *testing.T) {
 
 // Semaphores under faults: half the requests (the crowd's too) take one of
 // 2 permits of the semaphore of the name drawn instead of its lock, on the
-// same two names. lockgate keeps at most 2 holders believing at once and
+// same two names, with budgets of 300ms to 3s. lockgate keeps at most 2 holders believing at once and
 // its fences rising in grant order, on one server under every fault kind
 // and on a 3-master Cluster under its own; the probes: the semaphores were
 // full (2 holders believing at once when one wrote) and fences were
@@ -252,7 +252,12 @@ func TestRigMutants(t *testing.T) {
 // the first taker and never renewed, the count as its fence), is caught
 // with no fault at all: holds outlasting the counter's expiry let more in.
 func TestRigSemaphore(t *testing.T) {
-	cfg := rig.RunConfig{Workers: 4, Crowd: 8, Keys: 2, Hot: 2, Semaphore: 50, Permits: 2, Duration: 10 * time.Second, Seed: 21}
+	// Budgets of at most 3s: a run ends when its workers' calls in flight
+	// have (10s budgets cost as much again at every run's end). None of
+	// 50ms: on a Cluster a Lock with one, caught in a master's restart,
+	// has returned ~450ms late (a lock finding, not a semaphore's).
+	cfg := rig.RunConfig{Workers: 4, Crowd: 8, Keys: 2, Hot: 2, Semaphore: 50, Permits: 2, Duration: 10 * time.Second, Seed: 21,
+		Waits: []time.Duration{300 * time.Millisecond, time.Second, 3 * time.Second}}
 	for _, topo := range []string{"single", "cluster"} {
 		t.Run(topo, func(t *testing.T) {
 			c := cfg
