@@ -121,11 +121,10 @@ func (a *actor) naiveSem(ctx, stop context.Context, name, holder, op string, bud
 //     their call's return to their end), as the dishonest-holder rule
 //     judges a lock's, must be fewer than N — a holder frozen then (or
 //     between its acquisition and then: a pause, or a stall of its
-//     process) and one whose permit Redis's data
-//     may have lost since its call began are counted apart as explained,
-//     as there (lost data: between the earlier call's start and the later
-//     one's return, either may be the later); beyond that, an overfull
-//     semaphore (SemOverfull);
+//     process) and one whose permit Redis's data may have lost are counted
+//     apart as explained, as there (lost data: between the earlier call's
+//     start and the later one's return, either may be the later); beyond
+//     that, an overfull semaphore (SemOverfull);
 //   - fences: a permit granted after another of the name has a higher
 //     fence (its call began after the other's returned), within the last
 //     semFenceWindow holds before it, and no two holds of a name share a
