@@ -58,6 +58,15 @@ type Report struct {
 	MultiCalls, MultiAcquired, MultiJudged, MultiCovered int
 	Writes, Accepted, Rejected                           int
 	Faults                                               map[string]int
+
+	// Semaphore requests: calls, acquired, busy; holds judged (an accepted
+	// write); the most holders of one semaphore that believed at once when
+	// one of them wrote (explained ones not counted), the most permits any
+	// semaphore had; the pairs of holds whose fences were compared.
+	SemCalls, SemAcquired, SemBusy, SemJudged int
+	SemHoldersMax, SemPermits                 int
+	SemFencePairs                             int
+
 	// Stretches in which a worker process did not run (more than 100ms
 	// between its ticks), and the longest.
 	Unscheduled        int
@@ -74,6 +83,8 @@ type Report struct {
 	MultiSplit           []string // a holder of a key of a multi acquisition still believed it held that key when the multi had begun to write (see Check)
 	UnlockLies           []string // Unlock said "not held" of a hold nothing had ended
 	DishonestUnavailable []string // ErrUnavailable from a call whose path to Redis had no fault (see liveness.go)
+	SemOverfull          []string // more holders of a semaphore believed at once than its permits (sem.go)
+	SemFences            []string // a semaphore's permit granted after another with a fence not above it, or two with one fence (sem.go)
 
 	// Liveness (liveness.go): counted apart from the violations.
 	Stalls     []string // a lock free, or granted and unclaimed, for longer than Limits.Stall while a live waiter waited
@@ -84,7 +95,8 @@ type Report struct {
 	Handoffs                   []time.Duration // a release's end to the next holder's return, on a healthy path
 
 	// Explained overlaps: a holder that still believed it held the lock
-	// when the next wrote, because it was frozen, or the lock was lost with
+	// when the next wrote, because it was frozen (a pause, or its process
+	// not run for 100ms or more: a stall), or the lock was lost with
 	// Redis's data (restart, failover).
 	FrozenOverlaps, StateLossOverlaps int
 	// OverlapsUnfenced counts writes that fencing rejected because a newer
@@ -97,7 +109,8 @@ type Report struct {
 
 // Violations is the number of violations of every kind but deadlocks.
 func (r *Report) Violations() int {
-	return len(r.Interleaved) + len(r.WriteAfter) + len(r.Dishonest) + len(r.MultiSplit) + len(r.BusyWhenHung) + len(r.Overlong) + len(r.BadReentry) + len(r.UnlockLies) + len(r.DishonestUnavailable)
+	return len(r.Interleaved) + len(r.WriteAfter) + len(r.Dishonest) + len(r.MultiSplit) + len(r.BusyWhenHung) + len(r.Overlong) + len(r.BadReentry) + len(r.UnlockLies) + len(r.DishonestUnavailable) +
+		len(r.SemOverfull) + len(r.SemFences)
 }
 
 // Failed reports whether the run broke a promise: a violation, a deadlock,
@@ -141,6 +154,7 @@ type holdSpan struct {
 	holder, worker, key string
 	proc                string // the worker's process
 	multi               string // the multi request it is a part of ("" for a single Lock's)
+	permits             int    // a semaphore's permit: the semaphore's permits (0 for a lock)
 	fence               int64
 	ttl                 int64 // the lease time it asked for (ns)
 	asked               int64 // the acquiring call's start: the lock may be taken in Redis from then on
@@ -241,7 +255,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			}
 			pending[e.Worker] = e
 		case "call":
-			if e.Op == "lock" || e.Op == "trylock" || e.Op == "cancel" || e.Op == OpMulti {
+			if e.Op == "lock" || e.Op == "trylock" || e.Op == "cancel" || e.Op == OpMulti || e.Op == OpSem {
 				delete(pending, e.Worker)
 			}
 			if e.Op == OpMulti {
@@ -250,7 +264,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			for _, e := range multiParts(e) {
 				calls = append(calls, e)
 				if e.Res == ResAcquired && e.Holder != "" {
-					holds[e.Holder] = &holdSpan{holder: e.Holder, worker: e.Worker, proc: e.proc(), key: e.Key, multi: multiOf(e.Holder), fence: e.Fence, ttl: ttlOf(e, lim), asked: e.Start, acq: e.End, ends: e.Ends}
+					holds[e.Holder] = &holdSpan{holder: e.Holder, worker: e.Worker, proc: e.proc(), key: e.Key, multi: multiOf(e.Holder), permits: e.N, fence: e.Fence, ttl: ttlOf(e, lim), asked: e.Start, acq: e.End, ends: e.Ends}
 				}
 				if h := holds[e.Holder]; h != nil && e.Op == "unlock" && h.unlockAt == 0 {
 					h.unlockAt = e.Start
@@ -308,6 +322,9 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	r.Interleaved = interleavings(writes)
 	highest := map[string]int64{}
 	for _, w := range writes {
+		if isSem(w.Key) {
+			continue // a semaphore's holders write side by side (sem.go)
+		}
 		if w.Fence < highest[w.Key] {
 			r.OverlapsUnfenced++
 		}
@@ -354,7 +371,11 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	for _, h := range holds {
 		byKey[h.key] = append(byKey[h.key], h)
 	}
+	r.semaphores(holds, frozen, stalls, lossAt)
 	for key, hs := range byKey {
+		if isSem(key) {
+			continue // up to its permits hold it at once: judged by semaphores
+		}
 		sort.Slice(hs, func(i, j int) bool { return hs[i].acq < hs[j].acq })
 		for j := 1; j < len(hs); j++ {
 			y := hs[j]
@@ -371,7 +392,10 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 					continue
 				}
 				switch {
-				case anyCovers(frozen[x.proc], t) || anyIn(frozen[x.proc], x.acq, t):
+				case anyCovers(frozen[x.proc], t) || anyIn(frozen[x.proc], x.acq, t) || anyIn(stalls[x.proc], x.acq, t):
+					// Frozen by a fault, or its process not run by the
+					// machine (a stall): its watchdog could not end its
+					// lease in time.
 					r.FrozenOverlaps++
 				case anyIn(lossAt, x.asked, y.acq):
 					// From the call's start: a waiter's hold was granted in
@@ -471,6 +495,16 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 				r.UnlockLies = append(r.UnlockLies, fmt.Sprintf("%s %s: Unlock at %s said not held, and nothing had ended the hold", c.Holder, c.Key, ts(c.Start)))
 			}
 		}
+		if c.Op == OpSem {
+			r.SemCalls++
+			r.SemPermits = max(r.SemPermits, c.N)
+			switch c.Res {
+			case ResAcquired:
+				r.SemAcquired++
+			case ResBusy:
+				r.SemBusy++
+			}
+		}
 		if c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel" {
 			r.Calls++
 			switch {
@@ -488,15 +522,19 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		}
 		froze := anyIn(frozen[c.proc()], c.Start, c.End)
 		r.overlong(c, faults, froze, stalls[c.proc()], lim)
-		if c.Res == ResBusy && (c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel" || c.Op == OpMulti) {
+		if c.Res == ResBusy && (c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel" || c.Op == OpMulti || c.Op == OpSem) {
 			for _, h := range hung {
 				if h.start <= c.Start && c.End <= h.end && !froze {
 					r.BusyWhenHung = append(r.BusyWhenHung, fmt.Sprintf("%s %s %s answered busy from %s to %s while Redis was hung", c.Worker, c.Op, c.Key, ts(c.Start), ts(c.End)))
 				}
 			}
-			if !froze && !heldNear(byKey[c.Key], unknown[c.Key], c.End, int64(lim.Margin)) && !anyIn(lossAt, c.End-window, c.End) &&
+			if !froze && heldNearN(byKey[c.Key], unknown[c.Key], c.End, int64(lim.Margin)) < max(c.N, 1) && !anyIn(lossAt, c.End-window, c.End) &&
 				!othersNear(partial[c.Key], c.Holder, c.End) {
-				r.Deadlocks = append(r.Deadlocks, fmt.Sprintf("%s %s %s answered busy at %s, but no hold of it could still be in Redis", c.Worker, c.Op, c.Key, ts(c.End)))
+				if c.Op == OpSem {
+					r.Deadlocks = append(r.Deadlocks, fmt.Sprintf("%s %s %s answered busy at %s, but fewer than its %d permits could still be held in Redis", c.Worker, c.Op, c.Key, ts(c.End), c.N))
+				} else {
+					r.Deadlocks = append(r.Deadlocks, fmt.Sprintf("%s %s %s answered busy at %s, but no hold of it could still be in Redis", c.Worker, c.Op, c.Key, ts(c.End)))
+				}
 			}
 		}
 		for _, h := range hung {
@@ -589,7 +627,7 @@ func multiParts(e Event) []Event {
 	return out
 }
 
-// interleavings lists, per key, the accepted writes by a holder whose fence
+// interleavings lists, per key (not a semaphore's), the accepted writes by a holder whose fence
 // is not above that of the previous accepted writer (another holder): two
 // holders with one fence, or a holder that came back after another wrote.
 func interleavings(writes []Write) []string {
@@ -600,7 +638,7 @@ func interleavings(writes []Write) []string {
 	}
 	prev := map[string]last{}
 	for _, w := range writes {
-		if !w.Accepted {
+		if !w.Accepted || isSem(w.Key) {
 			continue
 		}
 		p, ok := prev[w.Key]
@@ -612,22 +650,24 @@ func interleavings(writes []Write) []string {
 	return out
 }
 
-// heldNear reports whether, at t, some hold of the key may still be in
-// Redis: from its acquiring call's start until it is surely gone (plus
-// margin), or a call whose outcome was unknown, until margin after the
-// Locker could undo it.
-func heldNear(hs []*holdSpan, unknown []interval, t, margin int64) bool {
+// heldNearN counts the holds of the key that may still be in Redis at t:
+// from its acquiring call's start until it is surely gone (plus margin),
+// and the calls whose outcome was unknown, until margin after the Locker
+// could undo them. (A lock's busy answer needs one; a semaphore's, its
+// permits.)
+func heldNearN(hs []*holdSpan, unknown []interval, t, margin int64) int {
+	n := 0
 	for _, h := range hs {
 		if h.asked <= t && h.gone()+margin >= t {
-			return true
+			n++
 		}
 	}
 	for _, u := range unknown {
 		if u.start <= t && u.end >= t-margin {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 func anyCovers(ivs []interval, t int64) bool {

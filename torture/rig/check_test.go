@@ -45,6 +45,19 @@ func TestCheckRules(t *testing.T) {
 			t.Fatalf("dishonest %v, frozen %d", r.Dishonest, r.FrozenOverlaps)
 		}
 	})
+	t.Run("an unscheduled holder explains it", func(t *testing.T) {
+		// a's process did not run from 20 to 140 (a stall it logged): its
+		// watchdog could not end its lease before b got the lock.
+		stall := Event{Ev: "stall", Worker: "a", Start: ms(20), End: ms(140)}
+		r := Check(append(overlap[:len(overlap):len(overlap)], stall), overlapWrites, nil, lim)
+		if len(r.Dishonest) != 0 || r.FrozenOverlaps != 1 {
+			t.Fatalf("dishonest %v, frozen %d", r.Dishonest, r.FrozenOverlaps)
+		}
+		stall.Worker = "c" // control: another process's stall explains nothing
+		if r := Check(append(overlap[:len(overlap):len(overlap)], stall), overlapWrites, nil, lim); len(r.Dishonest) != 1 {
+			t.Fatalf("dishonest %v: another process stalled", r.Dishonest)
+		}
+	})
 	t.Run("lost Redis data explains it", func(t *testing.T) {
 		r := Check(overlap, overlapWrites, []Fault{{Kind: FaultRestart, Start: ms(60), End: ms(80)}}, lim)
 		if len(r.Dishonest) != 0 || r.StateLossOverlaps != 1 {

@@ -53,6 +53,8 @@ type Event struct {
 	// Live: the holder's lease context was live when it decided to write.
 	Live bool   `json:"live,omitempty"`
 	Why  string `json:"why,omitempty"`
+	// N is a semaphore request's permits (OpSem).
+	N int `json:"n,omitempty"`
 }
 
 // proc is the process of an event's worker.

@@ -120,7 +120,7 @@ func (r *Report) liveness(h *history) {
 	ended := map[string]bool{}
 	var waits []wait
 	for _, c := range h.calls {
-		if q, ok := queued[c.Holder]; ok && (c.Op == "lock" || c.Op == "cancel") {
+		if q, ok := queued[c.Holder]; ok && (c.Op == "lock" || c.Op == "cancel" || c.Op == OpSem) {
 			waits = append(waits, wait{c: c, queued: q})
 			ended[c.Holder] = true
 		}
@@ -199,6 +199,18 @@ func (r *Report) liveness(h *history) {
 		busy[b.Key] = append(busy[b.Key], interval{q, end + entryLife(ttlOf(b, lim)) + margin})
 	}
 
+	// A semaphore is busy where as many of its permits may be held as it
+	// has: each interval above is one permit.
+	permits := map[string]int{}
+	for _, w := range waits {
+		permits[w.c.Key] = max(permits[w.c.Key], w.c.N)
+	}
+	for key, n := range permits {
+		if n > 1 {
+			busy[key] = atLeast(busy[key], n)
+		}
+	}
+
 	// Stalls and FIFO breaks, wait by wait.
 	byKey := map[string][]*holdSpan{}
 	for _, hs := range h.holds {
@@ -246,6 +258,11 @@ func (r *Report) liveness(h *history) {
 		if lim.Redlock {
 			continue // Redlock's waiters do not queue in Redis: no order is promised
 		}
+		if isSem(c.Key) {
+			// Permits freed together are granted in order, but their
+			// waiters may return in any: no order the logs can show.
+			continue
+		}
 		// Every later arrival while it waited: judged unless a fault
 		// overlaps, an overtaking one a break.
 		for _, x := range byKey[c.Key] {
@@ -276,7 +293,10 @@ func (r *Report) handoffs(h *history, queued map[string]int64, faulted []interva
 	for _, hs := range h.holds {
 		byKey[hs.key] = append(byKey[hs.key], hs)
 	}
-	for _, hs := range byKey {
+	for key, hs := range byKey {
+		if isSem(key) {
+			continue // the permit released is not told
+		}
 		slices.SortFunc(hs, func(a, b *holdSpan) int { return int(a.acq - b.acq) })
 		for i := 1; i < len(hs); i++ {
 			prev, next := hs[i-1], hs[i]

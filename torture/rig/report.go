@@ -16,6 +16,10 @@ func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 		fmt.Fprintf(w, "multi       LockMulti %d: acquired %d; judged (a write accepted) %d, of which on every key %d; split %d\n",
 			r.MultiCalls, r.MultiAcquired, r.MultiJudged, r.MultiCovered, len(r.MultiSplit))
 	}
+	if r.SemCalls > 0 {
+		fmt.Fprintf(w, "semaphore   Semaphore %d (%d permits): acquired %d, busy %d; judged (a write accepted) %d, most holders believing at once %d; fence pairs compared %d; overfull %d, fence breaks %d\n",
+			r.SemCalls, r.SemPermits, r.SemAcquired, r.SemBusy, r.SemJudged, r.SemHoldersMax, r.SemFencePairs, len(r.SemOverfull), len(r.SemFences))
+	}
 	kinds := make([]string, 0, len(r.Faults))
 	for k := range r.Faults {
 		kinds = append(kinds, k)
@@ -26,9 +30,9 @@ func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 		fmt.Fprintf(w, " %s %d", k, r.Faults[k])
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "violations  fenced interleaving %d, writes after loss %d, dishonest holders %d, split multi %d, busy while hung %d, calls past budget %d, bad re-entries %d, unlock lies %d, dishonest unavailable %d; deadlocks %d\n",
-		len(r.Interleaved), len(r.WriteAfter), len(r.Dishonest), len(r.MultiSplit), len(r.BusyWhenHung), len(r.Overlong), len(r.BadReentry), len(r.UnlockLies), len(r.DishonestUnavailable), len(r.Deadlocks))
-	fmt.Fprintf(w, "overlaps    without fencing %d (stale writes: a lower fence than the key had seen); holders still believing when the next wrote, explained: frozen %d, Redis data lost %d\n",
+	fmt.Fprintf(w, "violations  fenced interleaving %d, writes after loss %d, dishonest holders %d, split multi %d, busy while hung %d, calls past budget %d, bad re-entries %d, unlock lies %d, dishonest unavailable %d, semaphore overfull %d, semaphore fence breaks %d; deadlocks %d\n",
+		len(r.Interleaved), len(r.WriteAfter), len(r.Dishonest), len(r.MultiSplit), len(r.BusyWhenHung), len(r.Overlong), len(r.BadReentry), len(r.UnlockLies), len(r.DishonestUnavailable), len(r.SemOverfull), len(r.SemFences), len(r.Deadlocks))
+	fmt.Fprintf(w, "overlaps    without fencing %d (stale writes: a lower fence than the key had seen); holders still believing when the next wrote, explained: frozen or unscheduled %d, Redis data lost %d\n",
 		r.OverlapsUnfenced, r.FrozenOverlaps, r.StateLossOverlaps)
 	fmt.Fprintf(w, "unscheduled %d stretches of 100ms+ in which a worker process did not run (longest %v; not counted against budgets)\n",
 		r.Unscheduled, r.LongestUnscheduled.Round(time.Millisecond))
@@ -53,7 +57,7 @@ func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 		fmt.Fprintf(w, "; %d handoffs: p50 %v, p99 %v, max %v", n, s[n/2].Round(time.Microsecond), s[n*99/100].Round(time.Microsecond), s[n-1].Round(time.Microsecond))
 	}
 	fmt.Fprintln(w)
-	for _, list := range [][]string{r.Interleaved, r.WriteAfter, r.Dishonest, r.MultiSplit, r.BusyWhenHung, r.Overlong, r.BadReentry, r.UnlockLies, r.DishonestUnavailable, r.Deadlocks, r.Stalls, r.FIFOBreaks} {
+	for _, list := range [][]string{r.Interleaved, r.WriteAfter, r.Dishonest, r.MultiSplit, r.BusyWhenHung, r.Overlong, r.BadReentry, r.UnlockLies, r.DishonestUnavailable, r.SemOverfull, r.SemFences, r.Deadlocks, r.Stalls, r.FIFOBreaks} {
 		for i, s := range list {
 			if i == 5 {
 				fmt.Fprintf(w, "  ... and %d more\n", len(list)-5)

@@ -14,7 +14,8 @@ import (
 // every write in the order it received them (one clock, one order: the
 // oracle of the checker) and, fenced, rejects a write whose fence is lower
 // than the highest it has accepted for the key — the fencing the README
-// tells users to do. It runs in the controller, which no fault touches.
+// tells users to do. A semaphore's writes are recorded, never rejected:
+// its holders write side by side, and no one fence orders them. It runs in the controller, which no fault touches.
 //
 // Protocol, one line each way per write over TCP:
 //
@@ -92,7 +93,7 @@ func (r *Resource) write(key, holder string, fence int64, live bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seq++
-	ok := !r.fenced || fence >= r.max[key]
+	ok := !r.fenced || isSem(key) || fence >= r.max[key]
 	if ok && fence > r.max[key] {
 		r.max[key] = fence
 	}

@@ -24,12 +24,20 @@ type RunConfig struct {
 	Crowd    int           // goroutines of the crowd process, waiting on the hot keys at once (0: none)
 	Duration time.Duration // default 1m
 	Seed     int64         // the fault schedule's seed; default the time
-	Lock     string        // LockGate (default), LockNaive, LockIgnoreCtx, LockLoopMulti
+	Lock     string        // LockGate (default), LockNaive, LockIgnoreCtx, LockLoopMulti, LockNaiveSem
 	Multi    int           // percent of the workers' requests (not the crowd's) that take 2–3 keys at once with LockMulti; default 0
 	Topology string        // "single" (default), "sentinel", "redlock" (3 masters) or "cluster" (3 masters)
 	Faults   []string      // the fault kinds to inject; default all of the topology
 	Fenced   bool          // the resource rejects lower fences (the default run passes true)
 	Mutants  string        // LOCKGATE_MUTANTS for the workers (Bin built with -tags lockgate_mutants): the controls
+
+	// Semaphore is the percent of the requests (the crowd's too) that take
+	// a permit of the semaphore of the name drawn (Locker.Semaphore) instead
+	// of its lock; default 0. None on Redlock, where Semaphore answers
+	// ErrUnsupported: the share is dropped there, and no semaphore request
+	// is sent.
+	Semaphore int
+	Permits   int // the semaphores' permits; default DefaultPermits
 
 	TTL     time.Duration   // lease time; default 0: a mix per call, 50ms to 60s
 	TTLs    []time.Duration // when set, each call's lease time is one of these
@@ -78,15 +86,27 @@ func (c *RunConfig) defaults() error {
 		c.Lock = LockGate
 	}
 	switch c.Lock {
-	case LockGate, LockNaive, LockIgnoreCtx, LockLoopMulti:
+	case LockGate, LockNaive, LockIgnoreCtx, LockLoopMulti, LockNaiveSem:
 	default:
-		return fmt.Errorf("-lock %q: want %s, %s, %s or %s", c.Lock, LockGate, LockNaive, LockIgnoreCtx, LockLoopMulti)
+		return fmt.Errorf("-lock %q: want %s, %s, %s, %s or %s", c.Lock, LockGate, LockNaive, LockIgnoreCtx, LockLoopMulti, LockNaiveSem)
 	}
 	if c.Lock == LockLoopMulti && c.Multi <= 0 {
 		return fmt.Errorf("-lock %s needs -multi above 0", LockLoopMulti)
 	}
 	if c.Topology == "" {
 		c.Topology = "single"
+	}
+	if c.Semaphore < 0 || c.Semaphore > 100 {
+		return fmt.Errorf("-sem %d: want a percent", c.Semaphore)
+	}
+	if c.Lock == LockNaiveSem && (c.Semaphore == 0 || c.Topology == "redlock") {
+		return fmt.Errorf("-lock %s needs -sem above 0, and a topology other than redlock", LockNaiveSem)
+	}
+	if c.Topology == "redlock" {
+		c.Semaphore = 0 // Semaphore answers ErrUnsupported there
+	}
+	if c.Permits <= 0 {
+		c.Permits = DefaultPermits
 	}
 	if !slices.Contains(Topologies, c.Topology) {
 		return fmt.Errorf("-topology %q: want one of %s", c.Topology, strings.Join(Topologies, ", "))
@@ -183,6 +203,9 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		}
 		if cfg.Multi > 0 {
 			args = append(args, "-multi", strconv.Itoa(cfg.Multi))
+		}
+		if cfg.Semaphore > 0 {
+			args = append(args, "-sem", strconv.Itoa(cfg.Semaphore), "-permits", strconv.Itoa(cfg.Permits))
 		}
 		return args
 	}}

@@ -23,6 +23,7 @@ const (
 	LockNaive     = "naive"     // a naive SET NX lock with a fixed expiry: SET NX PX + DEL, no owner check, no renewal, no fence
 	LockIgnoreCtx = "ignorectx" // core.Locker, but the holder ignores its lease context and writes on
 	LockLoopMulti = "loopmulti" // core.Locker, but a multi request is a loop of Locks in the order drawn that keeps what it took when a later one fails (multi.go)
+	LockNaiveSem  = "naivesem"  // core.Locker for locks, but a semaphore is a counter: INCR/DECR, an expiry set once, no holder's own entry, no renewal (sem.go)
 )
 
 // WorkerConfig is one worker process.
@@ -50,6 +51,8 @@ type WorkerConfig struct {
 	CtxTimeout  bool // the client's ContextTimeoutEnabled
 	Crowd       int  // > 0: this many goroutines wait on the hot keys at once (the crowd)
 	Multi       int  // percent of a lone worker's requests that take 2–3 keys at once (LockMulti, multi.go)
+	Sem         int  // percent of the requests (the crowd's too) that take a permit of the semaphore of the drawn name (Locker.Semaphore, sem.go)
+	Permits     int  // the semaphores' permits
 	Log         string
 }
 
@@ -103,6 +106,8 @@ func WorkerMain(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.CtxTimeout, "ctx-timeout", false, "go-redis ContextTimeoutEnabled")
 	fs.IntVar(&cfg.Crowd, "crowd", 0, "goroutines waiting at once (0: one actor)")
 	fs.IntVar(&cfg.Multi, "multi", 0, "percent of a lone worker's requests that take 2-3 keys at once")
+	fs.IntVar(&cfg.Sem, "sem", 0, "percent of the requests that take a permit of a semaphore (not on Redlock)")
+	fs.IntVar(&cfg.Permits, "permits", DefaultPermits, "the semaphores' permits")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -329,6 +334,10 @@ func (a *actor) step(stop context.Context) {
 		a.naiveStep(ctx, stop, key, holder, op, budget, ttl)
 		return
 	}
+	if w.cfg.Sem > 0 && !w.cfg.Redlock && rng.IntN(100) < w.cfg.Sem {
+		a.semStep(ctx, stop, key, holder, op, budget, ttl, wait, ctxEnds)
+		return
+	}
 	if w.cfg.Multi > 0 && w.cfg.Crowd == 0 && w.cfg.Keys >= 2 && rng.IntN(100) < w.cfg.Multi {
 		if op == "trylock" {
 			wait = core.NoWait // one attempt at each key
@@ -404,7 +413,7 @@ func (a *actor) hold(stop context.Context, locker *core.Locker, lease *core.Leas
 			break
 		}
 		switch r := rng.Float64(); {
-		case r < 0.15:
+		case r < 0.15 && !isSem(key): // a permit does not re-enter
 			a.reenter(locker, lease, key, holder, fence, 1+rng.IntN(3))
 		case r < 0.20:
 			t0 := now()
