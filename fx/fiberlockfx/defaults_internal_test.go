@@ -11,8 +11,8 @@ import (
 )
 
 // routeOnly are the fiberlock.Config fields Defaults leaves out on purpose:
-// the Locker is the graph's, the key the route's.
-var routeOnly = map[string]bool{"Locker": true, "Key": true, "Template": true, "Route": true}
+// the Locker is the graph's, the key and its concurrency limit the route's.
+var routeOnly = map[string]bool{"Locker": true, "Key": true, "Template": true, "Route": true, "Limit": true}
 
 // TestDefaultsMatchConfig: every fiberlock.Config field is either in
 // Defaults, with the same type, or route-only; Defaults has no field

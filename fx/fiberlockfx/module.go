@@ -44,7 +44,7 @@ func Options(defaults ...Defaults) fx.Option {
 // Defaults is the optional default configuration of every route's
 // middleware: put a *Defaults in the graph (fx.Supply). It carries exactly
 // the fiberlock.Config fields that make sense for every route — not
-// Locker (the graph's), Key or Template (the route's) — with the same
+// Locker (the graph's), Key, Template or Limit (the route's) — with the same
 // meaning and checks; a test holds the two structs in step. Each zero field
 // of a route's Config takes the value here, except FailOpen (true when
 // either says so) and LockOptions (these first, then the route's).
