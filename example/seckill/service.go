@@ -67,14 +67,16 @@ type Service struct {
 	// permitWaits counts the orders that found every write permit held
 	// and waited for one (PermitWaits).
 	permitWaits atomic.Int64
+	// WriteProbe, when set, runs in every Order after the write permit is
+	// taken (when there is one), right before the database write, with
+	// the write's context; the func it returns runs when the write has
+	// returned, before the permit is given back. It is instrumentation:
+	// `seckill serve -count-writes` counts the writes in progress with it,
+	// the tests hold writes open with it.
+	WriteProbe func(ctx context.Context, userID, voucherID int64) (done func())
 	// enter, when set (by tests), runs first in every Order with its
 	// context: the handler's, the lease's under LockRedis.
 	enter func(ctx context.Context, userID, voucherID int64)
-	// writing, when set (by tests), runs after the write permit is taken
-	// (when there is one), right before the database write, with the
-	// write's context; the func it returns runs when the write returned,
-	// before the permit is given back.
-	writing func(ctx context.Context, userID, voucherID int64) (done func())
 }
 
 // PermitWaits returns how many orders found every write permit of their
@@ -155,8 +157,8 @@ func (s *Service) acquireWrite(ctx context.Context, voucherID int64) (*core.Leas
 // write is the database write of Order, with ctx bounding it (the permit's
 // context under a WriteLimit, else the handler's).
 func (s *Service) write(ctx context.Context, userID, voucherID int64, lease *core.Lease) (int64, error) {
-	if s.writing != nil {
-		defer s.writing(ctx, userID, voucherID)()
+	if s.WriteProbe != nil {
+		defer s.WriteProbe(ctx, userID, voucherID)()
 	}
 	if lease != nil && !s.Unfenced {
 		return s.Store.PlaceOrder(ctx, userID, voucherID, lease.Key(), lease.Fence())

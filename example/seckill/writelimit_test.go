@@ -17,7 +17,7 @@ import (
 )
 
 // writeGate holds every order write of the services it is hooked into
-// (Service.writing) until the test releases it, and counts the writes in
+// (Service.WriteProbe) until the test releases it, and counts the writes in
 // progress across them: entered receives the user of each write that
 // began, release[user] lets it go on.
 type writeGate struct {
@@ -66,7 +66,7 @@ func writeLimitNode(t *testing.T, srv *redistest.Server, dsn string, limit int, 
 	})
 	locker := core.Must(core.New(client, core.WithObserver(obs)))
 	t.Cleanup(func() { locker.Close(); client.Close() })
-	svc := &Service{Store: openStore(t, dsn), Locker: locker, WriteLimit: limit, WriteWait: wait, writing: g.writing}
+	svc := &Service{Store: openStore(t, dsn), Locker: locker, WriteLimit: limit, WriteWait: wait, WriteProbe: g.writing}
 	return svc, locker
 }
 
