@@ -3,16 +3,24 @@ package seckill
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/lockgate/lockgate/core"
+	seckillv1 "github.com/lockgate/lockgate/example/proto/seckill/v1"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -247,5 +255,90 @@ func TestWriteLimitBusy(t *testing.T) {
 	}
 	if rep := report(t, openStore(t, dsn)); rep.Orders != 1 {
 		t.Fatalf("report %+v, want the held order only", rep)
+	}
+}
+
+// TestWriteLimitBusyAnswers: with every write permit of the voucher held
+// (the test holds the only one), an order through each HTTP stack is
+// answered 429 with Retry-After and the busy message, through gRPC and
+// Connect ResourceExhausted with a RetryInfo; the control, once the permit
+// is given back, is the same order placed (200 / OK), so the busy answer
+// was the permit's.
+func TestWriteLimitBusyAnswers(t *testing.T) {
+	srv := redistest.Start(t)
+	dsn := t.TempDir() + "/seckill.db"
+	seed(t, openStore(t, dsn), 100)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	l := core.Must(core.New(client))
+	t.Cleanup(func() { l.Close(); client.Close() })
+	svc := &Service{Store: openStore(t, dsn), Locker: l, WriteLimit: 1, WriteWait: 100 * time.Millisecond}
+	cfg := Config{Service: svc, Mode: LockRedis, Locker: l, Wait: 5 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	type answer struct {
+		ok, busy bool
+		detail   string
+	}
+	orders := map[string]func(user int64) answer{}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	for _, stack := range Stacks {
+		base := serveHTTP(t, cfg, stack)
+		orders[stack] = func(user int64) answer {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/voucher-order/seckill/1?user_id="+strconv.FormatInt(user, 10), nil)
+			resp, err := hc.Do(req)
+			if err != nil {
+				return answer{detail: err.Error()}
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			ra := resp.Header.Get("Retry-After")
+			return answer{ok: resp.StatusCode == http.StatusOK,
+				busy:   resp.StatusCode == http.StatusTooManyRequests && ra != "" && strings.Contains(string(body), MsgBusy),
+				detail: fmt.Sprintf("%d Retry-After %q %s", resp.StatusCode, ra, body)}
+		}
+	}
+	gc := seckillv1.NewSeckillClient(serveGRPCTest(t, cfg))
+	orders["grpc"] = func(user int64) answer {
+		_, err := gc.Order(ctx, &seckillv1.OrderRequest{UserId: user, VoucherId: testVoucher})
+		st := status.Convert(err)
+		retry := false
+		for _, d := range st.Details() {
+			if _, ok := d.(*errdetails.RetryInfo); ok {
+				retry = true
+			}
+		}
+		return answer{ok: err == nil, busy: st.Code() == codes.ResourceExhausted && retry, detail: fmt.Sprintf("%v RetryInfo %v", st, retry)}
+	}
+	cc := connectClients(t, serveConnectTest(t, cfg))["connect"]
+	orders["connect"] = func(user int64) answer {
+		_, err := cc.Order(ctx, connect.NewRequest(&seckillv1.OrderRequest{UserId: user, VoucherId: testVoucher}))
+		code, msg, retry := rpcCode(err)
+		return answer{ok: err == nil, busy: code == codes.ResourceExhausted && retry, detail: fmt.Sprintf("%v %q RetryInfo %v", code, msg, retry)}
+	}
+
+	held, err := l.Semaphore(ctx, WriteKey(testVoucher), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := int64(0)
+	users := map[string]int64{}
+	for name, order := range orders {
+		user++
+		users[name] = user
+		if a := order(user); !a.busy {
+			t.Errorf("%s, the write permit held: %s, want the busy answer", name, a.detail)
+		}
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, order := range orders {
+		if a := order(users[name]); !a.ok {
+			t.Errorf("control: %s, the permit free: %s, want the order placed", name, a.detail)
+		}
+	}
+	if w := svc.PermitWaits(); w != int64(len(orders)) {
+		t.Errorf("PermitWaits %d, want %d (each busy order waited)", w, len(orders))
 	}
 }
