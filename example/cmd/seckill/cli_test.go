@@ -152,15 +152,18 @@ func TestDemo(t *testing.T) {
 		t.Errorf("redis mode: %s requests but %s lock acquires on the nodes' /metrics", req, acq)
 	}
 	// The write limit (4, the default): the peak of order writes at once
-	// across the nodes is at most 4, and every request took a permit
-	// (none was busy at this size).
+	// across the nodes is at most 4, and every request took a permit but
+	// the busy ones (on a loaded machine a few are: a user's order lock,
+	// or a permit, not free within the 2s wait).
 	if m := writePeakLine.FindStringSubmatch(stdout.String()); m == nil {
 		t.Errorf("no write-limit line in the output")
 	} else if n, _ := strconv.Atoi(m[1]); n < 1 || n > 4 || m[2] != "limit 4" {
 		t.Errorf("%s: want a peak of 1 to 4 writes at once, limit 4", m[0])
 	}
-	if m := permitsLine.FindStringSubmatch(stdout.String()); m == nil || cell("429 busy") != "0" || m[1] != cell("requests") {
-		t.Errorf("write permits line %q: want %s taken (one per request, none busy)", m, cell("requests"))
+	req, _ := strconv.Atoi(cell("requests"))
+	busy, _ := strconv.Atoi(cell("429 busy"))
+	if m := permitsLine.FindStringSubmatch(stdout.String()); m == nil || cell("5xx") != "0" || m[1] != strconv.Itoa(req-busy) {
+		t.Errorf("write permits line %q: want %d taken (one per request but the %d busy)", m, req-busy, busy)
 	}
 	chaos := chaosLine.FindAllStringSubmatch(stdout.String(), -1)
 	if len(chaos) != 2 || chaos[0][1] != "fenced" || chaos[1][1] != "unfenced" {
