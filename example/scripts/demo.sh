@@ -14,8 +14,13 @@
 # orders inside their lock, the same users sent again through the other
 # nodes, with the fence-ordered write and with `serve -unfenced`, side by
 # side (about 3s each; only on the demo's own Redis, since it flushes it).
-# Exits non-zero when the redis mode shows a duplicate or an oversell, or
-# the fenced chaos round a duplicate.
+# Under -lock redis the nodes take a permit of the voucher's write
+# semaphore around each order write (WRITE_LIMIT, seckill serve
+# -write-limit, default 4; 0: none) and count the writes in progress; the
+# demo prints their peak across the nodes against the limit and the orders
+# that waited for a permit.
+# Exits non-zero when the redis mode shows a duplicate, an oversell or more
+# writes at once than the limit, or the fenced chaos round a duplicate.
 #
 # DEMO_HTTP picks the nodes' HTTP stack (seckill serve -http: fiber, the
 # default, fiberv3, nethttp, chi, gin, echo or echov5), e.g. make demo
@@ -39,6 +44,9 @@ fi
 args=(demo -users "${USERS:-300}" -dup "${DUP:-8}" -stock "${STOCK:-200}")
 if [ -n "${REDIS_URL:-}" ]; then
   args+=(-redis "$REDIS_URL")
+fi
+if [ -n "${WRITE_LIMIT:-}" ]; then
+  args+=(-write-limit "$WRITE_LIMIT")
 fi
 if [ -n "${DEMO_HTTP:-}" ]; then
   args+=(-http "$DEMO_HTTP")

@@ -7,7 +7,9 @@ import (
 	"net/http"
 
 	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/lockgate/lockgate/core"
 	seckillv1 "github.com/lockgate/lockgate/example/proto/seckill/v1"
@@ -128,7 +130,15 @@ type connectSeckill struct {
 func (s connectSeckill) Order(ctx context.Context, req *connect.Request[seckillv1.OrderRequest]) (*connect.Response[seckillv1.OrderReply], error) {
 	id, err := s.cfg.Service.Order(ctx, req.Msg.GetUserId(), req.Msg.GetVoucherId())
 	if err != nil {
-		return nil, connectError(s.cfg.rpcOutcome(ctx, err))
+		code, msg := s.cfg.rpcOutcome(ctx, err)
+		cerr := connect.NewError(connect.Code(code), errors.New(msg))
+		if d := orderRetryDelay(err); d > 0 {
+			if detail, derr := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(d)}); derr == nil {
+				cerr.AddDetail(detail)
+			}
+			cerr.Meta().Set("Retry-After", orderRetryAfter(err))
+		}
+		return nil, cerr
 	}
 	return connect.NewResponse(&seckillv1.OrderReply{OrderId: id}), nil
 }

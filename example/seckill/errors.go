@@ -28,7 +28,11 @@ const (
 	MsgUnknownVoucher   = "Voucher not found"
 	MsgStaleFence       = "Lock lost before the write, please retry"
 	MsgInternal         = "Internal server error"
-	MsgBodyTooLarge     = "Request body too large"
+	// MsgUnavailable answers an order whose write permit
+	// (Service.WriteLimit) could not be taken because Redis failed (HTTP
+	// 503 with Retry-After: 1, gRPC Unavailable).
+	MsgUnavailable  = "Service unavailable, please retry"
+	MsgBodyTooLarge = "Request body too large"
 	// MsgBadFraming answers a request whose body length is ambiguous
 	// (several Content-Length headers, or a Transfer-Encoding); see
 	// NewFiberApp and NewHTTPHandler.

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/lockgate/lockgate/core"
 	seckillv1 "github.com/lockgate/lockgate/example/proto/seckill/v1"
@@ -114,9 +117,30 @@ func (s grpcSeckill) Order(ctx context.Context, r *seckillv1.OrderRequest) (*sec
 	return &seckillv1.OrderReply{OrderId: id}, nil
 }
 
-// grpcStatus maps an order outcome to a gRPC status (rpcOutcome).
+// grpcStatus maps an order outcome to a gRPC status (rpcOutcome), with a
+// RetryInfo (orderRetryDelay) when the client should come back.
 func (cfg Config) grpcStatus(ctx context.Context, err error) error {
-	return status.Error(cfg.rpcOutcome(ctx, err))
+	st := status.New(cfg.rpcOutcome(ctx, err))
+	if d := orderRetryDelay(err); d > 0 {
+		if with, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d)}); derr == nil {
+			st = with
+		}
+	}
+	return st.Err()
+}
+
+// orderRetryDelay is the RetryInfo delay of an order's error, 0 for none:
+// core's estimate for a busy write permit (core.RetryAfter, at least 1s as
+// orderRetryAfter rounds it), 1s when Redis was unavailable.
+func orderRetryDelay(err error) time.Duration {
+	switch {
+	case errors.Is(err, core.ErrNotObtained):
+		d, _ := core.RetryAfter(err)
+		return max(d, time.Second)
+	case errors.Is(err, core.ErrUnavailable):
+		return time.Second
+	}
+	return 0
 }
 
 // rpcOutcome maps an order outcome to a gRPC code (Connect's codes are
@@ -130,8 +154,14 @@ func (cfg Config) rpcOutcome(ctx context.Context, err error) (codes.Code, string
 		return codes.FailedPrecondition, MsgOutOfStock
 	case errors.Is(err, ErrUnknownVoucher):
 		return codes.NotFound, MsgUnknownVoucher
-	case errors.Is(err, ErrStaleFence), errors.Is(context.Cause(ctx), core.ErrLockLost):
+	case errors.Is(err, ErrStaleFence), errors.Is(context.Cause(ctx), core.ErrLockLost), errors.Is(err, core.ErrLockLost):
 		return codes.Aborted, MsgStaleFence
+	case errors.Is(err, core.ErrNotObtained):
+		// No write permit (Service.WriteLimit) within its wait.
+		return codes.ResourceExhausted, MsgBusy
+	case errors.Is(err, core.ErrUnavailable):
+		cfg.Logger.Warn("seckill: write permit unavailable", "err", err)
+		return codes.Unavailable, MsgUnavailable
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return codes.Canceled, "canceled"
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):

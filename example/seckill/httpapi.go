@@ -371,11 +371,34 @@ func (c Config) outcome(ctx context.Context, err error) (int, string) {
 		return http.StatusBadRequest, MsgOutOfStock
 	case errors.Is(err, ErrUnknownVoucher):
 		return http.StatusNotFound, MsgUnknownVoucher
-	case errors.Is(err, ErrStaleFence), errors.Is(context.Cause(ctx), core.ErrLockLost):
+	case errors.Is(err, ErrStaleFence), errors.Is(context.Cause(ctx), core.ErrLockLost), errors.Is(err, core.ErrLockLost):
+		// The last: the write permit (Service.WriteLimit) was lost
+		// and the write cancelled with it.
 		return http.StatusConflict, MsgStaleFence
+	case errors.Is(err, core.ErrNotObtained):
+		// No write permit came free within Service.WriteWait: busy,
+		// as the lock adapters answer a busy lock (orderRetryAfter).
+		return http.StatusTooManyRequests, MsgBusy
+	case errors.Is(err, core.ErrUnavailable):
+		// Redis failed while taking the write permit.
+		c.Logger.Warn("seckill: write permit unavailable", "err", err)
+		return http.StatusServiceUnavailable, MsgUnavailable
 	}
 	c.Logger.Error("seckill: order failed", "err", err)
 	return http.StatusInternalServerError, MsgInternal
+}
+
+// orderRetryAfter is the Retry-After header (whole seconds) of an order's
+// error, "" for none: core's estimate for a busy write permit
+// (core.RetryAfterSeconds), 1 when Redis was unavailable.
+func orderRetryAfter(err error) string {
+	switch {
+	case errors.Is(err, core.ErrNotObtained):
+		return strconv.Itoa(core.RetryAfterSeconds(err))
+	case errors.Is(err, core.ErrUnavailable):
+		return "1"
+	}
+	return ""
 }
 
 // orderReply is the body of a successful order.

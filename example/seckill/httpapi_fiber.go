@@ -211,6 +211,9 @@ func (cfg Config) fiberOrder(c *fiber.Ctx) error {
 	orderID, err := cfg.Service.Order(ctx, id.user, id.voucher)
 	if err != nil {
 		code, msg := cfg.outcome(ctx, err)
+		if ra := orderRetryAfter(err); ra != "" {
+			c.Set(fiber.HeaderRetryAfter, ra)
+		}
 		return c.Status(code).JSON(errorReply{msg})
 	}
 	return c.JSON(orderReply{OrderID: orderID})

@@ -118,6 +118,9 @@ func (cfg Config) fiberV3Order(c fiberv3.Ctx) error {
 	orderID, err := cfg.Service.Order(ctx, id.user, id.voucher)
 	if err != nil {
 		code, msg := cfg.outcome(ctx, err)
+		if ra := orderRetryAfter(err); ra != "" {
+			c.Set(fiberv3.HeaderRetryAfter, ra)
+		}
 		return c.Status(code).JSON(errorReply{msg})
 	}
 	return c.JSON(orderReply{OrderID: orderID})

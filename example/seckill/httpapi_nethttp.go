@@ -187,6 +187,9 @@ func (cfg Config) httpOrder(w http.ResponseWriter, r *http.Request) {
 	orderID, err := cfg.Service.Order(r.Context(), id.user, id.voucher)
 	if err != nil {
 		code, msg := cfg.outcome(r.Context(), err)
+		if ra := orderRetryAfter(err); ra != "" {
+			w.Header().Set("Retry-After", ra)
+		}
 		writeJSON(w, code, errorReply{msg})
 		return
 	}

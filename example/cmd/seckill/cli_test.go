@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,7 +39,7 @@ func TestServeHelpDocumentsEachFlag(t *testing.T) {
 		t.Fatalf("serve -h: %v\n%s", err, out)
 	}
 	for _, flag := range []string{"-addr", "-grpc-addr", "-connect-addr", "-redis", "-db", "-lock", "-http", "-wait", "-ttl", "-unique-index",
-		"-read-header-timeout", "-read-timeout", "-write-timeout", "-idle-timeout", "-trace-stdout"} {
+		"-read-header-timeout", "-read-timeout", "-write-timeout", "-idle-timeout", "-trace-stdout", "-write-limit", "-count-writes"} {
 		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(flag) + `\b.*\n\s+\S`).Match(out) {
 			t.Errorf("serve -h does not document %s:\n%s", flag, out)
 		}
@@ -89,6 +90,9 @@ var (
 	modeLine  = regexp.MustCompile(`(?m)^mode=(\w+) orders=(\d+) duplicates=(\d+) oversold=(\d+)$`)
 	chaosLine = regexp.MustCompile(`(?m)^chaos=(\w+) orders=(\d+) duplicates=(\d+) oversold=(\d+)$`)
 	nodesLine = regexp.MustCompile(`demo: -lock \w+: \d+ nodes ([^,]*),`)
+	// The write limit's lines (demo.go, writeLimitLine).
+	writePeakLine = regexp.MustCompile(`(?m)^mode=redis write limit: peak order writes of voucher \d+ in progress at once across the \d+ nodes: (\d+) \(([^)]*)\)$`)
+	permitsLine   = regexp.MustCompile(`(?m)^mode=redis write permits: (\d+) taken, (\d+) orders waited`)
 )
 
 // TestDemo runs `seckill demo` at CI size as the Makefile does: its own
@@ -146,6 +150,20 @@ func TestDemo(t *testing.T) {
 	}
 	if req, acq := cell("requests"), cell("lock acquires"); req == "" || req != acq {
 		t.Errorf("redis mode: %s requests but %s lock acquires on the nodes' /metrics", req, acq)
+	}
+	// The write limit (4, the default): the peak of order writes at once
+	// across the nodes is at most 4, and every request took a permit but
+	// the busy ones (on a loaded machine a few are: a user's order lock,
+	// or a permit, not free within the 2s wait).
+	if m := writePeakLine.FindStringSubmatch(stdout.String()); m == nil {
+		t.Errorf("no write-limit line in the output")
+	} else if n, _ := strconv.Atoi(m[1]); n < 1 || n > 4 || m[2] != "limit 4" {
+		t.Errorf("%s: want a peak of 1 to 4 writes at once, limit 4", m[0])
+	}
+	req, _ := strconv.Atoi(cell("requests"))
+	busy, _ := strconv.Atoi(cell("429 busy"))
+	if m := permitsLine.FindStringSubmatch(stdout.String()); m == nil || cell("5xx") != "0" || m[1] != strconv.Itoa(req-busy) {
+		t.Errorf("write permits line %q: want %d taken (one per request but the %d busy)", m, req-busy, busy)
 	}
 	chaos := chaosLine.FindAllStringSubmatch(stdout.String(), -1)
 	if len(chaos) != 2 || chaos[0][1] != "fenced" || chaos[1][1] != "unfenced" {

@@ -31,6 +31,8 @@ type demoFlags struct {
 	chaos      bool
 	chaosUsers int
 	stall      time.Duration
+	// writeLimit is the nodes' -write-limit.
+	writeLimit int
 }
 
 // modeResult is one column of the demo's table.
@@ -53,8 +55,11 @@ database stalls and -chaos-users users' first orders are inside their lock, the 
 through the other nodes; with the fence-ordered write and with 'serve -unfenced', side by side, then
 'chaos=V orders=N duplicates=N oversold=N' per variant. The duplicates of the modes without a Redis
 lock and of the unfenced chaos round vary from run to run: they depend on how the racing requests
-interleave on the machine.
-Exit status 1 if the redis mode shows a duplicate or an oversell, or the fenced chaos round a duplicate. Everything started is stopped at the
+interleave on the machine. With -lock redis the nodes take a write permit of the voucher around each
+order write (-write-limit; the chaos round's nodes run without one) and count the writes in progress;
+the demo prints the peak of writes at once across the nodes against the limit, and the orders that
+waited for a permit.
+Exit status 1 if the redis mode shows a duplicate, an oversell or more writes at once than -write-limit, or the fenced chaos round a duplicate. Everything started is stopped at the
 end and on Ctrl-C.`)
 	var f demoFlags
 	fs.IntVar(&f.users, "users", 300, "number of users")
@@ -70,11 +75,12 @@ end and on Ctrl-C.`)
 	fs.BoolVar(&f.chaos, "chaos", true, "after the modes, the chaos round: Redis flushed while the database stalls, with the\nfence-ordered write and with serve -unfenced, side by side (only on the demo's own Redis)")
 	fs.IntVar(&f.chaosUsers, "chaos-users", 20, "users of the chaos round")
 	fs.DurationVar(&f.stall, "stall", 2500*time.Millisecond, "how long the chaos round holds the database still (under the lease's TTL/3, 3.3s)")
+	fs.IntVar(&f.writeLimit, "write-limit", seckill.DefaultWriteLimit, "the nodes' -write-limit: at most this many order writes of the voucher at once across the nodes\n(-lock redis; 0: none); the nodes count the writes in progress (serve -count-writes)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if f.users <= 0 || f.dup <= 0 || f.nodes <= 0 || f.stock < 0 {
-		return errors.New("-users, -dup and -nodes must be positive, -stock not negative")
+	if f.users <= 0 || f.dup <= 0 || f.nodes <= 0 || f.stock < 0 || f.writeLimit < 0 {
+		return errors.New("-users, -dup and -nodes must be positive, -stock and -write-limit not negative")
 	}
 	if f.chaos && (f.chaosUsers <= 0 || f.stall <= 0 || f.stall > 10*time.Second) {
 		return errors.New("-chaos-users must be positive, -stall between 0 and 10s")
@@ -127,7 +133,7 @@ end and on Ctrl-C.`)
 		results = append(results, r)
 	}
 	printTable(os.Stdout, results)
-	err = verdict(os.Stdout, results)
+	err = verdict(os.Stdout, results, f)
 	switch {
 	case !f.chaos:
 	case f.redisURL != "":
@@ -144,7 +150,7 @@ end and on Ctrl-C.`)
 }
 
 // verdict prints the honest notes and decides the exit status.
-func verdict(w io.Writer, results []modeResult) error {
+func verdict(w io.Writer, results []modeResult, f demoFlags) error {
 	var fail []string
 	for _, r := range results {
 		switch r.mode {
@@ -165,12 +171,41 @@ func verdict(w io.Writer, results []modeResult) error {
 			} else {
 				fmt.Fprintln(w, "mode=redis: one order per user across all nodes, no oversell")
 			}
+			if msg := writeLimitLine(w, r, f); msg != "" {
+				fail = append(fail, msg)
+			}
 		}
 	}
 	if len(fail) > 0 {
 		return exitError{1, "FAIL: " + strings.Join(fail, "; ")}
 	}
 	return nil
+}
+
+// writeLimitLine prints the write limit's figures of a redis mode's run
+// (the nodes' -write-limit and -count-writes, read from their /metrics)
+// and returns a failure when more writes were in progress at once than
+// the limit allows.
+func writeLimitLine(w io.Writer, r modeResult, f demoFlags) string {
+	l := r.locks
+	if !l.peakSeen {
+		return "mode=redis: no node exported " + metricWritesPeak + " (serve -count-writes)"
+	}
+	limit := "no limit"
+	if f.writeLimit > 0 {
+		limit = fmt.Sprintf("limit %d", f.writeLimit)
+	}
+	fmt.Fprintf(w, "mode=redis write limit: peak order writes of voucher %d in progress at once across the %d nodes: %.0f (%s)\n",
+		f.voucher, f.nodes, l.writesPeak, limit)
+	fmt.Fprintf(w, "  measured: a Redis counter each node raises right before an order write (holding its permit) and\n")
+	fmt.Fprintf(w, "  lowers after it; the highest value any raise returned: an upper bound of the writes at once\n")
+	if f.writeLimit > 0 {
+		fmt.Fprintf(w, "mode=redis write permits: %.0f taken, %.0f orders waited for one (every permit held when they came)\n", l.permits, l.permitWaits)
+	}
+	if f.writeLimit > 0 && l.writesPeak > float64(f.writeLimit) {
+		return fmt.Sprintf("mode=redis had %.0f order writes in progress at once, over the write limit %d", l.writesPeak, f.writeLimit)
+	}
+	return ""
 }
 
 func printTable(w io.Writer, results []modeResult) {
@@ -250,7 +285,8 @@ func runMode(ctx context.Context, self, dir, redisURL, mode string, f demoFlags)
 		}
 	}()
 	for i := range f.nodes {
-		n, err := startNode(ctx, self, dir, i, []string{"-db", db, "-lock", mode, "-redis", redisURL, "-http", f.httpImpl})
+		n, err := startNode(ctx, self, dir, i, []string{"-db", db, "-lock", mode, "-redis", redisURL, "-http", f.httpImpl,
+			"-write-limit", strconv.Itoa(f.writeLimit), "-count-writes"})
 		if err != nil {
 			return res, err
 		}

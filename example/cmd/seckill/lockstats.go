@@ -13,6 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/lockgate/lockgate/example/seckill"
 )
 
 // The Prometheus names of the otellock metrics the demo reads, as the
@@ -36,6 +38,15 @@ type lockStats struct {
 	cum        map[float64]float64
 	renewals   float64 // watchdog renewals, all outcomes
 	renewalsOK float64
+	// The write limit (serve -write-limit, -count-writes): permits are
+	// the write permits taken (acquired), kept out of the lock figures
+	// above; permitWaits the orders that waited for one (summed over the
+	// nodes); writesPeak the highest count of order writes in progress
+	// across the nodes (the highest of the nodes', valid when peakSeen).
+	permits     float64
+	permitWaits float64
+	writesPeak  float64
+	peakSeen    bool
 }
 
 // add parses one node's /metrics (Prometheus text format) into s.
@@ -55,6 +66,13 @@ func (s *lockStats) add(r io.Reader) error {
 		for _, m := range f.GetMetric() {
 			h := m.GetHistogram()
 			n := float64(h.GetSampleCount())
+			if label(m, "pattern") == seckill.WritePattern {
+				// A write permit, not an order lock.
+				if label(m, "outcome") == "acquired" {
+					s.permits += n
+				}
+				continue
+			}
 			s.acquires += n
 			switch label(m, "outcome") {
 			case "acquired", "reentered":
@@ -74,11 +92,25 @@ func (s *lockStats) add(r io.Reader) error {
 			return fmt.Errorf("%s is a %v, want a counter", metricRenewals, f.GetType())
 		}
 		for _, m := range f.GetMetric() {
+			if label(m, "pattern") == seckill.WritePattern {
+				continue
+			}
 			v := m.GetCounter().GetValue()
 			s.renewals += v
 			if label(m, "outcome") == "ok" {
 				s.renewalsOK += v
 			}
+		}
+	}
+	if f := fams[metricPermitWaits]; f != nil {
+		for _, m := range f.GetMetric() {
+			s.permitWaits += m.GetCounter().GetValue()
+		}
+	}
+	if f := fams[metricWritesPeak]; f != nil {
+		for _, m := range f.GetMetric() {
+			s.writesPeak = max(s.writesPeak, m.GetGauge().GetValue())
+			s.peakSeen = true
 		}
 	}
 	return nil

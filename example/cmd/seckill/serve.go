@@ -22,6 +22,8 @@ import (
 type serveFlags struct {
 	addr, grpcAddr, connectAddr, redisURL, dsn, lock, httpImpl string
 	wait, ttl                                                  time.Duration
+	writeLimit                                                 int
+	countWrites                                                bool
 	uniqueIndex                                                bool
 	unfenced                                                   bool
 	traceStdout                                                bool
@@ -67,6 +69,8 @@ refuses ambiguous framing (several Content-Length headers, or a Transfer-Encodin
 	fs.StringVar(&f.httpImpl, "http", seckill.StackFiber, "HTTP stack: "+strings.Join(seckill.Stacks, ", ")+"; each locks the order route with its\nown lockgate adapter")
 	fs.DurationVar(&f.wait, "wait", seckill.DefaultWait, "how long a request waits for a busy lock before 429")
 	fs.DurationVar(&f.ttl, "ttl", seckill.DefaultTTL, "lease time of a lock (renewed while the handler runs)")
+	fs.IntVar(&f.writeLimit, "write-limit", seckill.DefaultWriteLimit, "with -lock redis, at most this many order writes of one voucher at once across every node\n(a permit of the semaphore \"order-writes:<voucher>\" around the database write, waited for up to -wait,\nthen 429); every node sharing -redis must pass the same; 0 disables")
+	fs.BoolVar(&f.countWrites, "count-writes", false, "with -lock redis, count the order writes in progress across the nodes in a Redis counter\n(two round trips per order) and export the highest count seen as seckill_order_writes_peak on /metrics\n(the demo reads it)")
 	fs.BoolVar(&f.uniqueIndex, "unique-index", false, "add a unique index on orders(user_id, voucher_id): the database backstop\n(the design notes' \"AP mode\"); off by default so that the lock alone is tested")
 	fs.BoolVar(&f.unfenced, "unfenced", false, "with -lock redis, check the user's orders before the write transaction, as without a lock\n(the control of the lost-lock scenario: when Redis forgets a held lock, a second holder places a\nsecond order); off: the check and the insert in one transaction ordered by the lease's fence")
 	fs.BoolVar(&f.traceStdout, "trace-stdout", false, "trace each order (HTTP, gRPC and Connect, continuing a client's traceparent) and write its spans\nto stdout, one JSON object a line: the order's server span and its lock's \"lock <key template>\";\noff: no tracer provider is installed")
@@ -99,6 +103,9 @@ func (f *serveFlags) checkTimeouts() error {
 	if t.Write <= f.wait {
 		return fmt.Errorf("-write-timeout %v must be longer than -wait %v (on the net/http stacks it bounds the wait and the handler too)", t.Write, f.wait)
 	}
+	if f.writeLimit > 0 && t.Write <= 2*f.wait {
+		return fmt.Errorf("-write-timeout %v must be longer than twice -wait %v with -write-limit: an order may wait -wait for its lock, then -wait for a write permit", t.Write, f.wait)
+	}
 	return nil
 }
 
@@ -106,6 +113,9 @@ func serve(ctx context.Context, args []string) error {
 	fs, f := serveFlagSet()
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if f.writeLimit < 0 {
+		return fmt.Errorf("-write-limit %d: want 0 (no limit) or more", f.writeLimit)
 	}
 	if err := f.checkTimeouts(); err != nil {
 		return err
@@ -146,7 +156,9 @@ func serve(ctx context.Context, args []string) error {
 			log.Error("seckill: telemetry shutdown", "err", err)
 		}
 	}()
-	cfg := seckill.Config{Service: &seckill.Service{Store: st, Unfenced: f.unfenced}, Mode: mode, Wait: f.wait, TTL: f.ttl, Logger: log, Timeouts: f.timeouts,
+	svc := &seckill.Service{Store: st, Unfenced: f.unfenced}
+	var wc *writeCounter // -count-writes
+	cfg := seckill.Config{Service: svc, Mode: mode, Wait: f.wait, TTL: f.ttl, Logger: log, Timeouts: f.timeouts,
 		Metrics: tel.metrics, Tracer: tel.tracer, Local: &seckill.LocalLocks{}} // one set for the node's HTTP, gRPC and Connect servers
 	if mode == seckill.LockRedis {
 		opt, err := redis.ParseURL(f.redisURL)
@@ -167,6 +179,16 @@ func serve(ctx context.Context, args []string) error {
 			locker.Shutdown(ctx)
 		}()
 		cfg.Locker = locker
+		if f.writeLimit > 0 {
+			svc.Locker, svc.WriteLimit, svc.WriteWait, svc.WriteTTL = locker, f.writeLimit, f.wait, f.ttl
+		}
+		if f.countWrites {
+			wc = &writeCounter{client: client}
+			svc.WriteProbe = wc.probe
+		}
+	}
+	if err := tel.serviceMetrics(svc, wc); err != nil {
+		return fmt.Errorf("telemetry: %w", err)
 	}
 
 	// gRPC and Connect first: once HTTP answers /healthz, every
