@@ -212,6 +212,17 @@ func TestSemaphoreOnSentinel(t *testing.T) {
 	})
 }
 
+// semWaiting waits, at most 5s, until a Semaphore call of name observed by
+// events is waiting in the queue (EventWaiting: its entry is in Redis).
+func semWaiting(t *testing.T, ctx context.Context, events *locktest.Events, name string) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, ok := events.Wait(wctx, locktest.Is(core.EventWaiting, name)); !ok {
+		t.Fatalf("no Semaphore call of %s waiting in 5s", name)
+	}
+}
+
 // semQueueLen is the number of waiters in the semaphore name's queue.
 func semQueueLen(c redis.UniversalClient, name string) int64 {
 	return c.ZCard(context.Background(), semKey(name)+":q").Val()
@@ -317,7 +328,8 @@ func TestSemaphoreFIFO(t *testing.T) {
 func TestSemaphoreFences(t *testing.T) {
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
-	other, _ := locktest.NewLocker(t, srv)
+	var events locktest.Events
+	other, _ := locktest.NewLocker(t, srv, core.WithObserver(&events))
 	ctx := locktest.Context(t)
 	var last int64
 	next := func(what string, f int64) {
@@ -344,12 +356,7 @@ func TestSemaphoreFences(t *testing.T) {
 		}
 		got <- s
 	}()
-	for i := 0; semQueueLen(direct, "fence") != 1; i++ {
-		if i == 500 {
-			t.Fatal("the waiter never queued")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	semWaiting(t, ctx, &events, "fence")
 	if err := held[0].Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +496,8 @@ func TestSemaphoreLateRelease(t *testing.T) {
 	p, c := lateClient(t, srv, lateReadTimeout)
 	l := locktest.Locker(t, c)
 	other, direct := locktest.NewLocker(t, srv)
-	third, _ := locktest.NewLocker(t, srv)
+	var events locktest.Events
+	third, _ := locktest.NewLocker(t, srv, core.WithObserver(&events))
 	ctx := locktest.Context(t)
 	warmSem(t, l)
 
@@ -510,12 +518,7 @@ func TestSemaphoreLateRelease(t *testing.T) {
 		}
 		got <- w
 	}()
-	for i := 0; semQueueLen(direct, "rel") != 1; i++ {
-		if i == 500 {
-			t.Fatal("the waiter never queued")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	semWaiting(t, ctx, &events, "rel")
 	release := semScript("release", "rel")
 	runs := p.Watch(release)
 	h := p.HoldReply(release, lateReply)
@@ -820,7 +823,8 @@ func TestSemaphoreNotReentrant(t *testing.T) {
 func TestSemaphoreShutdownAndClose(t *testing.T) {
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
-	other, _ := locktest.NewLocker(t, srv)
+	var events locktest.Events
+	other, _ := locktest.NewLocker(t, srv, core.WithObserver(&events))
 	ctx := locktest.Context(t)
 	var held []*core.Lease
 	for i := 0; i < 2; i++ {
@@ -838,12 +842,7 @@ func TestSemaphoreShutdownAndClose(t *testing.T) {
 		}
 		got <- err
 	}()
-	for i := 0; semQueueLen(direct, "shut") != 1; i++ {
-		if i == 500 {
-			t.Fatal("the waiter never queued")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	semWaiting(t, ctx, &events, "shut")
 	start := time.Now()
 	if err := l.Shutdown(ctx); err != nil {
 		t.Fatal(err)
@@ -863,7 +862,7 @@ func TestSemaphoreShutdownAndClose(t *testing.T) {
 		}
 	}
 
-	c, _ := locktest.NewLocker(t, srv)
+	c, _ := locktest.NewLocker(t, srv, core.WithObserver(&events))
 	s, err := c.Semaphore(ctx, "close", 1, core.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -873,12 +872,7 @@ func TestSemaphoreShutdownAndClose(t *testing.T) {
 		_, err := c.Semaphore(ctx, "close", 1, core.WithWait(10*time.Second))
 		waiting <- err
 	}()
-	for i := 0; semQueueLen(direct, "close") != 1; i++ {
-		if i == 500 {
-			t.Fatal("the waiter never queued")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	semWaiting(t, ctx, &events, "close")
 	c.Close()
 	if err := <-waiting; !errors.Is(err, core.ErrClosed) {
 		t.Fatalf("a waiting Semaphore at Close = %v, want ErrClosed", err)
