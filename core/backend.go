@@ -167,8 +167,11 @@ func (s *deployment) run(ctx context.Context, script *script, keys []any, args .
 func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
 	keys := k.script(owner)
 	script, args := s.scripts.acquire, []any{owner.arg, ttl, s.windowArg, entry, seq, tag}
-	if k.semaphore() {
+	switch {
+	case k.semaphore():
 		script, args = semAcquireScript, []any{owner.arg, ttl, s.windowArg, entry, seq, k.permitsArg, tag}
+	case k.read:
+		script = rlockAcquireScript
 	}
 	if tag == nil {
 		args = args[:len(args)-1]
@@ -231,8 +234,11 @@ func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, ma
 		m = s.markerArg
 	}
 	release := s.scripts.release
-	if k.semaphore() {
+	switch {
+	case k.semaphore():
 		release = semReleaseScript
+	case k.read:
+		release = rlockReleaseScript
 	}
 	n, err := s.run(ctx, release, k.script(owner), owner.arg, s.windowArg, m).Int64()
 	return n == 0, err
@@ -276,7 +282,7 @@ func (s *deployment) forceRelease(ctx context.Context, k *lockKeys, owner string
 }
 
 func (s *deployment) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
-	if k.semaphore() {
+	if k.perOwner() {
 		return s.semPTTL(ctx, k, owner)
 	}
 	n, err := pttlScript.run(ctx, s.c, k.args[:1], owner).Int64()
@@ -327,7 +333,7 @@ func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
 	if _, plain := s.c.(*redis.Client); !plain {
 		calls = byHashTag(batch, part)
 	}
-	if hasPermits(batch, part) {
+	if hasPerOwner(batch, part) {
 		calls = byKind(batch, calls)
 	}
 	var pc redis.Cmdable = s.c
@@ -353,7 +359,7 @@ func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
 			args = append(args, batch[i].owner.arg, batch[i].ttlArg)
 		}
 		renew := renewScript
-		if batch[g[0]].keys.semaphore() {
+		if batch[g[0]].keys.perOwner() {
 			renew = semRenewScript
 		}
 		sc[gi] = &scriptCall{script: renew, cmd: renew.cmd(ctx, keys, args).Cmd}

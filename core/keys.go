@@ -19,6 +19,9 @@ type lockKeys struct {
 	// the count as its scripts' argument
 	permits    int
 	permitsArg any
+	// read: an RLock's keys (a reader of the lock), whose holders are
+	// entries of the lock hash as a semaphore's are of its own
+	read bool
 }
 
 func (k *lockKeys) hash() string { return k.names[0] }

@@ -286,7 +286,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		h.ttl.Store(int64(ttl))
 		h.l.wd.renewed(h, sent, ttl)
 	}
-	h.l.observe(ctx, Event{Kind: EventExtended, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Fence: h.fence, Err: err})
+	h.l.observe(ctx, Event{Kind: EventExtended, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Read: h.keys.read, Fence: h.fence, Err: err})
 	return err
 }
 
@@ -324,7 +324,7 @@ func (s *Lease) Unlock(ctx context.Context) error {
 	}
 	s.cancel(context.Canceled)
 	if h.count.Add(-1) > 0 {
-		h.l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Reentrant: s.reentrant, Fence: h.fence})
+		h.l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Read: h.keys.read, Reentrant: s.reentrant, Fence: h.fence})
 		return s.done(nil)
 	}
 	return s.done(h.releaseInRedis(ctx, false))

@@ -345,12 +345,17 @@ func (l *Locker) reenter(ctx context.Context, a *acquisition, start time.Time) (
 		return nil, nil
 	}
 	h := s.h
+	if h.keys.read && !a.keys.read {
+		err := upgradeError(a.key)
+		l.observe(ctx, Event{Kind: EventNotObtained, Key: a.key, Pattern: a.o.pattern, Err: err})
+		return nil, err
+	}
 	if h.l != l {
 		// Held through another Locker: the same lock only if the other's
 		// owner holds this key here, as one read-only look tells (a Locker
 		// on another deployment or prefix names another lock, which is
 		// acquired afresh; nothing is ever taken under the other's owner).
-		held, err := l.holds(ctx, a, h.owner.id)
+		held, err := l.holds(ctx, a, h.keys.read, h.owner.id)
 		if err != nil {
 			l.observe(ctx, Event{Kind: EventNotObtained, Key: a.key, Pattern: a.o.pattern, Wait: time.Since(start), Err: err})
 			return nil, err
@@ -378,10 +383,12 @@ func (l *Locker) callDeadline(ctx context.Context) time.Time {
 }
 
 // holds reports whether owner (another Locker's) holds a's lock in this
-// Locker's Redis, within a's deadline.
-func (l *Locker) holds(ctx context.Context, a *acquisition, owner string) (bool, error) {
+// Locker's Redis (for reading when read), within a's deadline.
+func (l *Locker) holds(ctx context.Context, a *acquisition, read bool, owner string) (bool, error) {
+	k := a.keys
+	k.read = read
 	_, err := bounded(l, ctx, a.deadline, func(cctx context.Context) (time.Duration, error) {
-		return l.be.pttl(cctx, &a.keys, owner)
+		return l.be.pttl(cctx, &k, owner)
 	}, nil)
 	switch {
 	case err == ErrNotHeld:
@@ -394,7 +401,7 @@ func (l *Locker) holds(ctx context.Context, a *acquisition, owner string) (bool,
 
 // event is the Observer's event of a Lock or TryLock that went to Redis.
 func (a *acquisition) event(start time.Time, s *Lease, err error) Event {
-	ev := Event{Kind: EventAcquired, Key: a.key, Pattern: a.o.pattern, Permits: a.keys.permits, Wait: time.Since(start), Attempts: a.attempts,
+	ev := Event{Kind: EventAcquired, Key: a.key, Pattern: a.o.pattern, Permits: a.keys.permits, Read: a.keys.read, Wait: time.Since(start), Attempts: a.attempts,
 		Waited: a.waited, HolderTag: a.holderTag, ClockOffset: a.offset, ClockSampled: a.sampled}
 	if err != nil {
 		ev.Kind, ev.Err = EventNotObtained, err
@@ -425,7 +432,7 @@ func (l *Locker) observe(ctx context.Context, e Event) {
 // release (why: see Event.Err).
 func (l *Locker) lost(h *hold, why error) {
 	held := time.Since(h.acquired)
-	l.observe(context.Background(), Event{Kind: EventLost, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Held: held, Fence: h.fence, Err: why})
+	l.observe(context.Background(), Event{Kind: EventLost, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Read: h.keys.read, Held: held, Fence: h.fence, Err: why})
 	if why != ErrClosed && why != errAbandoned {
 		l.logger().Warn("lockgate: lock lost", slog.String("pattern", h.pattern), slog.Int64("fence", h.fence),
 			slog.Duration("held", held), slog.Any("reason", why))
@@ -446,7 +453,7 @@ func (l *Locker) warnAbandoned(h *hold) {
 // release of h was answered (or not).
 func (l *Locker) released(ctx context.Context, h *hold, retry bool, err error) {
 	held := time.Since(h.acquired)
-	l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Held: held, Fence: h.fence, Retry: retry, Err: err})
+	l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Read: h.keys.read, Held: held, Fence: h.fence, Retry: retry, Err: err})
 	if err != nil && !errors.Is(err, ErrNotHeld) {
 		l.logger().Warn("lockgate: release failed; the lock expires after its TTL unless released again",
 			slog.String("pattern", h.pattern), slog.Int64("fence", h.fence), slog.Any("error", err))

@@ -66,6 +66,8 @@ type Event struct {
 	// Permits is the permits count of a Semaphore's events (the call's
 	// permits argument); 0 for a lock's.
 	Permits int
+	// Read reports an RLock's events (a reader's hold of a lock).
+	Read bool
 	// Wait is the time spent in Lock/TryLock (acquired, not obtained).
 	Wait time.Duration
 	// Held is how long the lease was held (released, lost).

@@ -23,13 +23,21 @@ var (
 	inspectSrc string
 	//go:embed scripts/queue.lua
 	queueSrc string
+	//go:embed scripts/rw.lua
+	rwSrc string
+	//go:embed scripts/rlock_acquire.lua
+	rlockAcquireSrc string
+	//go:embed scripts/rlock_release.lua
+	rlockReleaseSrc string
 
-	acquireScript = newScript(withQueue(acquireSrc, queueSrc))
-	releaseScript = newScript(withQueue(releaseSrc, queueSrc))
-	renewScript   = newScript(renewSrc)
-	pttlScript    = newScript(pttlSrc)
-	fenceScript   = newScript(fenceSrc)
-	inspectScript = newScript(inspectSrc)
+	acquireScript      = newScript(withQueue(acquireSrc, queueSrc))
+	releaseScript      = newScript(withQueue(releaseSrc, queueSrc))
+	rlockAcquireScript = newScript(withQueue(rlockAcquireSrc, queueSrc))
+	rlockReleaseScript = newScript(withQueue(rlockReleaseSrc, queueSrc))
+	renewScript        = newScript(renewSrc)
+	pttlScript         = newScript(pttlSrc)
+	fenceScript        = newScript(fenceSrc)
+	inspectScript      = newScript(inspectSrc)
 )
 
 // script is a Lua script as the Locker sends it: by its SHA1 (EVALSHA), and
@@ -93,12 +101,13 @@ func (s *script) send(ctx context.Context, c processor, q once) *redis.Cmd {
 
 func noScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
 
-// withQueue splices the queue's shared functions (queue, the source of
-// queue.lua) into a script's source, after its first line (the #!lua flags
+// withQueue splices the shared functions of the queue (queue, the source
+// of queue.lua or a mutant's), of holders (semaphore.lua) and of readers
+// (rw.lua) into a script's source, after its first line (the #!lua flags
 // line, which must stay first).
 func withQueue(src, queue string) string {
 	flags, body, _ := strings.Cut(src, "\n")
-	return flags + "\n" + queue + body
+	return flags + "\n" + queue + semSrc + rwSrc + body
 }
 
 // scripts are the acquire and release scripts a backend sends: the

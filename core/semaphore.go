@@ -64,6 +64,11 @@ func (l *Locker) semKeysFor(name string, permits int) lockKeys {
 // lock's.
 func (k *lockKeys) semaphore() bool { return k.permits > 0 }
 
+// perOwner reports whether k's holders are each an entry of their hash
+// (owner → "<expiry ms>|<fence>[|<tag>]", a semaphore's permits or a lock's
+// readers), not the lock hash's one owner.
+func (k *lockKeys) perOwner() bool { return k.permits > 0 || k.read }
+
 var (
 	//go:embed scripts/semaphore.lua
 	semSrc string
@@ -76,8 +81,8 @@ var (
 	//go:embed scripts/semaphore_pttl.lua
 	semPTTLSrc string
 
-	semAcquireScript = newScript(withQueue(semAcquireSrc, queueSrc+semSrc))
-	semReleaseScript = newScript(withQueue(semReleaseSrc, queueSrc+semSrc))
+	semAcquireScript = newScript(withQueue(semAcquireSrc, queueSrc))
+	semReleaseScript = newScript(withQueue(semReleaseSrc, queueSrc))
 	semRenewScript   = newScript(semRenewSrc)
 	semPTTLScript    = newScript(semPTTLSrc)
 )
@@ -93,7 +98,7 @@ func otherPermits(cmd *redis.Cmd) (int64, bool) {
 	return have, true
 }
 
-// semPTTL is pttl for a semaphore's permit.
+// semPTTL is pttl for a per-owner hold (a semaphore's permit, a reader's).
 func (s *deployment) semPTTL(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
 	n, err := semPTTLScript.run(ctx, s.c, k.args[:1], owner).Int64()
 	if err != nil {
@@ -105,14 +110,15 @@ func (s *deployment) semPTTL(ctx context.Context, k *lockKeys, owner string) (ti
 	return time.Duration(max(n, 0)) * time.Millisecond, nil
 }
 
-// byKind splits the renewal calls that mix locks and permits, so that each
-// call runs one renew script: locks first, as before, then permits.
+// byKind splits the renewal calls that mix locks and per-owner holds
+// (permits, readers), so that each call runs one renew script: locks
+// first, as before, then the others.
 func byKind(batch []renewal, calls [][]int) [][]int {
 	out := make([][]int, 0, len(calls)+1)
 	for _, g := range calls {
 		var locks, sems []int
 		for _, i := range g {
-			if batch[i].keys.semaphore() {
+			if batch[i].keys.perOwner() {
 				sems = append(sems, i)
 			} else {
 				locks = append(locks, i)
@@ -127,10 +133,11 @@ func byKind(batch []renewal, calls [][]int) [][]int {
 	return out
 }
 
-// hasPermits reports whether part renews any semaphore permit.
-func hasPermits(batch []renewal, part []int) bool {
+// hasPerOwner reports whether part renews any per-owner hold (a permit, a
+// reader's).
+func hasPerOwner(batch []renewal, part []int) bool {
 	for _, i := range part {
-		if batch[i].keys.semaphore() {
+		if batch[i].keys.perOwner() {
 			return true
 		}
 	}

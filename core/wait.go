@@ -219,6 +219,6 @@ func (a *acquisition) waitTurn(ctx context.Context, turn <-chan struct{}) error 
 func (a *acquisition) waiting(ctx context.Context) {
 	if !a.waited {
 		a.waited = true
-		a.l.observe(ctx, Event{Kind: EventWaiting, Key: a.key, Pattern: a.o.pattern, Permits: a.keys.permits, Attempts: a.attempts, HolderTag: a.holderTag})
+		a.l.observe(ctx, Event{Kind: EventWaiting, Key: a.key, Pattern: a.o.pattern, Permits: a.keys.permits, Read: a.keys.read, Attempts: a.attempts, HolderTag: a.holderTag})
 	}
 }

@@ -390,7 +390,7 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 	if w.l.opts.observer != nil {
 		for _, i := range part {
 			if rs[i].err != nil || rs[i].held {
-				w.l.observe(context.Background(), Event{Kind: EventRenewed, Key: batch[i].key, Pattern: batch[i].pattern, Permits: batch[i].keys.permits, Fence: batch[i].fence, Err: rs[i].err})
+				w.l.observe(context.Background(), Event{Kind: EventRenewed, Key: batch[i].key, Pattern: batch[i].pattern, Permits: batch[i].keys.permits, Read: batch[i].keys.read, Fence: batch[i].fence, Err: rs[i].err})
 			}
 		}
 	}

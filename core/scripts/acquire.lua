@@ -6,7 +6,7 @@
 -- owner's done marker and does nothing.
 -- KEYS[1] lock hash {owner = <owner>, fence = F, w = 1 when the queue may
 --         hold waiters (set by them), so a release without it skips the
---         queue, t = the holder's tag}
+--         queue, t = the holder's tag}, or its readers' (see rw.lua)
 -- KEYS[2] the fence floor of the lock's slot: the last fence issued there
 -- KEYS[3] this owner's done marker (see release.lua)
 -- KEYS[4], KEYS[5] the queue (see queue.lua)
@@ -44,53 +44,56 @@ local n = redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4])
 if n == 0 then
   return take(clock(), false)
 end
-local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'w', 't')
+local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'w', 't', 'r')
 if v[1] == owner then
   redis.call('PEXPIRE', KEYS[1], ARGV[2], 'GT')
   return tonumber(v[2])
 end
 -- A marker or a queue is there: one more EXISTS tells which.
 local queued = false
-if n > (v[1] and 1 or 0) then
+if n > ((v[1] or v[5]) and 1 or 0) then
   if redis.call('EXISTS', KEYS[3]) == 1 then
     return false
   end
   queued = true
 end
 local now, ms = clock()
-local function join()
-  if ARGV[4] ~= '' and ARGV[4] ~= 'n' then
-    redis.call('ZADD', KEYS[4], 'NX', now[1] * 1000000 + now[2], owner)
-    local exp = ms + tonumber(ARGV[4])
-    local e = exp .. '|' .. ARGV[5]
-    if ARGV[6] and ARGV[6] ~= '' then e = e .. '|' .. ARGV[6] end
-    redis.call('HSET', KEYS[5], owner, e)
-    keep(exp)
-  end
-end
-local function busy(t, tag)
-  if t < 0 then t = 0 end
-  if ARGV[6] then return {-t, tag or ''} end
-  return -t
-end
-if v[1] then
-  join()
+-- wait queues the caller behind the holder (w: someone may wait, so the
+-- holder's release looks at the queue) and answers busy.
+local function wait(t, tag)
+  join(now, ms, false, ARGV[6])
   if ARGV[4] ~= '' and not v[3] then
-    -- w: someone may wait, so the holder's release looks at the queue.
     redis.call('HSET', KEYS[1], 'w', '1')
   end
-  return busy(redis.call('PTTL', KEYS[1]), v[4])
+  return busy(t, tag, 6)
+end
+if v[1] then
+  return wait(redis.call('PTTL', KEYS[1]), v[4])
+end
+if v[5] then
+  -- Readers (RLock's, see rw.lua) hold it while any of theirs is live.
+  local live, _, _, _, tag = holders(ms, owner)
+  if live > 0 then
+    return wait(redis.call('PTTL', KEYS[1]), tag)
+  end
+  redis.call('DEL', KEYS[1])
 end
 -- Free. First come, first served: a live waiter that arrived earlier goes
 -- first (a single attempt never jumps the queue either), and gets the lock
--- now; expired entries of waiters that are gone are dropped on the way.
+-- now (readers at the head all do); expired entries of waiters that are
+-- gone are dropped on the way.
 if queued then
-  local w, exp, seq, tag = head(ms)
-  if w == false then return busy(1) end
+  local w, exp, seq, tag, r = head(ms)
+  if w == false then return busy(1, nil, 6) end
   if w and w ~= owner then
-    grant(w, exp, seq, tag, now, ms, ARGV[3])
-    join()
-    return busy(exp - ms, tag)
+    if r then
+      give(w, exp, seq, tag, now, ms, ARGV[3], 'r', '1')
+      handOn(now, ms, ARGV[3], 1, false)
+    else
+      grant(w, exp, seq, tag, now, ms, ARGV[3])
+    end
+    join(now, ms, false, ARGV[6])
+    return busy(exp - ms, tag, 6)
   end
   if w then
     redis.call('ZREM', KEYS[4], owner)

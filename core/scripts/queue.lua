@@ -2,7 +2,7 @@
 -- (spliced in after their first line). KEYS[1] the lock hash, KEYS[2] the
 -- fence floor of its slot, KEYS[4] the waiters in arrival order (zset: owner → server µs
 -- at joining), KEYS[5] their entries (hash: owner → "<expiry ms>|<refresh
--- number>[|<tag>]").
+-- number>[r][|<tag>]"; r marks a reader, an RLock's waiter).
 
 -- clock returns the server's time as TIME gives it and in ms.
 local function clock()
@@ -33,8 +33,9 @@ local function keep(exp)
 end
 
 -- head returns the first live waiter (its owner, entry expiry ms, refresh
--- number and tag), dropping every expired entry before it, however many
--- (each is dropped once, by whoever meets it); nil when none is live.
+-- number, tag, and whether it is a reader), dropping every expired entry
+-- before it, however many (each is dropped once, by whoever meets it); nil
+-- when none is live.
 local function head(ms)
   local batches = math.huge
   while batches > 0 do
@@ -43,14 +44,14 @@ local function head(ms)
     if #ws == 0 then return nil end
     local es = redis.call('HMGET', KEYS[5], unpack(ws))
     for i, w in ipairs(ws) do
-      local exp, seq, tag
-      if es[i] then exp, seq, tag = string.match(es[i], '^(%d+)|(%d+)|?(.*)$') end
+      local exp, seq, r, tag
+      if es[i] then exp, seq, r, tag = string.match(es[i], '^(%d+)|(%d+)(r?)|?(.*)$') end
       if exp and tonumber(exp) > ms then
         if i > 1 then
           redis.call('ZREM', KEYS[4], unpack(ws, 1, i - 1))
           redis.call('HDEL', KEYS[5], unpack(ws, 1, i - 1))
         end
-        return w, tonumber(exp), seq, tag
+        return w, tonumber(exp), seq, tag, r == 'r'
       end
     end
     redis.call('ZREM', KEYS[4], unpack(ws))
@@ -77,4 +78,27 @@ local function grant(w, exp, seq, tag, now, ms, window)
   if tag ~= '' then redis.call('HSET', KEYS[1], 't', tag) end
   redis.call('PEXPIREAT', KEYS[1], exp)
   redis.call('SPUBLISH', KEYS[1], 'g ' .. w .. ' ' .. string.format('%.0f', f) .. ' ' .. seq .. ' ' .. (exp - ms))
+end
+
+-- join puts owner ARGV[1] in the queue (a reader's entry when reader),
+-- unless it is a single attempt (ARGV[4] "") or a waiter that does not
+-- queue (ARGV[4] "n", Redlock's). ARGV[5] its refresh number, tag its
+-- holder tag (nil or "" for none).
+local function join(now, ms, reader, tag)
+  if ARGV[4] == '' or ARGV[4] == 'n' then return end
+  redis.call('ZADD', KEYS[4], 'NX', now[1] * 1000000 + now[2], ARGV[1])
+  local exp = ms + tonumber(ARGV[4])
+  local e = exp .. '|' .. ARGV[5]
+  if reader then e = e .. 'r' end
+  if tag and tag ~= '' then e = e .. '|' .. tag end
+  redis.call('HSET', KEYS[5], ARGV[1], e)
+  keep(exp)
+end
+
+-- busy is a busy answer: -(t ms to wait), and the holder's tag when the
+-- call passed one (the tag argument, ARGV[tagAt]).
+local function busy(t, tag, tagAt)
+  if t < 0 then t = 0 end
+  if ARGV[tagAt] then return {-t, tag or ''} end
+  return -t
 end

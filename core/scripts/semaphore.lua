@@ -1,5 +1,6 @@
 -- semaphore: the holders of a semaphore, shared by semaphore_acquire.lua and
--- semaphore_release.lua (spliced in after queue.lua). KEYS[1] the holders
+-- semaphore_release.lua (spliced in after queue.lua), and by a lock's
+-- readers (rw.lua). KEYS[1] the holders
 -- (hash: owner → "<expiry ms>|<fence>[|<tag>]", and n → the permits its
 -- holders passed), KEYS[2] the fence floor of its slot, KEYS[4], KEYS[5] its
 -- queue (see queue.lua; the entries' hash also keeps, in #n, the permits
@@ -23,8 +24,10 @@ local function holders(ms, owner)
   local gone = {}
   for i = 1, #all, 2 do
     local k, v = all[i], all[i + 1]
-    if k == 'n' then
-      n = tonumber(v)
+    if #k == 1 then
+      -- bookkeeping, not a holder: n (the permits), r and w (a lock's
+      -- readers, see rw.lua); owner ids are longer
+      if k == 'n' then n = tonumber(v) end
     else
       local exp, f, tag = string.match(v, '^(%d+)|(%d+)|?(.*)$')
       exp = tonumber(exp)
@@ -55,15 +58,16 @@ local function last(exp)
   end
 end
 
--- give hands a permit to waiter w (head's answers) under a new fence until
--- its entry would have expired (it then claims its own TTL), and tells it on
--- the semaphore's channel as a lock's grant does: "g <owner> <fence>
--- <refresh number> <ms it holds it for now>".
-local function give(w, exp, seq, tag, now, ms, window, n)
+-- give makes waiter w (head's answers) a holder under a new fence until its
+-- entry would have expired (it then claims its own TTL), with field k set
+-- to v beside it (n: the permits; r: readers hold), and tells it on the
+-- channel as a lock's grant does: "g <owner> <fence> <refresh number> <ms
+-- it holds it for now>".
+local function give(w, exp, seq, tag, now, ms, window, k, v)
   redis.call('ZREM', KEYS[4], w)
   redis.call('HDEL', KEYS[5], w)
   local f = fence(now, window)
-  redis.call('HSET', KEYS[1], w, permit(exp, f, tag), 'n', n)
+  redis.call('HSET', KEYS[1], w, permit(exp, f, tag), k, v)
   last(exp)
   redis.call('SPUBLISH', KEYS[1], 'g ' .. w .. ' ' .. string.format('%.0f', f) .. ' ' .. seq .. ' ' .. (exp - ms))
 end
@@ -74,7 +78,7 @@ local function pass(live, n, now, ms, window)
   while live < n do
     local w, exp, seq, tag = head(ms)
     if not w then break end
-    give(w, exp, seq, tag, now, ms, window, n)
+    give(w, exp, seq, tag, now, ms, window, 'n', n)
     live = live + 1
   end
   return live

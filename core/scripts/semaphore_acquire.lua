@@ -56,7 +56,7 @@ if free > 0 and extra > 0 then
       redis.call('HDEL', KEYS[5], owner)
       break
     end
-    give(w, exp, seq, tag, now, ms, ARGV[3], n)
+    give(w, exp, seq, tag, now, ms, ARGV[3], 'n', n)
     free = free - 1
     if not soon or exp < soon then soon, soonTag = exp, tag end
   end
