@@ -34,6 +34,10 @@ type LockInfo struct {
 	// otel module's: the holder's W3C traceparent, which names its trace
 	// id); empty when none.
 	HolderTag string
+	// Readers counts the live read holds (RLock) while readers, not a
+	// writer, hold the lock: Held is then false, and TTL is the
+	// longest-lived reader's. Over 1000 it counts entries, live or not.
+	Readers int
 }
 
 // lockState is a backend's view of one lock: LockInfo and the owner id,
@@ -173,7 +177,7 @@ func inspectReply(cmd *redis.Cmd) (lockState, error) {
 	if err != nil {
 		return lockState{}, err
 	}
-	if len(r) != 7 {
+	if len(r) != 8 {
 		return lockState{}, fmt.Errorf("unexpected inspect reply %v", r)
 	}
 	owner, _ := r[0].(string)
@@ -183,11 +187,14 @@ func inspectReply(cmd *redis.Cmd) (lockState, error) {
 	usec, _ := r[4].(int64)
 	waiters, _ := r[5].(int64)
 	tag, _ := r[6].(string)
-	st := lockState{owner: owner, LockInfo: LockInfo{Waiters: int(waiters)}}
+	readers, _ := r[7].(int64)
+	st := lockState{owner: owner, LockInfo: LockInfo{Waiters: int(waiters), Readers: int(readers)}}
 	if owner != "" {
 		st.Held, st.Fence, st.HolderTag = true, fence, tag
-		st.TTL = time.Duration(max(pttl, 0)) * time.Millisecond
 		st.Age = max(time.Unix(sec, usec*1000).Sub(time.UnixMicro(fence)), 0)
+	}
+	if owner != "" || readers > 0 {
+		st.TTL = time.Duration(max(pttl, 0)) * time.Millisecond
 	}
 	return st, nil
 }

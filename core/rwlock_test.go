@@ -53,8 +53,9 @@ func rlockScript(name, lock string) redistest.Matcher {
 
 // Readers share a lock, on one Locker and across two; a writer is busy
 // while any holds it, and readers are busy while a writer holds it; each
-// read lease has its own fence, TTL and Extend; nothing but the slot's
-// fence floor is left once all are released.
+// read lease has its own fence, TTL and Extend; Inspect counts the
+// readers; nothing but the slot's fence floor is left once all are
+// released.
 func TestRLockBasics(t *testing.T) {
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
@@ -74,6 +75,9 @@ func TestRLockBasics(t *testing.T) {
 	}
 	if n := readers(t, direct, "rw"); n != 3 {
 		t.Fatalf("%d readers in Redis, want 3", n)
+	}
+	if info, err := l.Inspect(ctx, "rw"); err != nil || info.Readers != 3 || info.Held || info.TTL <= 0 {
+		t.Fatalf("Inspect with three readers = %+v, %v; want Readers 3, not Held, a TTL", info, err)
 	}
 	if r1.Fence() == r2.Fence() || r2.Fence() == r3.Fence() || r3.Reentrant() {
 		t.Fatalf("fences %d %d %d, reentrant %v: want a hold of its own each", r1.Fence(), r2.Fence(), r3.Fence(), r3.Reentrant())
@@ -109,6 +113,9 @@ func TestRLockBasics(t *testing.T) {
 	}
 	if w.Fence() <= r3.Fence() {
 		t.Fatalf("writer's fence %d not above the readers' (%d)", w.Fence(), r3.Fence())
+	}
+	if info, err := l.Inspect(ctx, "rw"); err != nil || info.Readers != 0 || !info.Held || info.Fence != w.Fence() {
+		t.Fatalf("Inspect with a writer = %+v, %v; want Held, its fence, no readers", info, err)
 	}
 	if _, err := l.RLock(ctx, "rw", core.WithWait(core.NoWait)); !errors.As(err, &busy) {
 		t.Fatalf("RLock while a writer holds = %v, want a *BusyError", err)

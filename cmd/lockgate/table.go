@@ -43,8 +43,12 @@ func (t *table) row(info core.LockInfo) {
 // flush writes the table out; nothing appears before it.
 func (t *table) flush() error { return t.tw.Flush() }
 
-// cells are info's columns. A free lock shows "-" but for its waiters.
+// cells are info's columns. A free lock shows "-" but for its waiters; a
+// lock that readers hold shows "read (N)" and their longest TTL.
 func cells(info core.LockInfo) []string {
+	if info.Readers > 0 {
+		return []string{printable(info.Key), fmt.Sprintf("read (%d)", info.Readers), duration(info.TTL), "-", "-", strconv.Itoa(info.Waiters), "-"}
+	}
 	if !info.Held {
 		return []string{printable(info.Key), "no", "-", "-", "-", strconv.Itoa(info.Waiters), "-"}
 	}

@@ -35,11 +35,16 @@ func TestTraceColumn(t *testing.T) {
 }
 
 // TestRowCells: a held lock's cells, rounded durations; a free one's
-// dashes; a key with a newline quoted so the row stays one line.
+// dashes; one that readers hold, their count and TTL; a key with a newline
+// quoted so the row stays one line.
 func TestRowCells(t *testing.T) {
 	held := core.LockInfo{Key: "order:1", Held: true, TTL: 29712345 * time.Microsecond, Fence: 1731340800123456, Age: 90*time.Minute + 1500*time.Millisecond, Waiters: 2}
 	if got, want := strings.Join(cells(held), " "), "order:1 yes 29.712s 1731340800123456 1h30m2s 2 -"; got != want {
 		t.Errorf("held: %q, want %q", got, want)
+	}
+	read := core.LockInfo{Key: "voucher:7", TTL: 12345 * time.Millisecond, Waiters: 1, Readers: 3}
+	if got, want := strings.Join(cells(read), " "), "voucher:7 read (3) 12.345s - - 1 -"; got != want {
+		t.Errorf("read: %q, want %q", got, want)
 	}
 	free := core.LockInfo{Key: "a\nb", Waiters: 1}
 	if got, want := strings.Join(cells(free), " "), `"a\nb" no - - - 1 -`; got != want {

@@ -1,11 +1,24 @@
 #!lua flags=no-writes
 -- inspect: what Redis knows of lock KEYS[1] (KEYS[2] its waiters' entries),
 -- read only. Returns {owner or "", fence or 0, PTTL ms, server time s, µs,
--- live waiters, holder tag or ""}. Waiters are the entries that have not
--- expired; over 1000 entries the count is of entries, live or not.
-local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 't')
+-- live waiters, holder tag or "", live readers}. Waiters are the entries
+-- that have not expired; over 1000 entries the count is of entries, live
+-- or not. Readers (RLock's, see rw.lua) are counted the same way.
+local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 't', 'r')
 local now = redis.call('TIME')
 local ms = now[1] * 1000 + math.floor(now[2] / 1000)
+local readers = 0
+if v[4] and not v[1] then
+  readers = redis.call('HLEN', KEYS[1]) - 1
+  if readers <= 1000 then
+    readers = 0
+    local all = redis.call('HGETALL', KEYS[1])
+    for i = 1, #all, 2 do
+      local exp = #all[i] > 1 and tonumber(string.match(all[i + 1], '^(%d+)|'))
+      if exp and exp > ms then readers = readers + 1 end
+    end
+  end
+end
 local n = redis.call('HLEN', KEYS[2])
 if n > 0 and n <= 1000 then
   local live = 0
@@ -15,4 +28,4 @@ if n > 0 and n <= 1000 then
   end
   n = live
 end
-return {v[1] or '', tonumber(v[2]) or 0, redis.call('PTTL', KEYS[1]), tonumber(now[1]), tonumber(now[2]), n, v[3] or ''}
+return {v[1] or '', tonumber(v[2]) or 0, redis.call('PTTL', KEYS[1]), tonumber(now[1]), tonumber(now[2]), n, v[3] or '', readers}
