@@ -24,8 +24,9 @@
 //   - Lock with a lease's context re-enters it: same fence, no round trip.
 //
 // Beside Lock: Semaphore takes one of N permits of a name (at most N
-// holders, each lease one permit with its own fence), LockMulti several
-// names in one lease, all or none.
+// holders, each lease one permit with its own fence), RLock a name shared
+// with other readers (Lock of the name is the writer and excludes them),
+// LockMulti several names in one lease, all or none.
 //
 // Requirements: Redis 7.0 or later with maxmemory-policy noeviction, and
 // go-redis settings as in docs/topologies.md; Locker.Ping checks every node

@@ -229,7 +229,7 @@ func (l *Locker) stopBackground() {
 // plus at most 50ms whatever the client's timeouts. Waiters queue in Redis,
 // first come first served. A ctx that is, or derives from, the Context of a
 // lease holding key re-enters it: same fence, no round trip, one more
-// Unlock. Once ctx ends without Unlock the lock is no longer renewed and
+// Unlock (a read lease's, RLock's, is not upgraded: ErrInvalid). Once ctx ends without Unlock the lock is no longer renewed and
 // expires within its TTL. See docs/usage.md, "Lock in detail".
 //
 // Errors: a *BusyError (errors.Is ErrNotObtained) when still held at the

@@ -76,8 +76,8 @@
 // span "lock <pattern>", a child of that span, from the call's start to
 // its end, with attributes
 // lockgate.pattern, lockgate.outcome, lockgate.attempts, lockgate.waited,
-// lockgate.fence (when obtained), lockgate.permits (a Semaphore's count)
-// and error.type (the outcome, when not);
+// lockgate.fence (when obtained), lockgate.permits (a Semaphore's count),
+// lockgate.read (an RLock's) and error.type (the outcome, when not);
 // unavailable and invalid set the status to Error.
 //
 // A waiter's span links to the holder's span: with Options, each lock

@@ -31,6 +31,9 @@ func (o *Observer) span(ctx context.Context, e core.Event, outcome string) {
 	if e.Permits > 0 {
 		s.SetAttributes(attribute.Int("lockgate.permits", e.Permits)) // a Semaphore's permit
 	}
+	if e.Read {
+		s.SetAttributes(attribute.Bool("lockgate.read", true)) // an RLock's shared hold
+	}
 	if sc, ok := parseTraceParent(e.HolderTag); ok {
 		s.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("lockgate.link", "holder")}})
 	}

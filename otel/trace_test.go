@@ -153,3 +153,39 @@ func TestHolderTagIsATraceParent(t *testing.T) {
 		t.Errorf("a context without a span has a tag")
 	}
 }
+
+// A read lock's span says it is one: attribute lockgate.read; a Lock's span
+// has none.
+func TestReadSpanSaysRead(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRig(t)
+	l := r.locker(t, srv.Client(t))
+	ctx := locktest.Context(t)
+	for _, read := range []bool{true, false} {
+		r.spans.Reset()
+		rctx, rspan := r.tp.Tracer("test").Start(ctx, "request")
+		take := l.Lock
+		if read {
+			take = l.RLock
+		}
+		s, err := take(rctx, "voucher:7", core.WithPattern(pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Unlock(ctx)
+		rspan.End()
+		ls := lockSpan(r.spans.GetSpans(), rspan.SpanContext().SpanID())
+		if ls == nil {
+			t.Fatal("no lock span under the request span")
+		}
+		got := false
+		for _, kv := range ls.Attributes {
+			if kv.Key == "lockgate.read" {
+				got = kv.Value.AsBool()
+			}
+		}
+		if got != read {
+			t.Errorf("RLock %v: span attribute lockgate.read %v", read, got)
+		}
+	}
+}
