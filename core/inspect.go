@@ -103,7 +103,8 @@ func opError(op string, err error) error {
 // for a holder known to be gone: a live holder learns of it only at its next
 // renewal (ErrLockLost), so fence the resource (docs/fencing.md). It removes
 // exactly the hold it inspected; the holder's own Unlock then reports
-// ErrNotHeld.
+// ErrNotHeld. It removes a writer only: a lock that readers (RLock) hold is
+// returned with Held false and Readers set, untouched; they leave or expire.
 //
 // Errors: as Inspect; ErrNotHeld when the lock changed hands meanwhile
 // (nothing removed); an ErrUnavailable error from the release means the

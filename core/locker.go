@@ -345,11 +345,6 @@ func (l *Locker) reenter(ctx context.Context, a *acquisition, start time.Time) (
 		return nil, nil
 	}
 	h := s.h
-	if h.keys.read && !a.keys.read {
-		err := upgradeError(a.key)
-		l.observe(ctx, Event{Kind: EventNotObtained, Key: a.key, Pattern: a.o.pattern, Err: err})
-		return nil, err
-	}
 	if h.l != l {
 		// Held through another Locker: the same lock only if the other's
 		// owner holds this key here, as one read-only look tells (a Locker
@@ -364,9 +359,14 @@ func (l *Locker) reenter(ctx context.Context, a *acquisition, start time.Time) (
 			return nil, nil
 		}
 	}
+	if h.keys.read && !a.keys.read {
+		err := upgradeError(a.key)
+		l.observe(ctx, Event{Kind: EventNotObtained, Key: a.key, Pattern: a.o.pattern, Err: err})
+		return nil, err
+	}
 	r := h.reenter(ctx)
 	if r != nil {
-		l.observe(ctx, Event{Kind: EventAcquired, Key: a.key, Pattern: a.o.pattern, Wait: time.Since(start), Reentrant: true, Fence: r.h.fence})
+		l.observe(ctx, Event{Kind: EventAcquired, Key: a.key, Pattern: a.o.pattern, Read: h.keys.read, Wait: time.Since(start), Reentrant: true, Fence: r.h.fence})
 	}
 	return r, nil // nil: the hold ended meanwhile, a fresh acquisition
 }

@@ -93,6 +93,11 @@ if queued then
       grant(w, exp, seq, tag, now, ms, ARGV[3])
     end
     join(now, ms, false, ARGV[6])
+    if ARGV[4] ~= '' then
+      -- w: the new holder's release looks at the queue (grant set it only
+      -- if others were still queued then)
+      redis.call('HSET', KEYS[1], 'w', '1')
+    end
     return busy(exp - ms, tag, 6)
   end
   if w then
