@@ -11,8 +11,9 @@ import (
 )
 
 // routeOnly are the fiberlock.Config fields Defaults leaves out on purpose:
-// the Locker is the graph's, the key and its concurrency limit the route's.
-var routeOnly = map[string]bool{"Locker": true, "Key": true, "Template": true, "Route": true, "Limit": true}
+// the Locker is the graph's, the key, its concurrency limit and whether it
+// is taken shared the route's.
+var routeOnly = map[string]bool{"Locker": true, "Key": true, "Template": true, "Route": true, "Limit": true, "Shared": true}
 
 // TestDefaultsMatchConfig: every fiberlock.Config field is either in
 // Defaults, with the same type, or route-only; Defaults has no field

@@ -43,11 +43,11 @@ func Options(defaults ...Defaults) fx.Option {
 
 // Defaults is the optional default configuration of every route's
 // middleware: put a *Defaults in the graph (fx.Supply). It carries exactly
-// the fiberlock.Config fields that make sense for every route — not
-// Locker (the graph's), Key, Template or Limit (the route's) — with the same
-// meaning and checks; a test holds the two structs in step. Each zero field
-// of a route's Config takes the value here, except FailOpen (true when
-// either says so) and LockOptions (these first, then the route's).
+// the fiberlock.Config fields that make sense for every route — not Locker
+// (the graph's), Key, Template, Limit or Shared (the route's) — with the
+// same meaning and checks; a test holds the two structs in step. Each zero
+// field of a route's Config takes the value here, except FailOpen (true
+// when either says so) and LockOptions (these first, then the route's).
 type Defaults struct {
 	// Next skips the middleware when it returns true (fiberlock.Config.Next).
 	Next func(c *fiber.Ctx) bool

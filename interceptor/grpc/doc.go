@@ -15,18 +15,29 @@
 //	rpc Export(ExportRequest) returns (ExportReply) {
 //	  option (lockgate.v1.lock) = { key: "export:{tenant}" limit: 3 }; // 3 at once per tenant
 //	}
+//	rpc GetVoucher(GetVoucherRequest) returns (Voucher) {
+//	  option (lockgate.v1.lock) = { key: "voucher:{voucher_id}" shared: true }; // reads together
+//	}
 //
 // or when a Go-side rule names it, for services whose protos cannot be
 // changed:
 //
 //	grpclock.WithRule("/shop.v1.Orders/Order", grpclock.Rule{Key: "order:{user_id}:{voucher_id}"})
 //	grpclock.WithRule("/shop.v1.Exports/Export", grpclock.Rule{Key: "export:{tenant}", Limit: 3})
+//	grpclock.WithRule("/shop.v1.Vouchers/GetVoucher", grpclock.Rule{Key: "voucher:{voucher_id}", Shared: true})
 //
 // With a limit (limit: 3, Rule.Limit 3) up to that many calls of one key
 // run at once, each holding one permit of the semaphore named by the key
 // (core.Locker.Semaphore) instead of its lock; a call over the limit waits
 // and is answered as for a busy lock (codes.ResourceExhausted with a
 // RetryInfo). A negative limit is an error of New.
+//
+// With shared (shared: true, Rule.Shared) a method takes its key's lock
+// shared (core.Locker.RLock, a read lock): its calls of one key run
+// together, a method locking the key without it excludes them and is not
+// overtaken by later shared calls; a shared call that cannot enter is
+// answered as for a busy lock (codes.ResourceExhausted). Shared with a limit is an
+// error of New.
 //
 // When both exist for one method the Go rule wins, whole: the annotation of
 // that method is ignored. New reads the annotations once, from the

@@ -46,6 +46,18 @@ type Rule struct {
 	// Limit. Optional. 0 (the default) takes the lock; a negative value is
 	// an error of New. The annotation's field is limit.
 	Limit int
+	// Shared takes the key's lock shared with the other Shared calls of the
+	// key (core.Locker.RLock, a read lock) instead of exclusively: a
+	// GetVoucher with Shared: true and Key "voucher:{voucher_id}" runs beside
+	// the other reads of the voucher, while a method locking the same key
+	// without it (Restock, the writer) excludes them and is not overtaken by
+	// reads that come after it. A call that cannot enter waits as for a busy
+	// lock, then fails with codes.ResourceExhausted; every other answer is the
+	// lock's. A Redlock Locker has no shared locks: such a call fails with
+	// codes.Unavailable, logged. Optional. Default false (the lock,
+	// exclusive); with a Limit an error of New. The annotation's field is
+	// shared.
+	Shared bool
 }
 
 // Option configures New. A bad value given to an Option (a nil registry,

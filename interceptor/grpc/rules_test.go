@@ -171,6 +171,8 @@ func TestStartupErrors(t *testing.T) {
 			[]string{methodOrder, "Rule.Wait"}},
 		{"go rule: negative limit", []grpclock.Option{grpclock.WithRule(methodOrder, grpclock.Rule{Key: "o:{user_id}", Limit: -1, FailOpen: true})},
 			[]string{methodOrder, "Rule.Limit", "negative"}},
+		{"go rule: shared with a limit", []grpclock.Option{grpclock.WithRule(methodOrder, grpclock.Rule{Key: "o:{user_id}", Shared: true, Limit: 2, FailOpen: true})},
+			[]string{methodOrder, "Rule.Shared with Rule.Limit 2"}},
 		// Rule.Options, checked through core.Combine.
 		{"go rule: option with a short ttl", []grpclock.Option{grpclock.WithRule(methodOrder, withOpts(core.WithTTL(10*time.Millisecond)))},
 			[]string{methodOrder, "Rule.Options[0]", "ttl", core.ErrInvalid.Error()}},
@@ -187,6 +189,8 @@ func TestStartupErrors(t *testing.T) {
 			[]string{"/dyn.S/Unary", "annotation", "wait \"-1s\"", "negative"}},
 		{"annotation: negative limit", []grpclock.Option{dyn(&lockgatev1.LockRule{Key: "k:{user_id}", Limit: -3})},
 			[]string{"/dyn.S/Unary", "annotation", "limit -3", "negative"}},
+		{"annotation: shared with a limit", []grpclock.Option{dyn(&lockgatev1.LockRule{Key: "k:{user_id}", Shared: true, Limit: 2})},
+			[]string{"/dyn.S/Unary", "annotation", "shared with limit 2"}},
 		{"annotation: short ttl", []grpclock.Option{dyn(&lockgatev1.LockRule{Key: "k:{user_id}", Ttl: "10ms"})},
 			[]string{"/dyn.S/Unary", "ttl \"10ms\""}},
 		{"annotation: repeated field", []grpclock.Option{dyn(&lockgatev1.LockRule{Key: "k:{tags}"})},

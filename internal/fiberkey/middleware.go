@@ -38,6 +38,7 @@ type Config[C Handle] struct {
 	FailOpen       bool
 	Route          string
 	Limit          int
+	Shared         bool
 	Logger         *slog.Logger
 	MaxBodySize    int
 	ContextValue   func(c C, name string) (string, bool)
@@ -81,7 +82,7 @@ func (s *Shim[C]) Setup(cfg, def Config[C], unescaped func(c C) bool, self lockh
 	cfg = s.cfg
 	return lockhttp.ConfigEngine("fiberlock", lockhttp.Fields{Locker: cfg.Locker, Key: cfg.Key, Template: cfg.Template,
 		Wait: cfg.Wait, TTL: cfg.TTL, ReleaseTimeout: cfg.ReleaseTimeout, LockOptions: cfg.LockOptions,
-		MaxBodySize: int64(cfg.MaxBodySize), Route: cfg.Route, Limit: cfg.Limit, FailOpen: cfg.FailOpen, Logger: cfg.Logger}, nil, self)
+		MaxBodySize: int64(cfg.MaxBodySize), Route: cfg.Route, Limit: cfg.Limit, Shared: cfg.Shared, FailOpen: cfg.FailOpen, Logger: cfg.Logger}, nil, self)
 }
 
 // Skip runs Config.Next.

@@ -25,6 +25,8 @@ var cases = []struct {
 	{"DifferentKeysOverlap", differentKeysOverlap},
 	{"Limit", limit},
 	{"LimitAcrossInstances", limitAcrossInstances},
+	{"Shared", shared},
+	{"SharedOnRedlock", sharedOnRedlock},
 	{"TypedPlaceholders", typedPlaceholders},
 	{"PathUnescaped", pathUnescaped},
 	{"UnfillablePlaceholder", unfillablePlaceholder},

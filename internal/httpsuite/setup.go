@@ -20,7 +20,7 @@ import (
 // which wins), and the lock settings. Zero values set nothing. The
 // adapter's Setup.New turns them into its options or Config; with options,
 // in the order Wait, TTL, ReleaseTimeout, MaxBodySize, LockOptions, then
-// Limit when it is not 0.
+// Limit when it is not 0, then Shared when set.
 type Settings struct {
 	Locker         *core.Locker // nil: the "no Locker" case
 	Key            string
@@ -31,6 +31,7 @@ type Settings struct {
 	MaxBodySize    int64
 	LockOptions    []core.LockOption
 	Limit          int
+	Shared         bool
 }
 
 // Setup is how one adapter is set up, for SetupErrors.
@@ -46,7 +47,7 @@ type Setup struct {
 	Must func(s Settings)
 	// Name is the text by which the adapter's errors name a setting of
 	// Settings ("Locker", "Key", "Template", "Wait", "TTL",
-	// "ReleaseTimeout", "MaxBodySize", "LockOptions", "Limit"): "WithTTL" or
+	// "ReleaseTimeout", "MaxBodySize", "LockOptions", "Limit", "Shared"): "WithTTL" or
 	// "Config.TTL". "" where its errors do not name it (a template error
 	// of an adapter with options is keyfunc's own).
 	Name func(setting string) string
@@ -97,6 +98,7 @@ func SetupCases(l *core.Locker) []SetupCase {
 		bad("core zero release timeout", Settings{Key: key, LockOptions: opts(core.WithReleaseTimeout(0))}, core.ErrInvalid, "LockOptions"),
 		bad("negative limit", Settings{Key: key, Limit: -1}, core.ErrInvalid, "Limit"),
 		bad("negative limit among good settings", Settings{Key: key, Wait: time.Second, MaxBodySize: 1, Limit: -3}, core.ErrInvalid, "Limit"),
+		bad("shared with a limit", Settings{Key: key, Limit: 2, Shared: true}, core.ErrInvalid, "Shared"),
 		bad("bad TTL among good settings", Settings{Key: key, Wait: time.Second, TTL: time.Nanosecond, ReleaseTimeout: time.Second, MaxBodySize: 1}, core.ErrInvalid, "TTL"),
 	}
 }
@@ -148,12 +150,14 @@ type OptionSetup[M, O any] struct {
 	LockOptions    func(...core.LockOption) O
 	FailOpen       func() O
 	Limit          func(int) O
+	Shared         func() O
 }
 
 // OptionsSetupErrors is SetupErrors for an adapter with options, run with
 // the fail-open option first and last, plus what only options have: a nil
 // option, a nil template for NewTemplate, a bad value after a good one of
-// the same option, and a limit of 0 (an option given no limit). Errors
+// the same option, a limit of 0 (an option given no limit), and a shared
+// lock given before a limit (SetupErrors' case gives it after). Errors
 // name the option ("WithTTL"); template errors are keyfunc's own.
 func OptionsSetupErrors[M, O any](t *testing.T, l *core.Locker, a OptionSetup[M, O]) {
 	t.Helper()
@@ -165,6 +169,9 @@ func OptionsSetupErrors[M, O any](t *testing.T, l *core.Locker, a OptionSetup[M,
 				a.MaxBodySize(s.MaxBodySize), a.LockOptions(s.LockOptions...)}, extra...)
 			if s.Limit != 0 {
 				opts = append(opts, a.Limit(s.Limit))
+			}
+			if s.Shared {
+				opts = append(opts, a.Shared())
 			}
 			if order == "fail-open first" {
 				opts = append([]O{a.FailOpen()}, opts...)
@@ -196,6 +203,7 @@ func OptionsSetupErrors[M, O any](t *testing.T, l *core.Locker, a OptionSetup[M,
 				}, core.ErrInvalid, "WithTTL"},
 				{"limit 0", func() (M, error) { return build(Settings{Locker: l, Key: key}, a.Limit(0)) }, core.ErrInvalid, "WithLimit"},
 				{"limit 0 after a good one", func() (M, error) { return build(Settings{Locker: l, Key: key}, a.Limit(3), a.Limit(0)) }, core.ErrInvalid, "WithLimit"},
+				{"shared, then a limit", func() (M, error) { return build(Settings{Locker: l, Key: key}, a.Shared(), a.Limit(2)) }, core.ErrInvalid, "WithShared"},
 			}
 			for _, c := range own {
 				t.Run(c.name, func(t *testing.T) {

@@ -6,7 +6,8 @@
 // cancelling the handler, a panic releasing, one request at a time with a
 // control that overlaps, different keys in parallel, typed placeholders,
 // the lease in the handler's context, replaceable answers, the pattern
-// naming the lock, and a limit of N requests of one key at once. SetupErrors (and OptionSetup's
+// naming the lock, a limit of N requests of one key at once, and shared
+// (read) locks beside an exclusive writer. SetupErrors (and OptionSetup's
 // OptionsSetupErrors for adapters with options) is the table of bad setups
 // every adapter refuses; BenchRoute, BenchCoreCycle and BenchOverhead are
 // the benchmarks every adapter runs over its Stack. Adapter-specific
@@ -122,6 +123,8 @@ type Options struct {
 	// Limit is the adapter's limit of requests of one key at once
 	// (WithLimit, Config.Limit); 0 sets none: the lock.
 	Limit int
+	// Shared takes the key's lock shared (WithShared, Config.Shared).
+	Shared bool
 }
 
 // Handler is a route's handler, framework-neutral. The stack calls it with

@@ -53,8 +53,8 @@ type Shim[C, R any] interface {
 const UnavailableRetryAfter = "1"
 
 // Engine is one route's middleware, the same for every adapter: skip,
-// read the key, take the lock (or, with Route.Limit, a permit of the
-// semaphore named by the key), answer a failure as Decide says (logged by
+// read the key, take the lock (shared with Route.Shared, or, with
+// Route.Limit, a permit of the semaphore named by the key), answer a failure as Decide says (logged by
 // Report), or run the rest of the chain under the lease and release it
 // afterwards, also when the chain panics (Release).
 type Engine[C, R any] struct {
@@ -100,10 +100,13 @@ func (e *Engine[C, R]) Serve(c C) R {
 	return s.Locked(c, lease)
 }
 
-// take is the route's lease on key: its lock, or with a limit one of the
-// permits of the semaphore named key. Busy, unavailable and the other
-// outcomes are answered alike.
+// take is the route's lease on key: its lock, taken shared on a shared
+// route, or with a limit one of the permits of the semaphore named key.
+// Busy, unavailable and the other outcomes are answered alike.
 func (e *Engine[C, R]) take(ctx context.Context, key string) (*core.Lease, error) {
+	if e.Route.Shared {
+		return e.Locker.RLock(ctx, key, e.Route.LockOpts...)
+	}
 	if n := e.Route.Limit; n > 0 {
 		return e.Locker.Semaphore(ctx, key, n, e.Route.LockOpts...)
 	}

@@ -64,6 +64,12 @@ func (With[C, B, E]) Limit(n int) func(*Options[C, B, E]) {
 	return func(o *Options[C, B, E]) { o.Setup.Limit("WithLimit", n) }
 }
 
+// Shared is WithShared: the key's lock taken shared (a read lock); with
+// WithLimit an error.
+func (With[C, B, E]) Shared() func(*Options[C, B, E]) {
+	return func(o *Options[C, B, E]) { o.Setup.Shared("WithShared") }
+}
+
 // Route is WithRoute: the pattern of the route the middleware serves, as
 // the router writes it; "" checks nothing.
 func (With[C, B, E]) Route(pattern string) func(*Options[C, B, E]) {

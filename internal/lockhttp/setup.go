@@ -26,6 +26,9 @@ type Setup struct {
 	route    string // the route's pattern, when the adapter was told it
 	rname    string // the name of the setting that told it (WithRoute)
 	limit    int    // holders of one key at once; 0: one, the lock
+	lname    string // the name of the setting that set limit (WithLimit)
+	shared   bool   // the key's lock taken shared (RLock)
+	sname    string // the name of the setting that set shared (WithShared)
 	err      error
 }
 
@@ -38,7 +41,15 @@ func (s *Setup) Limit(name string, n int) {
 		s.Fail(s.Invalid(name, "limit %d is below 1", n))
 		return
 	}
-	s.limit = n
+	s.limit, s.lname = n, name
+}
+
+// Shared makes the route take its key's lock shared with the other shared
+// requests of the key (core.Locker.RLock) instead of exclusively: name is
+// the setting (WithShared, Config.Shared). With a limit it is an error of
+// Route, whichever was given first.
+func (s *Setup) Shared(name string) {
+	s.shared, s.sname = true, name
 }
 
 // ConfigLimit is Limit for a Config field (Config.Limit), whose zero value
@@ -158,6 +169,9 @@ type Route struct {
 	// key's lock (one at a time), N > 0 one of N permits of the semaphore
 	// named by the key (core.Locker.Semaphore).
 	Limit int
+	// Shared takes the key's lock shared with the other shared requests
+	// of the key (core.Locker.RLock); never with a Limit.
+	Shared bool
 }
 
 // Key resolves the route's key with lookup; on failure it returns the
@@ -184,6 +198,9 @@ func (s *Setup) Route(t *keyfunc.Template, combined string) (Route, error) {
 	if s.err != nil {
 		return Route{}, s.err
 	}
+	if s.shared && s.limit > 0 {
+		return Route{}, s.Invalid(s.sname, "a shared lock has no limit (%s %d): a route takes its key's lock shared or a permit of its semaphore, not both", s.lname, s.limit)
+	}
 	if err := CheckRoute(t, s.route); err != nil {
 		return Route{}, fmt.Errorf("%s: %s: %w", s.adapter, s.rname, err)
 	}
@@ -196,6 +213,7 @@ func (s *Setup) Route(t *keyfunc.Template, combined string) (Route, error) {
 		LockOpts: []core.LockOption{opt},
 		Body:     t.Uses(keyfunc.SourceBody) || t.Uses(keyfunc.SourceForm),
 		Limit:    s.limit,
+		Shared:   s.shared,
 	}, nil
 }
 
@@ -242,13 +260,14 @@ type Fields struct {
 	MaxBodySize               int64
 	Route                     string // the route's pattern: "" checks nothing
 	Limit                     int    // 0: the lock; N > 0: N holders of a key at once
+	Shared                    bool   // the lock taken shared (RLock); not with Limit
 	FailOpen                  bool
 	Logger                    *slog.Logger // nil: slog.Default()
 }
 
 // ConfigRoute checks f, each error naming its field (Config.Wait), and
 // returns the route: ConfigTemplate, then Wait, TTL, ReleaseTimeout,
-// LockOptions, MaxBodySize and Limit, then Route.
+// LockOptions, MaxBodySize, Limit and Shared, then Route.
 func (s *Setup) ConfigRoute(f Fields) (Route, error) {
 	t, err := s.ConfigTemplate(f.Key, f.Template)
 	if err != nil {
@@ -260,6 +279,9 @@ func (s *Setup) ConfigRoute(f Fields) (Route, error) {
 	s.LockOptions("Config.LockOptions", f.LockOptions)
 	s.MaxBodySize("Config.MaxBodySize", f.MaxBodySize)
 	s.ConfigLimit("Config.Limit", f.Limit)
+	if f.Shared {
+		s.Shared("Config.Shared")
+	}
 	s.RoutePattern("Config.Route", f.Route)
 	return s.Route(t, "Config.LockOptions")
 }

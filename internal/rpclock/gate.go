@@ -85,20 +85,23 @@ type Gate struct {
 	Logger *slog.Logger
 }
 
-// Acquire builds m's key for one call and takes the lock (with m.Limit,
-// one of the permits of the semaphore named by the key). It returns the
-// lease; or nil and nil when the rule is fail-open and Redis is
-// unavailable (the handler runs without the lock; logged as a warning with
-// the rule's pattern, never the key); or a Failure.
+// Acquire builds m's key for one call and takes the lock (shared with
+// m.Shared; with m.Limit, one of the permits of the semaphore named by the
+// key). It returns the lease; or nil and nil when the rule is fail-open
+// and Redis is unavailable (the handler runs without the lock; logged as a
+// warning with the rule's pattern, never the key); or a Failure.
 func (g *Gate) Acquire(ctx context.Context, m *Method, msg protoreflect.Message, md Metadata) (*core.Lease, *Failure) {
 	key, err := m.Key.Build(ctx, msg, md)
 	if err != nil {
 		return nil, KeyFailure(m, err)
 	}
 	var lease *core.Lease
-	if m.Limit > 0 {
+	switch {
+	case m.Shared:
+		lease, err = g.Locker.RLock(ctx, key, m.Opt)
+	case m.Limit > 0:
 		lease, err = g.Locker.Semaphore(ctx, key, m.Limit, m.Opt)
-	} else {
+	default:
 		lease, err = g.Locker.Lock(ctx, key, m.Opt)
 	}
 	if err == nil {

@@ -26,6 +26,7 @@ type Rule struct {
 	FailOpen bool
 	Options  []core.LockOption
 	Limit    int
+	Shared   bool
 }
 
 // Config is what Load reads rules with.
@@ -57,6 +58,9 @@ type Method struct {
 	// key's lock, N > 0 one of N permits of the semaphore named by the key
 	// (core.Locker.Semaphore).
 	Limit int
+	// Shared takes the key's lock shared with the other shared calls of
+	// the key (core.Locker.RLock); never with a Limit.
+	Shared bool
 
 	ClientStream bool
 	ServerStream bool
@@ -147,13 +151,17 @@ func annotation(md protoreflect.MethodDescriptor) *lockgatev1.LockRule {
 // annotationRule turns the annotation's strings into a Rule. An empty wait
 // or ttl keeps the Locker's default; a "0s" wait is a single attempt
 // (core.NoWait); a negative wait or a ttl below core.MinTTL is an error;
-// limit 0 keeps the lock and a negative limit is an error.
+// limit 0 keeps the lock and a negative limit is an error, as is shared
+// with a limit.
 func annotationRule(lr *lockgatev1.LockRule) (Rule, error) {
-	r := Rule{Key: lr.GetKey(), FailOpen: lr.GetFailOpen()}
+	r := Rule{Key: lr.GetKey(), FailOpen: lr.GetFailOpen(), Shared: lr.GetShared()}
 	if n := lr.GetLimit(); n < 0 {
 		return r, fmt.Errorf("limit %d is negative (0 keeps the lock, one call of a key at a time)", n)
 	}
 	r.Limit = int(lr.GetLimit())
+	if r.Shared && r.Limit > 0 {
+		return r, fmt.Errorf("shared with limit %d: a method takes its key's lock shared or a permit of its semaphore, not both", r.Limit)
+	}
 	if s := lr.GetWait(); s != "" {
 		d, err := time.ParseDuration(s)
 		switch {
@@ -223,6 +231,9 @@ func Compile(c *Config, name, origin string, md protoreflect.MethodDescriptor, r
 	if r.Limit < 0 {
 		return nil, fmt.Errorf("Rule.Limit %d is negative (0 keeps the lock, one call of a key at a time)", r.Limit)
 	}
+	if r.Shared && r.Limit > 0 {
+		return nil, fmt.Errorf("Rule.Shared with Rule.Limit %d: a method takes its key's lock shared or a permit of its semaphore, not both", r.Limit)
+	}
 	if r.TTL != 0 {
 		if r.TTL < core.MinTTL {
 			return nil, fmt.Errorf("Rule.TTL %v is below the minimum %v (0 keeps the Locker's TTL)", r.TTL, core.MinTTL)
@@ -254,6 +265,7 @@ func Compile(c *Config, name, origin string, md protoreflect.MethodDescriptor, r
 		Opt:          combined,
 		FailOpen:     r.FailOpen,
 		Limit:        r.Limit,
+		Shared:       r.Shared,
 		ClientStream: md.IsStreamingClient(),
 		ServerStream: md.IsStreamingServer(),
 	}

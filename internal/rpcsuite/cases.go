@@ -12,6 +12,9 @@ var cases = []suiteCase{
 	// Limits (limit.go).
 	{"a limit of 2 holds two calls of a key, the third busy", testLimit},
 	{"a limit of 2 over two servers, never 3 inside", testLimitAcrossServers},
+	// Shared locks (shared.go).
+	{"shared calls of a key together, the writer excluded and not starved", testShared},
+	{"a shared method on a Redlock Locker is Unavailable, logged", testSharedOnRedlock},
 	// Keys and rules (keys.go).
 	{"bad input names the field and locks nothing", testInvalidKey},
 	{"typed placeholders canonical", testTypedCanonical},

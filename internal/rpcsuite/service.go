@@ -70,9 +70,10 @@ func (s *Service) enter(method string) func() {
 	return s.gauge.Exit
 }
 
-// Held is a handler holding on its own (pause_ms -3): the key of the
-// lease it runs under, and Release, which lets it finish.
+// Held is a handler holding on its own (pause_ms -3): its method, the key
+// of the lease it runs under, and Release, which lets it finish.
 type Held struct {
+	Method  string
 	Key     string
 	Release func()
 }
@@ -80,12 +81,12 @@ type Held struct {
 // pause is the handler's work: pauseMs long (cut short when another call
 // is inside, so that overlap shows at once), or, for -1, until released or
 // the context ends; -2 panics; -3 holds on its own (Holds).
-func (s *Service) pause(ctx context.Context, req *testpb.OrderRequest) error {
+func (s *Service) pause(ctx context.Context, method string, req *testpb.OrderRequest) error {
 	switch pauseMs := req.GetPauseMs(); {
 	case pauseMs == -3:
 		done := make(chan struct{})
 		var once sync.Once
-		h := Held{Key: core.FromContext(ctx).Key(), Release: func() { once.Do(func() { close(done) }) }}
+		h := Held{Method: method, Key: core.FromContext(ctx).Key(), Release: func() { once.Do(func() { close(done) }) }}
 		select {
 		case s.Holds <- h:
 		case <-s.hold:
@@ -139,7 +140,7 @@ func reply(ctx context.Context, req *testpb.OrderRequest) *testpb.OrderReply {
 // Relaxed, Plain): method names it.
 func (s *Service) Unary(ctx context.Context, method string, req *testpb.OrderRequest) (*testpb.OrderReply, error) {
 	defer s.enter(method)()
-	if err := s.pause(ctx, req); err != nil {
+	if err := s.pause(ctx, method, req); err != nil {
 		return nil, err
 	}
 	return reply(ctx, req), nil
@@ -152,7 +153,7 @@ func (s *Service) Watch(ctx context.Context, req *testpb.OrderRequest, send func
 	if err := send(reply(ctx, req)); err != nil {
 		return err
 	}
-	if err := s.pause(ctx, req); err != nil {
+	if err := s.pause(ctx, "Watch", req); err != nil {
 		return err
 	}
 	return send(reply(ctx, req))
@@ -167,7 +168,7 @@ func (s *Service) Upload(ctx context.Context, recv func() (*testpb.OrderRequest,
 	if err != nil {
 		return nil, err
 	}
-	if err := s.pause(ctx, first); err != nil {
+	if err := s.pause(ctx, "Upload", first); err != nil {
 		return nil, err
 	}
 	for {

@@ -9,8 +9,9 @@
 // and fail-open, Redis hung, a deadline while busy, a lost lock cancelling
 // the handler, a panic releasing, the lease in the handler's context
 // (nested locking re-enters), Go rules over annotations, lock events named
-// by the key pattern, no owner taken from the request, and a limit of N
-// calls of one key at once; and the answers
+// by the key pattern, no owner taken from the request, a limit of N
+// calls of one key at once, and shared (read) locks beside an exclusive
+// writer; and the answers
 // to a failing Redis (answers.go): a Redis that refuses connections answered
 // Unavailable at once, its cause logged; a single attempt on a hung Redis
 // answered within its attempt budget; every Unavailable with a RetryInfo
@@ -132,6 +133,7 @@ type Rule struct {
 	FailOpen bool
 	Options  []core.LockOption
 	Limit    int
+	Shared   bool
 }
 
 // Options are an interceptor's constructors of its Options (grpclock's,
@@ -153,7 +155,7 @@ func (c Options[O]) For(s Server) []O {
 	var opts []O
 	for _, r := range s.Rules {
 		opts = append(opts, c.WithRule(FullMethod(r.Method), rpclock.Rule{
-			Key: r.Key, Wait: r.Wait, TTL: r.TTL, FailOpen: r.FailOpen, Options: r.Options, Limit: r.Limit,
+			Key: r.Key, Wait: r.Wait, TTL: r.TTL, FailOpen: r.FailOpen, Options: r.Options, Limit: r.Limit, Shared: r.Shared,
 		}))
 	}
 	if len(s.LockOptions) > 0 {

@@ -7,6 +7,7 @@
 //	r.Use(middleware.Recoverer)
 //	r.With(lock).Post("/seckill/{voucher}", h)
 //	r.With(httplock.Must(httplock.New(locker, "export:{path.tenant}", httplock.WithLimit(3)))).Post("/{tenant}/exports", export) // 3 at once per tenant
+//	r.With(httplock.Must(httplock.New(locker, "voucher:{path.id}", httplock.WithShared()))).Get("/vouchers/{id}", show) // readers together, an exclusive route of the key alone
 //
 // chi v5.5 and later set the request's path values (r.PathValue) when they
 // match a route, so httplock reads {path.voucher} as it does on

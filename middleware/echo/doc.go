@@ -8,6 +8,7 @@
 //	}))
 //	e.POST("/voucher-order/seckill/:voucher", order, lock)
 //	e.POST("/exports", export, echolock.Must(echolock.NewWithConfig(echolock.Config{Locker: locker, Key: "export:{query.tenant}", Limit: 3}))) // 3 at once per tenant
+//	e.GET("/vouchers/:id", show, echolock.Must(echolock.NewWithConfig(echolock.Config{Locker: locker, Key: "voucher:{path.id}", Shared: true}))) // readers together, an exclusive route of the key alone
 //
 //	func order(c echo.Context) error {
 //		lease := echolock.FromContext(c.Request().Context())

@@ -40,7 +40,8 @@ func New(l *core.Locker, key string) (echo.MiddlewareFunc, error) {
 // keyfunc.ErrBadTemplate (a *keyfunc.Error for a malformed template or one
 // naming a source HTTP cannot read) for no Key nor Template, or a bad one;
 // an error matching core.ErrInvalid for an invalid Wait, TTL,
-// ReleaseTimeout, MaxBodySize or LockOptions entry, or a negative Limit.
+// ReleaseTimeout, MaxBodySize or LockOptions entry, a negative Limit, or
+// Shared with a Limit.
 func NewWithConfig(cfg Config) (echo.MiddlewareFunc, error) {
 	m, err := build(cfg)
 	if err != nil {
@@ -81,7 +82,7 @@ func build(cfg Config) (*lockMiddleware, error) {
 	var err error
 	m.e, err = lockhttp.ConfigEngine[call, error]("echolock", lockhttp.Fields{Locker: cfg.Locker, Key: cfg.Key, Template: cfg.Template,
 		Wait: cfg.Wait, TTL: cfg.TTL, ReleaseTimeout: cfg.ReleaseTimeout, LockOptions: cfg.LockOptions,
-		MaxBodySize: cfg.MaxBodySize, Route: cfg.Route, Limit: cfg.Limit, FailOpen: cfg.FailOpen, Logger: cfg.Logger}, ErrNoLocker, m)
+		MaxBodySize: cfg.MaxBodySize, Route: cfg.Route, Limit: cfg.Limit, Shared: cfg.Shared, FailOpen: cfg.FailOpen, Logger: cfg.Logger}, ErrNoLocker, m)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ func TestSetupErrors(t *testing.T) {
 	config := func(s httpsuite.Settings) echolock.Config {
 		return echolock.Config{Locker: s.Locker, Key: s.Key, Template: s.Template, FailOpen: true,
 			Wait: s.Wait, TTL: s.TTL, ReleaseTimeout: s.ReleaseTimeout,
-			MaxBodySize: s.MaxBodySize, LockOptions: s.LockOptions, Limit: s.Limit}
+			MaxBodySize: s.MaxBodySize, LockOptions: s.LockOptions, Limit: s.Limit, Shared: s.Shared}
 	}
 	httpsuite.SetupErrors(t, l, httpsuite.Setup{
 		New: func(s httpsuite.Settings) (bool, error) {

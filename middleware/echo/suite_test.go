@@ -74,6 +74,7 @@ func suiteConfig(rt httpsuite.Route) echolock.Config {
 		Logger:         o.Logger,
 		LockOptions:    o.LockOptions,
 		Limit:          o.Limit,
+		Shared:         o.Shared,
 	}
 	if o.CustomBusy {
 		cfg.BusyHandler = func(c echo.Context, _ error) error {

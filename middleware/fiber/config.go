@@ -119,6 +119,22 @@ type Config struct {
 	// Optional. Default: 0, the lock (one request of a key at a time)
 	Limit int
 
+	// Shared takes the key's lock shared with the other Shared requests of
+	// the key (core.Locker.RLock, a read lock) instead of exclusively: GET
+	// /vouchers/:id with Shared: true serves its readers of a voucher
+	// together, while a route locking the same key without it (PUT
+	// /vouchers/:id/restock, the writer) excludes them and is not overtaken
+	// by readers that come after it. A request that cannot enter waits as
+	// for a busy lock (FIFO, Wait's budget) and is then answered 429 with
+	// Retry-After; every other answer is the lock's. The lease in the
+	// handler is a read lock: a Lock of its key in the handler's context is
+	// core.ErrInvalid (a read lock is not upgraded). A Redlock Locker has
+	// no shared locks: every request is answered 503, logged. Shared with
+	// a Limit is a setup error.
+	//
+	// Optional. Default: false, the lock taken exclusively
+	Shared bool
+
 	// Logger logs fail-open runs, lock failures and failed releases.
 	//
 	// Optional. Default: slog.Default()

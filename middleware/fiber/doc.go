@@ -6,6 +6,7 @@
 //		fiberlock.New(fiberlock.Config{Locker: l, Key: "order:{query.user_id}:{path.voucher}"}),
 //		handler)
 //	app.Post("/exports", fiberlock.New(fiberlock.Config{Locker: l, Key: "export:{query.tenant}", Limit: 3}), export) // 3 at once per tenant
+//	app.Get("/vouchers/:id", fiberlock.New(fiberlock.Config{Locker: l, Key: "voucher:{path.id}", Shared: true}), show) // readers together, an exclusive route of the key alone
 //
 // The package is named fiberlock so that it does not shadow fiber.
 //

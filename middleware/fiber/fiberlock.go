@@ -27,8 +27,8 @@ type leaseKey struct{}
 // the error Validate returns: no Locker, no Key nor Template, a malformed
 // template or one naming a source HTTP cannot read (a *keyfunc.Error with
 // ErrBadTemplate), or an invalid Wait, TTL, ReleaseTimeout, MaxBodySize or
-// LockOptions entry or a negative Limit (an error matching core.ErrInvalid
-// and naming the field). Only the first config is used.
+// LockOptions entry, a negative Limit or Shared with a Limit (an error
+// matching core.ErrInvalid and naming the field). Only the first config is used.
 func New(config ...Config) fiber.Handler {
 	return lockhttp.Must(build(lockhttp.First(config))).handle
 }

@@ -29,7 +29,7 @@ func TestSetupErrors(t *testing.T) {
 	config := func(s httpsuite.Settings) fiberlock.Config {
 		return fiberlock.Config{Locker: s.Locker, Key: s.Key, Template: s.Template, FailOpen: true,
 			Wait: s.Wait, TTL: s.TTL, ReleaseTimeout: s.ReleaseTimeout,
-			MaxBodySize: int(s.MaxBodySize), LockOptions: s.LockOptions, Limit: s.Limit}
+			MaxBodySize: int(s.MaxBodySize), LockOptions: s.LockOptions, Limit: s.Limit, Shared: s.Shared}
 	}
 	httpsuite.SetupErrors(t, l, httpsuite.Setup{
 		New:  func(s httpsuite.Settings) (bool, error) { return false, fiberlock.Validate(config(s)) },

@@ -60,6 +60,7 @@ func config(rt httpsuite.Route) fiberlock.Config {
 		Logger:         o.Logger,
 		LockOptions:    o.LockOptions,
 		Limit:          o.Limit,
+		Shared:         o.Shared,
 	}
 	if o.CustomBusy {
 		cfg.LimitReached = func(c *fiber.Ctx) error {

@@ -10,6 +10,7 @@
 //			...
 //		})
 //	app.Post("/exports", fiberlock.New(fiberlock.Config{Locker: l, Key: "export:{query.tenant}", Limit: 3}), export) // 3 at once per tenant
+//	app.Get("/vouchers/:id", fiberlock.New(fiberlock.Config{Locker: l, Key: "voucher:{path.id}", Shared: true}), show) // readers together, an exclusive route of the key alone
 //
 // The package is named fiberlock so that it does not shadow fiber; it is
 // the same name as the Fiber v2 adapter (middleware/fiber), and a program

@@ -83,6 +83,7 @@ func suiteConfig(r httpsuite.Route) fiberlock.Config {
 		Logger:         o.Logger,
 		LockOptions:    o.LockOptions,
 		Limit:          o.Limit,
+		Shared:         o.Shared,
 	}
 	if o.CustomBusy {
 		cfg.LimitReached = func(c fiber.Ctx) error {

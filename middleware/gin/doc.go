@@ -5,6 +5,7 @@
 //	lock := ginlock.Must(ginlock.New(locker, "order:{query.user_id}:{path.voucher}"))
 //	r.POST("/voucher-order/seckill/:voucher", lock, handler)
 //	r.POST("/exports", ginlock.Must(ginlock.New(locker, "export:{query.tenant}", ginlock.WithLimit(3))), export) // 3 at once per tenant
+//	r.GET("/vouchers/:id", ginlock.Must(ginlock.New(locker, "voucher:{path.id}", ginlock.WithShared())), show) // readers together, an exclusive route of the key alone
 //
 // The package is named ginlock so that it does not shadow gin.
 //

@@ -145,6 +145,22 @@ func WithLimit(n int) Option {
 	return with.Limit(n)
 }
 
+// WithShared takes the key's lock shared with the other WithShared
+// requests of the key (core.Locker.RLock, a read lock) instead of
+// exclusively: GET /vouchers/{id} with WithShared() serves its readers of a
+// voucher together, while a route locking the same key without it (PUT
+// /vouchers/{id}/restock, the writer) excludes them and is not overtaken by
+// readers that come after it. A request that cannot enter waits as for a
+// busy lock (FIFO, WithWait's budget) and is then answered 429 with
+// Retry-After; every other answer is the lock's. The lease in the handler
+// is a read lock: a Lock of its key in the handler's context is
+// core.ErrInvalid (a read lock is not upgraded). A Redlock Locker has no
+// shared locks: every request is answered 503, logged. Default: the lock
+// taken exclusively; with WithLimit an error of New.
+func WithShared() Option {
+	return with.Shared()
+}
+
 // WithRoute tells the middleware the pattern of the route it serves, as
 // the router writes it ("/v/:voucher"), so that a {path.name} placeholder the
 // route does not have (a typo, {path.vouchr}) is an error of New matching

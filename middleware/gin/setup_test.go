@@ -28,7 +28,7 @@ func TestSetupErrors(t *testing.T) {
 		New: ginlock.New, NewTemplate: ginlock.NewTemplate, Must: ginlock.Must,
 		Wait: ginlock.WithWait, TTL: ginlock.WithTTL, ReleaseTimeout: ginlock.WithReleaseTimeout,
 		MaxBodySize: ginlock.WithMaxBodySize, LockOptions: ginlock.WithLockOptions, FailOpen: ginlock.WithFailOpen,
-		Limit: ginlock.WithLimit,
+		Limit: ginlock.WithLimit, Shared: ginlock.WithShared,
 	})
 
 	t.Run("control: good values serve 200 under the lock", func(t *testing.T) {

@@ -76,6 +76,9 @@ func suiteOptions(o httpsuite.Options) []ginlock.Option {
 	if o.Limit != 0 {
 		opts = append(opts, ginlock.WithLimit(o.Limit))
 	}
+	if o.Shared {
+		opts = append(opts, ginlock.WithShared())
+	}
 	if o.CustomBusy {
 		opts = append(opts, ginlock.WithBusyHandler(func(c *gin.Context) {
 			c.String(http.StatusTooManyRequests, "custom busy")

@@ -11,6 +11,12 @@
 //
 //	mux.Handle("POST /exports", httplock.Must(httplock.New(locker, "export:{query.tenant}", httplock.WithLimit(3)))(export))
 //
+// WithShared() takes the key's lock shared (a read lock): the readers of a
+// key run together, a route locking it without the option excludes them
+// and is not overtaken by later readers:
+//
+//	mux.Handle("GET /vouchers/{id}", httplock.Must(httplock.New(locker, "voucher:{path.id}", httplock.WithShared()))(show))
+//
 // The package is named httplock so that it does not shadow net/http.
 //
 // The key template (package keyfunc) reads path parameters with

@@ -28,7 +28,7 @@ func TestSetupErrors(t *testing.T) {
 		New: httplock.New, NewTemplate: httplock.NewTemplate, Must: httplock.Must,
 		Wait: httplock.WithWait, TTL: httplock.WithTTL, ReleaseTimeout: httplock.WithReleaseTimeout,
 		MaxBodySize: httplock.WithMaxBodySize, LockOptions: httplock.WithLockOptions, FailOpen: httplock.WithFailOpen,
-		Limit: httplock.WithLimit,
+		Limit: httplock.WithLimit, Shared: httplock.WithShared,
 	})
 
 	t.Run("control: good values serve 200 under the lock", func(t *testing.T) {

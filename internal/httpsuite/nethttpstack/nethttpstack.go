@@ -30,6 +30,9 @@ func Options(o httpsuite.Options) []httplock.Option {
 	if o.Limit != 0 {
 		opts = append(opts, httplock.WithLimit(o.Limit))
 	}
+	if o.Shared {
+		opts = append(opts, httplock.WithShared())
+	}
 	if o.CustomBusy {
 		opts = append(opts, httplock.WithBusyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(http.StatusTooManyRequests)

@@ -13,6 +13,10 @@
 //     option (lockgate.v1.lock) = { key: "export:{tenant}" limit: 3 };
 //   }
 //
+//   rpc GetVoucher(GetVoucherRequest) returns (Voucher) {
+//     option (lockgate.v1.lock) = { key: "voucher:{voucher_id}" shared: true };
+//   }
+//
 // The interceptor in github.com/lockgate/lockgate/interceptor/grpc (package
 // grpclock) reads these options once from the registered descriptors.
 //
@@ -70,7 +74,18 @@ type LockRule struct {
 	// busy lock, then fails with RESOURCE_EXHAUSTED. Every method locking
 	// one key must give the same limit. 0 (absent): the lock, one call at a
 	// time. Negative: an error.
-	Limit         int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	// shared takes the key's lock shared with the other shared calls of the
+	// key (a read lock) instead of exclusively: calls of a shared method run
+	// together, and a method of the same key without shared (the writer)
+	// excludes them and is not overtaken by shared calls that come after it
+	// ("readers of a voucher together, its restock alone" is key:
+	// "voucher:{voucher_id}" shared: true on the read, the same key without
+	// it on the restock). A shared call that cannot enter waits as for a busy
+	// lock, then fails with RESOURCE_EXHAUSTED. Not with limit (an error).
+	// A Redlock Locker has no shared locks: such a call fails with
+	// UNAVAILABLE, logged. Default false (the lock, exclusive).
+	Shared        bool `protobuf:"varint,6,opt,name=shared,proto3" json:"shared,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -140,6 +155,13 @@ func (x *LockRule) GetLimit() int32 {
 	return 0
 }
 
+func (x *LockRule) GetShared() bool {
+	if x != nil {
+		return x.Shared
+	}
+	return false
+}
+
 var file_lockgate_v1_lock_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
 		ExtendedType:  (*descriptorpb.MethodOptions)(nil),
@@ -166,13 +188,14 @@ var File_lockgate_v1_lock_proto protoreflect.FileDescriptor
 
 const file_lockgate_v1_lock_proto_rawDesc = "" +
 	"\n" +
-	"\x16lockgate/v1/lock.proto\x12\vlockgate.v1\x1a google/protobuf/descriptor.proto\"u\n" +
+	"\x16lockgate/v1/lock.proto\x12\vlockgate.v1\x1a google/protobuf/descriptor.proto\"\x8d\x01\n" +
 	"\bLockRule\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
 	"\x04wait\x18\x02 \x01(\tR\x04wait\x12\x10\n" +
 	"\x03ttl\x18\x03 \x01(\tR\x03ttl\x12\x1b\n" +
 	"\tfail_open\x18\x04 \x01(\bR\bfailOpen\x12\x14\n" +
-	"\x05limit\x18\x05 \x01(\x05R\x05limit:K\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06shared\x18\x06 \x01(\bR\x06shared:K\n" +
 	"\x04lock\x12\x1e.google.protobuf.MethodOptions\x18\xb5\x93\x03 \x01(\v2\x15.lockgate.v1.LockRuleR\x04lockB;Z9github.com/lockgate/lockgate/proto/lockgate/v1;lockgatev1b\x06proto3"
 
 var (
