@@ -58,8 +58,11 @@ func rlockScript(name, lock string) redistest.Matcher {
 // released.
 func TestRLockBasics(t *testing.T) {
 	srv := redistest.Start(t)
-	l, direct := locktest.NewLocker(t, srv)
-	other, _ := locktest.NewLocker(t, srv)
+	testRLockBasics(t, srv.Client(t), srv.Client(t))
+}
+
+func testRLockBasics(t *testing.T, c, direct redis.UniversalClient) {
+	l, other := locktest.Locker(t, c), locktest.Locker(t, c)
 	ctx := locktest.Context(t)
 	r1, err := l.RLock(ctx, "rw")
 	if err != nil {
@@ -104,8 +107,9 @@ func TestRLockBasics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if keys := direct.Keys(ctx, "lockgate:{rw}*").Val(); len(keys) != 0 {
-		t.Fatalf("keys left after every reader's Unlock: %v", keys)
+	h := locktest.RedisKey("rw")
+	if n := direct.Exists(ctx, h, h+":q", h+":qt").Val(); n != 0 {
+		t.Fatalf("%d of the lock's keys left after every reader's Unlock", n)
 	}
 	w, err := other.Lock(ctx, "rw", core.WithWait(core.NoWait))
 	if err != nil {
@@ -238,16 +242,64 @@ func TestRLockReadersWriters(t *testing.T) {
 	t.Run("Order", func(t *testing.T) { testRWOrder(t, srv.Client(t)) })
 }
 
+// On a Cluster and on Sentinel: the same exclusion, order, basics and
+// loss as on one server.
 func TestRLockOnCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	testReadersWriters(t, cl.Client(t), cl.Client(t))
 	t.Run("Order", func(t *testing.T) { testRWOrder(t, cl.Client(t)) })
+	t.Run("Basics", func(t *testing.T) { testRLockBasics(t, cl.Client(t), cl.Client(t)) })
+	t.Run("Lost", func(t *testing.T) { testRLockLost(t, cl.Client(t), cl.Client(t)) })
 }
 
 func TestRLockOnSentinel(t *testing.T) {
 	sen := redistest.StartSentinel(t)
 	testReadersWriters(t, sen.Client(t), sen.Client(t))
 	t.Run("Order", func(t *testing.T) { testRWOrder(t, sen.Client(t)) })
+	t.Run("Basics", func(t *testing.T) { testRLockBasics(t, sen.Client(t), sen.Master.Client(t)) })
+	t.Run("Lost", func(t *testing.T) { testRLockLost(t, sen.Client(t), sen.Master.Client(t)) })
+	// WithReplicaAck: a read lock is on the replica when RLock returns;
+	// with the replica stopped, ErrNotReplicated within the budget and the
+	// reader undone. Control: a Locker without the option takes a read
+	// lock from the same master meanwhile.
+	t.Run("ReplicaAck", func(t *testing.T) {
+		acked := locktest.Locker(t, sen.Client(t), core.WithReplicaAck(1, 300*time.Millisecond))
+		plain := locktest.Locker(t, sen.Client(t))
+		master, replica := sen.Master.Client(t), sen.Replica.Client(t)
+		ctx := locktest.Context(t)
+		waitReplicaAcks(t, master)
+		r, err := acked.RLock(ctx, "rw:ra")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := readers(t, replica, "rw:ra"); n != 1 {
+			t.Fatalf("%d readers on the replica right after RLock, want 1", n)
+		}
+		if err := sen.Replica.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		defer sen.Replica.Resume()
+		start := time.Now()
+		_, err = acked.RLock(ctx, "rw:ra", core.WithWait(500*time.Millisecond))
+		if !errors.Is(err, core.ErrNotReplicated) {
+			t.Fatalf("RLock with the replica stopped = %v, want ErrNotReplicated", err)
+		}
+		if d := time.Since(start); d > 600*time.Millisecond {
+			t.Fatalf("it took %v, over its 500ms budget", d)
+		}
+		for i := 0; readers(t, master, "rw:ra") != 1; i++ {
+			if i == 200 {
+				t.Fatalf("%d readers on the master after the refused one, want the first only", readers(t, master, "rw:ra"))
+			}
+			time.Sleep(10 * time.Millisecond) // the undo runs in the background
+		}
+		pr, err := plain.RLock(ctx, "rw:ra", core.WithWait(core.NoWait))
+		if err != nil {
+			t.Fatalf("control: a Locker without WithReplicaAck = %v", err)
+		}
+		pr.Unlock(ctx)
+		r.Unlock(ctx)
+	})
 }
 
 // rwWaiter is a caller of testRWOrder, on a Locker of its own whose events
@@ -543,7 +595,11 @@ func TestRLockLateRelease(t *testing.T) {
 // held (the control: the renewal itself works).
 func TestRLockLost(t *testing.T) {
 	srv := redistest.Start(t)
-	l, direct := locktest.NewLocker(t, srv)
+	testRLockLost(t, srv.Client(t), srv.Client(t))
+}
+
+func testRLockLost(t *testing.T, c, direct redis.UniversalClient) {
+	l := locktest.Locker(t, c)
 	ctx := locktest.Context(t)
 	ttl := 3 * time.Second
 	gone, err := l.RLock(ctx, "lost", core.WithTTL(ttl))
