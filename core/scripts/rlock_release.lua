@@ -12,26 +12,8 @@ if v[2] and not v[1] then
   local _
   live, _, mine = holders(ms, owner)
 end
-local out = 0
-if mine then
-  redis.call('HDEL', KEYS[1], owner)
-  live = live - 1
-  if ARGV[3] ~= '0' then
-    redis.call('SET', KEYS[3], '1', 'PX', ARGV[3])
-  end
-else
-  redis.call('ZREM', KEYS[4], owner)
-  redis.call('HDEL', KEYS[5], owner)
-  out = -1
-  if ARGV[3] ~= '0' then
-    local m = redis.call('GET', KEYS[3])
-    if m == '1' then
-      out = 0
-    elseif not m then
-      redis.call('SET', KEYS[3], '0', 'PX', ARGV[3])
-    end
-  end
-end
+local out = leave(owner, mine)
+if mine then live = live - 1 end
 if not v[1] then
   local writer = false
   if redis.call('EXISTS', KEYS[4]) == 1 then

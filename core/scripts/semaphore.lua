@@ -83,3 +83,26 @@ local function pass(live, n, now, ms, window)
   end
   return live
 end
+
+-- leave gives up owner's hold (mine: it holds a live one) or its place in
+-- the queue, with the done markers of release.lua (KEYS[3], ARGV[3] ms; "0":
+-- none). It returns 0 when the hold is (now, or already) released, -1 when
+-- the owner held none.
+local function leave(owner, mine)
+  if mine then
+    redis.call('HDEL', KEYS[1], owner)
+    if ARGV[3] ~= '0' then
+      redis.call('SET', KEYS[3], '1', 'PX', ARGV[3])
+    end
+    return 0
+  end
+  redis.call('ZREM', KEYS[4], owner)
+  redis.call('HDEL', KEYS[5], owner)
+  if ARGV[3] == '0' then return -1 end
+  local m = redis.call('GET', KEYS[3])
+  if m == '1' then return 0 end
+  if not m then
+    redis.call('SET', KEYS[3], '0', 'PX', ARGV[3])
+  end
+  return -1
+end

@@ -12,26 +12,8 @@
 local owner = ARGV[1]
 local now, ms = clock()
 local live, n, mine = holders(ms, owner)
-local out = 0
-if mine then
-  redis.call('HDEL', KEYS[1], owner)
-  live = live - 1
-  if ARGV[3] ~= '0' then
-    redis.call('SET', KEYS[3], '1', 'PX', ARGV[3])
-  end
-else
-  redis.call('ZREM', KEYS[4], owner)
-  redis.call('HDEL', KEYS[5], owner)
-  out = -1
-  if ARGV[3] ~= '0' then
-    local m = redis.call('GET', KEYS[3])
-    if m == '1' then
-      out = 0
-    elseif not m then
-      redis.call('SET', KEYS[3], '0', 'PX', ARGV[3])
-    end
-  end
-end
+local out = leave(owner, mine)
+if mine then live = live - 1 end
 local queued = redis.call('EXISTS', KEYS[4]) == 1
 if queued then
   -- The holders' count, or, every permit expired with the holders' hash,
