@@ -85,7 +85,7 @@ demo: redis seckill
 proto:
 	@example/scripts/proto.sh # runs scripts/proto.sh (the root's and interceptor/connect's), then the example's
 
-## torture: the fault-injection rig at full size (DURATION=10m; SEED=, TOPOLOGY=single|sentinel|redlock|cluster, WORKERS=6, KEYS=12, CROWD=30, MULTI=0: % of requests taking 2-3 keys with LockMulti, SEM=0: % of requests taking a permit of a semaphore of PERMITS=3; none on redlock)
+## torture: the fault-injection rig at full size (DURATION=10m; SEED=, TOPOLOGY=single|sentinel|redlock|cluster, WORKERS=6, KEYS=12, CROWD=30, MULTI=0: % of requests taking 2-3 keys with LockMulti, SEM=0: % of requests taking a permit of a semaphore of PERMITS=3, RW=0: % of requests taking a read-write lock, 3 in 4 as readers; neither on redlock)
 DURATION ?= 10m
 TOPOLOGY ?= single
 WORKERS ?= 6
@@ -94,11 +94,12 @@ CROWD ?= 30
 MULTI ?= 0
 SEM ?= 0
 PERMITS ?= 3
+RW ?= 0
 SEED ?= 0
 torture: redis
 	@mkdir -p bin
 	cd torture && $(GO) build -o ../bin/torture ./cmd/torture
-	bin/torture run -duration $(DURATION) -topology $(TOPOLOGY) -workers $(WORKERS) -keys $(KEYS) -crowd $(CROWD) -multi $(MULTI) -sem $(SEM) -permits $(PERMITS) -seed $(SEED)
+	bin/torture run -duration $(DURATION) -topology $(TOPOLOGY) -workers $(WORKERS) -keys $(KEYS) -crowd $(CROWD) -multi $(MULTI) -sem $(SEM) -permits $(PERMITS) -rw $(RW) -seed $(SEED)
 
 ## torture-all: the rig at full size on each of the four topologies in turn (DURATION=10m each)
 torture-all: redis

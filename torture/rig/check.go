@@ -67,6 +67,12 @@ type Report struct {
 	SemHoldersMax, SemPermits                 int
 	SemFencePairs                             int
 
+	// Read-write requests: calls (readers among them), acquired, busy;
+	// holds judged (an accepted write); the most readers believing at once
+	// when one of them wrote; the pairs of holds whose fences were compared.
+	RWCalls, RWReads, RWAcquired, RWBusy, RWJudged int
+	RWReadersMax, RWFencePairs                     int
+
 	// Stretches in which a worker process did not run (more than 100ms
 	// between its ticks), and the longest.
 	Unscheduled        int
@@ -85,6 +91,8 @@ type Report struct {
 	DishonestUnavailable []string // ErrUnavailable from a call whose path to Redis had no fault (see liveness.go)
 	SemOverfull          []string // more holders of a semaphore believed at once than its permits (sem.go)
 	SemFences            []string // a semaphore's permit granted after another with a fence not above it, or two with one fence (sem.go)
+	RWBreaks             []string // a read-write lock's writer beside another holder, or a reader beside a writer, both believing (rw.go)
+	RWFences             []string // a read-write lock's hold granted after another with a fence not above it, or two with one fence (rw.go)
 
 	// Liveness (liveness.go): counted apart from the violations.
 	Stalls     []string // a lock free, or granted and unclaimed, for longer than Limits.Stall while a live waiter waited
@@ -110,7 +118,7 @@ type Report struct {
 // Violations is the number of violations of every kind but deadlocks.
 func (r *Report) Violations() int {
 	return len(r.Interleaved) + len(r.WriteAfter) + len(r.Dishonest) + len(r.MultiSplit) + len(r.BusyWhenHung) + len(r.Overlong) + len(r.BadReentry) + len(r.UnlockLies) + len(r.DishonestUnavailable) +
-		len(r.SemOverfull) + len(r.SemFences)
+		len(r.SemOverfull) + len(r.SemFences) + len(r.RWBreaks) + len(r.RWFences)
 }
 
 // Failed reports whether the run broke a promise: a violation, a deadlock,
@@ -155,6 +163,7 @@ type holdSpan struct {
 	proc                string // the worker's process
 	multi               string // the multi request it is a part of ("" for a single Lock's)
 	permits             int    // a semaphore's permit: the semaphore's permits (0 for a lock)
+	read                bool   // a read-write lock's reader (rw.go)
 	fence               int64
 	ttl                 int64 // the lease time it asked for (ns)
 	asked               int64 // the acquiring call's start: the lock may be taken in Redis from then on
@@ -255,7 +264,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			}
 			pending[e.Worker] = e
 		case "call":
-			if e.Op == "lock" || e.Op == "trylock" || e.Op == "cancel" || e.Op == OpMulti || e.Op == OpSem {
+			if e.Op == "lock" || e.Op == "trylock" || e.Op == "cancel" || e.Op == OpMulti || e.Op == OpSem || e.Op == OpRW {
 				delete(pending, e.Worker)
 			}
 			if e.Op == OpMulti {
@@ -264,7 +273,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			for _, e := range multiParts(e) {
 				calls = append(calls, e)
 				if e.Res == ResAcquired && e.Holder != "" {
-					holds[e.Holder] = &holdSpan{holder: e.Holder, worker: e.Worker, proc: e.proc(), key: e.Key, multi: multiOf(e.Holder), permits: e.N, fence: e.Fence, ttl: ttlOf(e, lim), asked: e.Start, acq: e.End, ends: e.Ends}
+					holds[e.Holder] = &holdSpan{holder: e.Holder, worker: e.Worker, proc: e.proc(), key: e.Key, multi: multiOf(e.Holder), permits: e.N, read: e.Read, fence: e.Fence, ttl: ttlOf(e, lim), asked: e.Start, acq: e.End, ends: e.Ends}
 				}
 				if h := holds[e.Holder]; h != nil && e.Op == "unlock" && h.unlockAt == 0 {
 					h.unlockAt = e.Start
@@ -322,7 +331,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	r.Interleaved = interleavings(writes)
 	highest := map[string]int64{}
 	for _, w := range writes {
-		if isSem(w.Key) {
+		if shared(w.Key) {
 			continue // a semaphore's holders write side by side (sem.go)
 		}
 		if w.Fence < highest[w.Key] {
@@ -372,8 +381,9 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		byKey[h.key] = append(byKey[h.key], h)
 	}
 	r.semaphores(holds, frozen, stalls, lossAt)
+	r.readWrite(holds, frozen, stalls, lossAt)
 	for key, hs := range byKey {
-		if isSem(key) {
+		if shared(key) {
 			continue // up to its permits hold it at once: judged by semaphores
 		}
 		sort.Slice(hs, func(i, j int) bool { return hs[i].acq < hs[j].acq })
@@ -495,6 +505,18 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 				r.UnlockLies = append(r.UnlockLies, fmt.Sprintf("%s %s: Unlock at %s said not held, and nothing had ended the hold", c.Holder, c.Key, ts(c.Start)))
 			}
 		}
+		if c.Op == OpRW {
+			r.RWCalls++
+			if c.Read {
+				r.RWReads++
+			}
+			switch c.Res {
+			case ResAcquired:
+				r.RWAcquired++
+			case ResBusy:
+				r.RWBusy++
+			}
+		}
 		if c.Op == OpSem {
 			r.SemCalls++
 			r.SemPermits = max(r.SemPermits, c.N)
@@ -522,7 +544,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		}
 		froze := anyIn(frozen[c.proc()], c.Start, c.End)
 		r.overlong(c, faults, froze, stalls[c.proc()], lim)
-		if c.Res == ResBusy && (c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel" || c.Op == OpMulti || c.Op == OpSem) {
+		if c.Res == ResBusy && (c.Op == "lock" || c.Op == "trylock" || c.Op == "cancel" || c.Op == OpMulti || c.Op == OpSem || c.Op == OpRW) {
 			for _, h := range hung {
 				if h.start <= c.Start && c.End <= h.end && !froze {
 					r.BusyWhenHung = append(r.BusyWhenHung, fmt.Sprintf("%s %s %s answered busy from %s to %s while Redis was hung", c.Worker, c.Op, c.Key, ts(c.Start), ts(c.End)))
@@ -638,7 +660,7 @@ func interleavings(writes []Write) []string {
 	}
 	prev := map[string]last{}
 	for _, w := range writes {
-		if !w.Accepted || isSem(w.Key) {
+		if !w.Accepted || shared(w.Key) {
 			continue
 		}
 		p, ok := prev[w.Key]

@@ -53,8 +53,11 @@ type Event struct {
 	// Live: the holder's lease context was live when it decided to write.
 	Live bool   `json:"live,omitempty"`
 	Why  string `json:"why,omitempty"`
-	// N is a semaphore request's permits (OpSem).
+	// N is a semaphore request's permits (OpSem); 1 for a read-write
+	// request's (OpRW).
 	N int `json:"n,omitempty"`
+	// Read: a read-write request that takes the read lock (RLock).
+	Read bool `json:"read,omitempty"`
 }
 
 // proc is the process of an event's worker.

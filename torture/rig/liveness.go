@@ -120,7 +120,7 @@ func (r *Report) liveness(h *history) {
 	ended := map[string]bool{}
 	var waits []wait
 	for _, c := range h.calls {
-		if q, ok := queued[c.Holder]; ok && (c.Op == "lock" || c.Op == "cancel" || c.Op == OpSem) {
+		if q, ok := queued[c.Holder]; ok && (c.Op == "lock" || c.Op == "cancel" || c.Op == OpSem || c.Op == OpRW) {
 			waits = append(waits, wait{c: c, queued: q})
 			ended[c.Holder] = true
 		}
@@ -258,7 +258,7 @@ func (r *Report) liveness(h *history) {
 		if lim.Redlock {
 			continue // Redlock's waiters do not queue in Redis: no order is promised
 		}
-		if isSem(c.Key) {
+		if shared(c.Key) {
 			// Permits freed together are granted in order, but their
 			// waiters may return in any: no order the logs can show.
 			continue
@@ -294,7 +294,7 @@ func (r *Report) handoffs(h *history, queued map[string]int64, faulted []interva
 		byKey[hs.key] = append(byKey[hs.key], hs)
 	}
 	for key, hs := range byKey {
-		if isSem(key) {
+		if shared(key) {
 			continue // the permit released is not told
 		}
 		slices.SortFunc(hs, func(a, b *holdSpan) int { return int(a.acq - b.acq) })

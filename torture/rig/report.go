@@ -20,6 +20,10 @@ func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 		fmt.Fprintf(w, "semaphore   Semaphore %d (%d permits): acquired %d, busy %d; judged (a write accepted) %d, most holders believing at once %d; fence pairs compared %d; overfull %d, fence breaks %d\n",
 			r.SemCalls, r.SemPermits, r.SemAcquired, r.SemBusy, r.SemJudged, r.SemHoldersMax, r.SemFencePairs, len(r.SemOverfull), len(r.SemFences))
 	}
+	if r.RWCalls > 0 {
+		fmt.Fprintf(w, "read-write  RLock/Lock %d (%d readers): acquired %d, busy %d; judged (a write accepted) %d, most readers believing at once %d; fence pairs compared %d; breaks %d, fence breaks %d\n",
+			r.RWCalls, r.RWReads, r.RWAcquired, r.RWBusy, r.RWJudged, r.RWReadersMax, r.RWFencePairs, len(r.RWBreaks), len(r.RWFences))
+	}
 	kinds := make([]string, 0, len(r.Faults))
 	for k := range r.Faults {
 		kinds = append(kinds, k)
@@ -30,8 +34,8 @@ func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 		fmt.Fprintf(w, " %s %d", k, r.Faults[k])
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "violations  fenced interleaving %d, writes after loss %d, dishonest holders %d, split multi %d, busy while hung %d, calls past budget %d, bad re-entries %d, unlock lies %d, dishonest unavailable %d, semaphore overfull %d, semaphore fence breaks %d; deadlocks %d\n",
-		len(r.Interleaved), len(r.WriteAfter), len(r.Dishonest), len(r.MultiSplit), len(r.BusyWhenHung), len(r.Overlong), len(r.BadReentry), len(r.UnlockLies), len(r.DishonestUnavailable), len(r.SemOverfull), len(r.SemFences), len(r.Deadlocks))
+	fmt.Fprintf(w, "violations  fenced interleaving %d, writes after loss %d, dishonest holders %d, split multi %d, busy while hung %d, calls past budget %d, bad re-entries %d, unlock lies %d, dishonest unavailable %d, semaphore overfull %d, semaphore fence breaks %d, read-write breaks %d, read-write fence breaks %d; deadlocks %d\n",
+		len(r.Interleaved), len(r.WriteAfter), len(r.Dishonest), len(r.MultiSplit), len(r.BusyWhenHung), len(r.Overlong), len(r.BadReentry), len(r.UnlockLies), len(r.DishonestUnavailable), len(r.SemOverfull), len(r.SemFences), len(r.RWBreaks), len(r.RWFences), len(r.Deadlocks))
 	fmt.Fprintf(w, "overlaps    without fencing %d (stale writes: a lower fence than the key had seen); holders still believing when the next wrote, explained: frozen or unscheduled %d, Redis data lost %d\n",
 		r.OverlapsUnfenced, r.FrozenOverlaps, r.StateLossOverlaps)
 	fmt.Fprintf(w, "unscheduled %d stretches of 100ms+ in which a worker process did not run (longest %v; not counted against budgets)\n",
@@ -57,7 +61,7 @@ func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 		fmt.Fprintf(w, "; %d handoffs: p50 %v, p99 %v, max %v", n, s[n/2].Round(time.Microsecond), s[n*99/100].Round(time.Microsecond), s[n-1].Round(time.Microsecond))
 	}
 	fmt.Fprintln(w)
-	for _, list := range [][]string{r.Interleaved, r.WriteAfter, r.Dishonest, r.MultiSplit, r.BusyWhenHung, r.Overlong, r.BadReentry, r.UnlockLies, r.DishonestUnavailable, r.SemOverfull, r.SemFences, r.Deadlocks, r.Stalls, r.FIFOBreaks} {
+	for _, list := range [][]string{r.Interleaved, r.WriteAfter, r.Dishonest, r.MultiSplit, r.BusyWhenHung, r.Overlong, r.BadReentry, r.UnlockLies, r.DishonestUnavailable, r.SemOverfull, r.SemFences, r.RWBreaks, r.RWFences, r.Deadlocks, r.Stalls, r.FIFOBreaks} {
 		for i, s := range list {
 			if i == 5 {
 				fmt.Fprintf(w, "  ... and %d more\n", len(list)-5)

@@ -93,7 +93,7 @@ func (r *Resource) write(key, holder string, fence int64, live bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seq++
-	ok := !r.fenced || isSem(key) || fence >= r.max[key]
+	ok := !r.fenced || shared(key) || fence >= r.max[key]
 	if ok && fence > r.max[key] {
 		r.max[key] = fence
 	}

@@ -24,7 +24,7 @@ type RunConfig struct {
 	Crowd    int           // goroutines of the crowd process, waiting on the hot keys at once (0: none)
 	Duration time.Duration // default 1m
 	Seed     int64         // the fault schedule's seed; default the time
-	Lock     string        // LockGate (default), LockNaive, LockIgnoreCtx, LockLoopMulti, LockNaiveSem
+	Lock     string        // LockGate (default), LockNaive, LockIgnoreCtx, LockLoopMulti, LockNaiveSem, LockNaiveRW
 	Multi    int           // percent of the workers' requests (not the crowd's) that take 2–3 keys at once with LockMulti; default 0
 	Topology string        // "single" (default), "sentinel", "redlock" (3 masters) or "cluster" (3 masters)
 	Faults   []string      // the fault kinds to inject; default all of the topology
@@ -38,6 +38,12 @@ type RunConfig struct {
 	// is sent.
 	Semaphore int
 	Permits   int // the semaphores' permits; default DefaultPermits
+
+	// RW is the percent of the requests (the crowd's too) that take the
+	// read-write lock of the name drawn (rw.go), as a reader (RLock) 3
+	// times in 4, else a writer (Lock); default 0. None on Redlock, where
+	// RLock answers ErrUnsupported: the share is dropped there.
+	RW int
 
 	TTL     time.Duration   // lease time; default 0: a mix per call, 50ms to 60s
 	TTLs    []time.Duration // when set, each call's lease time is one of these
@@ -86,9 +92,9 @@ func (c *RunConfig) defaults() error {
 		c.Lock = LockGate
 	}
 	switch c.Lock {
-	case LockGate, LockNaive, LockIgnoreCtx, LockLoopMulti, LockNaiveSem:
+	case LockGate, LockNaive, LockIgnoreCtx, LockLoopMulti, LockNaiveSem, LockNaiveRW:
 	default:
-		return fmt.Errorf("-lock %q: want %s, %s, %s, %s or %s", c.Lock, LockGate, LockNaive, LockIgnoreCtx, LockLoopMulti, LockNaiveSem)
+		return fmt.Errorf("-lock %q: want %s, %s, %s, %s, %s or %s", c.Lock, LockGate, LockNaive, LockIgnoreCtx, LockLoopMulti, LockNaiveSem, LockNaiveRW)
 	}
 	if c.Lock == LockLoopMulti && c.Multi <= 0 {
 		return fmt.Errorf("-lock %s needs -multi above 0", LockLoopMulti)
@@ -102,8 +108,14 @@ func (c *RunConfig) defaults() error {
 	if c.Lock == LockNaiveSem && (c.Semaphore == 0 || c.Topology == "redlock") {
 		return fmt.Errorf("-lock %s needs -sem above 0, and a topology other than redlock", LockNaiveSem)
 	}
+	if c.RW < 0 || c.RW > 100 {
+		return fmt.Errorf("-rw %d: want a percent", c.RW)
+	}
+	if c.Lock == LockNaiveRW && (c.RW == 0 || c.Topology == "redlock") {
+		return fmt.Errorf("-lock %s needs -rw above 0, and a topology other than redlock", LockNaiveRW)
+	}
 	if c.Topology == "redlock" {
-		c.Semaphore = 0 // Semaphore answers ErrUnsupported there
+		c.Semaphore, c.RW = 0, 0 // Semaphore and RLock answer ErrUnsupported there
 	}
 	if c.Permits <= 0 {
 		c.Permits = DefaultPermits
@@ -206,6 +218,9 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		}
 		if cfg.Semaphore > 0 {
 			args = append(args, "-sem", strconv.Itoa(cfg.Semaphore), "-permits", strconv.Itoa(cfg.Permits))
+		}
+		if cfg.RW > 0 {
+			args = append(args, "-rw", strconv.Itoa(cfg.RW))
 		}
 		return args
 	}}

@@ -132,7 +132,7 @@ func (a *actor) naiveSem(ctx, stop context.Context, name, holder, op string, bud
 func (r *Report) semaphores(holds map[string]*holdSpan, frozen, stalls map[string][]interval, lossAt []interval) {
 	byKey := map[string][]*holdSpan{}
 	for _, h := range holds {
-		if h.permits > 0 {
+		if h.permits > 0 && isSem(h.key) {
 			byKey[h.key] = append(byKey[h.key], h)
 		}
 	}
@@ -143,58 +143,76 @@ func (r *Report) semaphores(holds map[string]*holdSpan, frozen, stalls map[strin
 			n = max(n, h.permits)
 		}
 		for _, y := range hs {
-			t := y.firstWrite
-			if t == 0 {
+			if y.firstWrite == 0 {
 				continue // nothing written under it: nothing to protect
 			}
 			r.SemJudged++
-			var with []string
-			explained := 0
-			for _, x := range hs {
-				if x.acq > t {
-					break
-				}
-				if x == y || x.worker == y.worker || x.end <= t {
-					continue
-				}
-				switch {
-				case anyCovers(frozen[x.proc], t) || anyIn(frozen[x.proc], x.acq, t) || anyIn(stalls[x.proc], x.acq, t):
-					r.FrozenOverlaps++
-					explained++
-				case anyIn(lossAt, min(x.asked, y.asked), max(x.acq, y.acq)):
-					r.StateLossOverlaps++
-					explained++
-				default:
-					with = append(with, fmt.Sprintf("%s (fence %d, ttl %v, until %s)", x.holder, x.fence, time.Duration(x.ttl), ts(x.end)))
-				}
-			}
+			with, explained := r.believers(y, hs, nil, frozen, stalls, lossAt)
 			r.SemHoldersMax = max(r.SemHoldersMax, 1+len(with))
 			if 1+len(with) > n {
 				r.SemOverfull = append(r.SemOverfull, fmt.Sprintf("%s: %d holders of %d permits when %s (fence %d) wrote at %s: %s still believed (and %d more, explained)",
-					key, 1+len(with), n, y.holder, y.fence, ts(t), strings.Join(with, ", "), explained))
+					key, 1+len(with), n, y.holder, y.fence, ts(y.firstWrite), strings.Join(with, ", "), explained))
 			}
 		}
-		// Fences, in the order the permits were surely granted.
-		window := semFenceWindow(n)
-		byFence := map[int64]*holdSpan{}
-		for j, y := range hs {
-			if x := byFence[y.fence]; x != nil && !anyIn(lossAt, min(x.asked, y.asked), max(x.acq, y.acq)) {
-				r.SemFences = append(r.SemFences, fmt.Sprintf("%s: %s and %s both hold fence %d", key, x.holder, y.holder, y.fence))
+		breaks, pairs := fenceOrder(key, hs, semFenceWindow(n), lossAt)
+		r.SemFences, r.SemFencePairs = append(r.SemFences, breaks...), r.SemFencePairs+pairs
+	}
+}
+
+// believers lists the other holds of hs (sorted by return) that still
+// believed they held when y first wrote, and that conflict with y (nil:
+// all do), but for those explained — a holder frozen then or between its
+// acquisition and then (a pause, or a stall of its process), or one whose
+// hold Redis's data may have lost (between the earlier call's start and
+// the later one's return) — which it counts.
+func (r *Report) believers(y *holdSpan, hs []*holdSpan, conflict func(x *holdSpan) bool, frozen, stalls map[string][]interval, lossAt []interval) (with []string, explained int) {
+	t := y.firstWrite
+	for _, x := range hs {
+		if x.acq > t {
+			break
+		}
+		if x == y || x.worker == y.worker || x.end <= t || conflict != nil && !conflict(x) {
+			continue
+		}
+		switch {
+		case anyCovers(frozen[x.proc], t) || anyIn(frozen[x.proc], x.acq, t) || anyIn(stalls[x.proc], x.acq, t):
+			r.FrozenOverlaps++
+			explained++
+		case anyIn(lossAt, min(x.asked, y.asked), max(x.acq, y.acq)):
+			r.StateLossOverlaps++
+			explained++
+		default:
+			with = append(with, fmt.Sprintf("%s (fence %d, ttl %v, until %s)", x.holder, x.fence, time.Duration(x.ttl), ts(x.end)))
+		}
+	}
+	return with, explained
+}
+
+// fenceOrder checks the fences of key's holds hs (sorted by return): a
+// hold granted after another (its call began after the other's returned),
+// within the last window holds before it, has a higher fence, and no two
+// share one — unless Redis's data may have been lost between. It returns
+// the breaks and how many pairs it compared.
+func fenceOrder(key string, hs []*holdSpan, window int, lossAt []interval) (out []string, pairs int) {
+	byFence := map[int64]*holdSpan{}
+	for j, y := range hs {
+		if x := byFence[y.fence]; x != nil && !anyIn(lossAt, min(x.asked, y.asked), max(x.acq, y.acq)) {
+			out = append(out, fmt.Sprintf("%s: %s and %s both hold fence %d", key, x.holder, y.holder, y.fence))
+		}
+		byFence[y.fence] = y
+		for i := j - 1; i >= 0 && i >= j-window; i-- {
+			x := hs[i]
+			if x.acq >= y.asked {
+				continue // not surely granted before y was asked for
 			}
-			byFence[y.fence] = y
-			for i := j - 1; i >= 0 && i >= j-window; i-- {
-				x := hs[i]
-				if x.acq >= y.asked {
-					continue // not surely granted before y was asked for
-				}
-				r.SemFencePairs++
-				if x.fence >= y.fence && !anyIn(lossAt, x.asked, y.acq) {
-					r.SemFences = append(r.SemFences, fmt.Sprintf("%s: %s (fence %d), asked at %s, after %s (fence %d) had returned at %s",
-						key, y.holder, y.fence, ts(y.asked), x.holder, x.fence, ts(x.acq)))
-				}
+			pairs++
+			if x.fence >= y.fence && !anyIn(lossAt, x.asked, y.acq) {
+				out = append(out, fmt.Sprintf("%s: %s (fence %d), asked at %s, after %s (fence %d) had returned at %s",
+					key, y.holder, y.fence, ts(y.asked), x.holder, x.fence, ts(x.acq)))
 			}
 		}
 	}
+	return out, pairs
 }
 
 // semFenceWindow is how many earlier holds (by return) the fence rule

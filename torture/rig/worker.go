@@ -24,6 +24,7 @@ const (
 	LockIgnoreCtx = "ignorectx" // core.Locker, but the holder ignores its lease context and writes on
 	LockLoopMulti = "loopmulti" // core.Locker, but a multi request is a loop of Locks in the order drawn that keeps what it took when a later one fails (multi.go)
 	LockNaiveSem  = "naivesem"  // core.Locker for locks, but a semaphore is a counter: INCR/DECR, an expiry set once, no holder's own entry, no renewal (sem.go)
+	LockNaiveRW   = "naiverw"   // core.Locker, but a read-write lock's readers take another name's read lock: no writer excludes them (rw.go)
 )
 
 // WorkerConfig is one worker process.
@@ -53,6 +54,7 @@ type WorkerConfig struct {
 	Multi       int  // percent of a lone worker's requests that take 2–3 keys at once (LockMulti, multi.go)
 	Sem         int  // percent of the requests (the crowd's too) that take a permit of the semaphore of the drawn name (Locker.Semaphore, sem.go)
 	Permits     int  // the semaphores' permits
+	RW          int  // percent of the requests (the crowd's too) that take the drawn name's read-write lock, as a reader (RLock) 3 times in 4, else a writer (rw.go)
 	Log         string
 }
 
@@ -108,6 +110,7 @@ func WorkerMain(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Multi, "multi", 0, "percent of a lone worker's requests that take 2-3 keys at once")
 	fs.IntVar(&cfg.Sem, "sem", 0, "percent of the requests that take a permit of a semaphore (not on Redlock)")
 	fs.IntVar(&cfg.Permits, "permits", DefaultPermits, "the semaphores' permits")
+	fs.IntVar(&cfg.RW, "rw", 0, "percent of the requests that take a read-write lock, 3 in 4 as readers (not on Redlock)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -338,6 +341,10 @@ func (a *actor) step(stop context.Context) {
 		a.semStep(ctx, stop, key, holder, op, budget, ttl, wait, ctxEnds)
 		return
 	}
+	if w.cfg.RW > 0 && !w.cfg.Redlock && rng.IntN(100) < w.cfg.RW {
+		a.rwStep(ctx, stop, key, holder, op, budget, ttl, wait, ctxEnds)
+		return
+	}
 	if w.cfg.Multi > 0 && w.cfg.Crowd == 0 && w.cfg.Keys >= 2 && rng.IntN(100) < w.cfg.Multi {
 		if op == "trylock" {
 			wait = core.NoWait // one attempt at each key
@@ -413,7 +420,7 @@ func (a *actor) hold(stop context.Context, locker *core.Locker, lease *core.Leas
 			break
 		}
 		switch r := rng.Float64(); {
-		case r < 0.15 && !isSem(key): // a permit does not re-enter
+		case r < 0.15 && !shared(key): // a permit does not re-enter, nor is a read lock upgraded
 			a.reenter(locker, lease, key, holder, fence, 1+rng.IntN(3))
 		case r < 0.20:
 			t0 := now()

@@ -31,8 +31,12 @@
 // holders believed at once" and "fences increase in grant order" per
 // semaphore. -lock naivesem (with -sem), a counter semaphore with a fixed
 // expiry, is their control and must fail. Redlock takes no semaphore
-// requests (Semaphore is unsupported there). Ctrl-C stops everything the
-// run started.
+// requests (Semaphore is unsupported there). -rw N makes N% of the
+// requests take the read-write lock of the name drawn, as a reader (RLock)
+// 3 times in 4, else a writer (Lock); the checker adds "a writer alone, a
+// reader never beside a writer" and fence order; -lock naiverw (with -rw),
+// readers that take another name's read lock, is its control and must
+// fail (none on redlock either). Ctrl-C stops everything the run started.
 package main
 
 import (
@@ -89,9 +93,10 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Crowd, "crowd", 0, "goroutines of a crowd process waiting on the hot keys at once, killed now and then while queued (0: none)")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "how long faults are injected")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the fault schedule (0: from the clock; printed)")
-	fs.StringVar(&cfg.Lock, "lock", rig.LockGate, "lockgate, or the controls naive (a SET NX PX lock with a fixed expiry, released by DEL), ignorectx (a holder ignoring its lease context) and loopmulti (with -multi: a LockMulti that is a loop of Locks in the order drawn, keeping what it took when a later one fails) and naivesem (with -sem: a semaphore that is a counter, INCR/DECR with an expiry set once)")
+	fs.StringVar(&cfg.Lock, "lock", rig.LockGate, "lockgate, or the controls naive (a SET NX PX lock with a fixed expiry, released by DEL), ignorectx (a holder ignoring its lease context) and loopmulti (with -multi: a LockMulti that is a loop of Locks in the order drawn, keeping what it took when a later one fails) and naivesem (with -sem: a semaphore that is a counter, INCR/DECR with an expiry set once) and naiverw (with -rw: readers that exclude no writer)")
 	fs.IntVar(&cfg.Semaphore, "sem", 0, "percent of the requests (the crowd's too) that take a permit of the drawn name's semaphore with Semaphore and write to it (none on redlock)")
 	fs.IntVar(&cfg.Permits, "permits", rig.DefaultPermits, "the semaphores' permits")
+	fs.IntVar(&cfg.RW, "rw", 0, "percent of the requests (the crowd's too) that take the drawn name's read-write lock, 3 in 4 as readers (RLock), and write to it (none on redlock)")
 	fs.IntVar(&cfg.Multi, "multi", 0, "percent of the workers' requests (not the crowd's) that take 2-3 keys at once with LockMulti and write to each")
 	fs.StringVar(&cfg.Topology, "topology", "single", "single (one Redis), sentinel (master, replica, sentinel; forced failovers), redlock (3 masters; one master's faults) or cluster (3 masters; pauses, restarts, slot migrations)")
 	fs.StringVar(&faults, "faults", "", "comma-separated fault kinds to inject (default all of the topology): "+
@@ -133,7 +138,11 @@ func run(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "torture: -sem %d ignored: Semaphore is unsupported on redlock\n", cfg.Semaphore)
 		cfg.Semaphore = 0
 	}
-	fmt.Fprintf(os.Stderr, "torture: seed %d, %d workers (crowd %d), %d keys (%d hot), %v, -lock %s, -topology %s, -multi %d, -sem %d (%d permits)\n", cfg.Seed, cfg.Workers, cfg.Crowd, cfg.Keys, cfg.Hot, cfg.Duration, cfg.Lock, cfg.Topology, cfg.Multi, cfg.Semaphore, cfg.Permits)
+	if cfg.Topology == "redlock" && cfg.RW > 0 {
+		fmt.Fprintf(os.Stderr, "torture: -rw %d ignored: RLock is unsupported on redlock\n", cfg.RW)
+		cfg.RW = 0
+	}
+	fmt.Fprintf(os.Stderr, "torture: seed %d, %d workers (crowd %d), %d keys (%d hot), %v, -lock %s, -topology %s, -multi %d, -sem %d (%d permits), -rw %d\n", cfg.Seed, cfg.Workers, cfg.Crowd, cfg.Keys, cfg.Hot, cfg.Duration, cfg.Lock, cfg.Topology, cfg.Multi, cfg.Semaphore, cfg.Permits, cfg.RW)
 	rep, err := rig.Run(ctx, cfg)
 	if err != nil {
 		return err
