@@ -97,6 +97,7 @@ type Report struct {
 	Contended    []*conJob
 	Middleware   []*mwJob
 	Names        []*namesJob
+	ReadHeavy    []*readHeavyJob
 }
 
 type uncJob struct {
@@ -133,7 +134,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		GoVersion: runtime.Version(), Versions: moduleVersions(), Peers: peers(),
 	}
 	rep.plan()
-	if len(rep.Uncontended)+len(rep.Contended)+len(rep.Middleware)+len(rep.Names) == 0 {
+	if len(rep.Uncontended)+len(rep.Contended)+len(rep.Middleware)+len(rep.Names)+len(rep.ReadHeavy) == 0 {
 		return rep, fmt.Errorf("-only %q selects no configuration", cfg.Only)
 	}
 	e, err := startEnv()
@@ -206,6 +207,11 @@ func (r *Report) plan() {
 			}
 		}
 	}
+	for _, mode := range readHeavyModes {
+		if j := (&readHeavyJob{name: "readheavy/lockgate/" + mode, mode: mode}); r.selected(j.name) {
+			r.ReadHeavy = append(r.ReadHeavy, j)
+		}
+	}
 	for _, fw := range mwFrameworks {
 		var plain *mwJob
 		var jobs []*mwJob
@@ -234,7 +240,7 @@ func (r *Report) plan() {
 func (r *Report) estimate() time.Duration {
 	c := r.Config
 	per := time.Duration(len(r.Uncontended)+len(r.Middleware))*(c.Duration+c.warm()+30*time.Millisecond) +
-		time.Duration(len(r.Contended))*(c.Contended+50*time.Millisecond)
+		time.Duration(len(r.Contended)+len(r.ReadHeavy))*(c.Contended+50*time.Millisecond)
 	// a distinct-names run: about 20 000 cycles/s
 	names := time.Duration(len(r.Names)) * time.Duration(c.Names) * 50 * time.Microsecond
 	return per*time.Duration(c.Reps) + names
@@ -274,6 +280,19 @@ func (r *Report) execute(ctx context.Context, e *env) error {
 			j.runs = append(j.runs, res)
 			fmt.Fprintf(c.Log, "rep %d/%d %-45s %7.0f acq/s %7.0f handoffs/s ratio %.2f past-budget %d violations %d%s\n", rep+1, c.Reps, j.name,
 				res.AcqRate, res.HandoffRate, res.Ratio, res.PastBudget, res.Violations, errNote(res.OtherErrs+res.ReleaseErrs, res.FirstErr))
+		}
+	}
+	for rep := range c.Reps {
+		for _, j := range r.ReadHeavy {
+			if err := e.reset(ctx); err != nil {
+				return fmt.Errorf("%s: reset: %w", j.name, err)
+			}
+			res, err := runReadHeavy(ctx, e, j.mode, c.Contended, j.mode+":"+strconv.Itoa(rep))
+			if err != nil {
+				return fmt.Errorf("%s: %w", j.name, err)
+			}
+			j.runs = append(j.runs, res)
+			fmt.Fprintln(c.Log, readHeavyLine(rep, c.Reps, j, res))
 		}
 	}
 	for _, j := range r.Names {

@@ -119,6 +119,30 @@ func TestSmoke(t *testing.T) {
 		}
 		row(j.framework, j.route)
 	}
+	if len(rep.ReadHeavy) != len(readHeavyModes) {
+		t.Errorf("%d read-heavy configurations, want %d", len(rep.ReadHeavy), len(readHeavyModes))
+	}
+	rates := map[string]float64{}
+	for _, j := range rep.ReadHeavy {
+		if len(j.runs) != 1 {
+			t.Errorf("%s: %d runs, want 1", j.name, len(j.runs))
+			continue
+		}
+		r := j.runs[0]
+		rates[j.mode] = r.CycleRate
+		if r.Reads == 0 || r.Writes == 0 {
+			t.Errorf("%s: no progress: %d reads, %d writes", j.name, r.Reads, r.Writes)
+		}
+		if r.Violations > 0 {
+			t.Errorf("%s: %d read-write violations", j.name, r.Violations)
+		}
+		if r.Errors > 0 {
+			t.Errorf("%s: %d errors, first %s", j.name, r.Errors, r.FirstErr)
+		}
+	}
+	if rates["shared"] <= rates["exclusive"] {
+		t.Errorf("read-heavy: shared %.0f cycles/s, not above exclusive %.0f", rates["shared"], rates["exclusive"])
+	}
 	if len(rep.Names) != len(namesPeers) {
 		t.Errorf("%d distinct-names runs, want %d", len(rep.Names), len(namesPeers))
 	}
@@ -141,7 +165,7 @@ func TestSmoke(t *testing.T) {
 		}
 		row(j.peer.name, "20 000")
 	}
-	for _, want := range []string{"redis-server 7.", "## Uncontended", "## Contended", "## Middleware", "## Lockers", "## Distinct names"} {
+	for _, want := range []string{"redis-server 7.", "## Uncontended", "## Contended", "## Middleware", "## Lockers", "## Distinct names", "## Read-heavy"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}

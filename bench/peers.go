@@ -113,6 +113,12 @@ func peers() []peer {
 			open:   openLockgateAs(takeSemaphore1),
 		},
 		{
+			name: "lockgate/rlock", module: "github.com/lockgate/lockgate", servers: 1, uncontended: true,
+			config: "as lockgate, taking the name's read lock (Locker.RLock(ctx, key)): what a reader costs against a writer's Lock (uncontended only: readers share by design; see Read-heavy)",
+			waits:  "as lockgate: readers and writers queue in one FIFO, a release hands the lock on in the same script.",
+			open:   openLockgateAs(takeRLock),
+		},
+		{
 			name: "lockgate/multi2", module: "github.com/lockgate/lockgate", servers: 1, uncontended: true, contended: true,
 			config: "as lockgate, taking two locks in one lease (Locker.LockMulti(ctx, []string{key, key+\":2\"})): what all-or-none over two names costs",
 			waits:  "as lockgate, on each name in a fixed order.",
@@ -187,6 +193,11 @@ type lockgateLocker struct {
 // takeSemaphore1 takes the one permit of a semaphore of 1 named key.
 func takeSemaphore1(ctx context.Context, l *core.Locker, key string) (*core.Lease, error) {
 	return l.Semaphore(ctx, key, 1)
+}
+
+// takeRLock takes the read lock of key.
+func takeRLock(ctx context.Context, l *core.Locker, key string) (*core.Lease, error) {
+	return l.RLock(ctx, key)
 }
 
 // takeMulti2 takes the locks key and key+":2" in one lease.
