@@ -14,14 +14,7 @@ local live, mine, soonTag = 0, nil, ''
 if not v[1] then
   local _
   live, _, mine, _, soonTag = holders(ms, owner)
-  if mine then
-    local exp = ms + tonumber(ARGV[2])
-    if exp > mine[1] then
-      redis.call('HSET', KEYS[1], owner, permit(exp, mine[2], mine[3]))
-      last(exp)
-    end
-    return tonumber(mine[2])
-  end
+  if mine then return claim(owner, mine, ms) end
 end
 local extra = redis.call('EXISTS', KEYS[3], KEYS[4])
 if extra > 0 and redis.call('EXISTS', KEYS[3]) == 1 then

@@ -58,6 +58,18 @@ local function last(exp)
   end
 end
 
+-- claim answers an acquire of owner, which holds mine (holders' answer):
+-- its hold lives the TTL ARGV[2] from now, or longer if it already did
+-- (a copy of the call, or a grant claimed), and its fence is the answer.
+local function claim(owner, mine, ms)
+  local exp = ms + tonumber(ARGV[2])
+  if exp > mine[1] then
+    redis.call('HSET', KEYS[1], owner, permit(exp, mine[2], mine[3]))
+    last(exp)
+  end
+  return tonumber(mine[2])
+end
+
 -- give makes waiter w (head's answers) a holder under a new fence until its
 -- entry would have expired (it then claims its own TTL), with field k set
 -- to v beside it (n: the permits; r: readers hold), and tells it on the

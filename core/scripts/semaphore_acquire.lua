@@ -18,14 +18,7 @@
 local owner, n = ARGV[1], tonumber(ARGV[6])
 local now, ms = clock()
 local live, have, mine, soon, soonTag = holders(ms, owner)
-if mine then
-  local exp = ms + tonumber(ARGV[2])
-  if exp > mine[1] then
-    redis.call('HSET', KEYS[1], owner, permit(exp, mine[2], mine[3]))
-    last(exp)
-  end
-  return tonumber(mine[2])
-end
+if mine then return claim(owner, mine, ms) end
 -- A marker or a queue: one EXISTS for both in the common case (neither).
 local extra = redis.call('EXISTS', KEYS[3], KEYS[4])
 if extra > 0 and redis.call('EXISTS', KEYS[3]) == 1 then
