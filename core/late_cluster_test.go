@@ -1,0 +1,114 @@
+package core_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// lateCluster starts a 3-master Cluster with a proxy in front of each node
+// and returns the proxies and a client that dials every node through its
+// proxy, with go-redis's default retries and the late tests' read timeout.
+func lateCluster(t *testing.T) (*redistest.Cluster, []*redistest.Proxy, *redis.ClusterClient) {
+	t.Helper()
+	cl := redistest.StartCluster(t, 3)
+	via := map[string]string{}
+	var ps []*redistest.Proxy
+	for _, a := range cl.Addrs {
+		p := redistest.StartProxy(t, a)
+		via[a] = p.Addr
+		ps = append(ps, p)
+	}
+	opts := cl.Options()
+	opts.ReadTimeout, opts.WriteTimeout = lateReadTimeout, lateReadTimeout
+	var d net.Dialer
+	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if p, ok := via[addr]; ok {
+			addr = p
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+	c := redis.NewClusterClient(opts)
+	t.Cleanup(func() { c.Close() })
+	return cl, ps, c
+}
+
+// On a Cluster, a read lock's and a permit's acquire whose reply comes
+// late (held by the proxy in front of the name's master) run again under
+// the same owner and have the effect of once: one reader, one permit, the
+// lease's fence in Redis. The proxies saw the script twice or more (the
+// fault happened). Control: a naive counting script, sent by the same
+// client with the same late reply, counts twice.
+func TestLateAcquireOnCluster(t *testing.T) {
+	cl, ps, c := lateCluster(t)
+	direct := cl.Client(t)
+	l := locktest.Locker(t, c)
+	ctx := locktest.Context(t)
+	for _, kind := range []string{"rlock", "semaphore"} {
+		t.Run(kind, func(t *testing.T) {
+			name := "late:" + kind
+			var m redistest.Matcher
+			var take func() (*core.Lease, error)
+			var held func() int
+			if kind == "rlock" {
+				m = rlockScript("acquire", name)
+				take = func() (*core.Lease, error) { return l.RLock(ctx, name, core.WithWait(5*time.Second)) }
+				held = func() int { return readers(t, direct, name) }
+			} else {
+				m = semScript("acquire", name)
+				take = func() (*core.Lease, error) { return l.Semaphore(ctx, name, 2, core.WithWait(5*time.Second)) }
+				held = func() int { return semHolders(t, direct, name) }
+			}
+			var watches []*redistest.Watch
+			for _, p := range ps {
+				watches = append(watches, p.Watch(m))
+				p.HoldReply(m, lateReply)
+			}
+			s, err := take()
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs := 0
+			for _, w := range watches {
+				runs += w.Count()
+			}
+			if runs < 2 {
+				t.Fatalf("%d acquire scripts reached Redis, want 2 or more: the fault did not happen", runs)
+			}
+			if n := held(); n != 1 {
+				t.Fatalf("%d holds after one call whose script ran %d times, want 1", n, runs)
+			}
+			if err := s.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := held(); n != 0 {
+				t.Fatalf("%d holds after the only Unlock", n)
+			}
+		})
+	}
+	t.Run("control", func(t *testing.T) {
+		naive := redis.NewScript(`return redis.call('HINCRBY', KEYS[1], 'held', 1)`)
+		if err := naive.Load(ctx, c).Err(); err != nil {
+			t.Fatal(err)
+		}
+		m := redistest.MatchCommand("evalsha", naive.Hash(), "naive")
+		for _, p := range ps {
+			p.HoldReply(m, lateReply)
+		}
+		if err := naive.Run(ctx, c, []string{"naive"}).Err(); err != nil {
+			t.Logf("the control's call: %v", err)
+		}
+		n, _ := direct.HGet(ctx, "naive", "held").Int()
+		t.Logf("control: one naive acquire, %d counted", n)
+		if n < 2 {
+			t.Fatalf("control: a naive acquire re-sent after a late reply counted %d, want 2 or more", n)
+		}
+	})
+}
