@@ -242,14 +242,15 @@ func TestRLockReadersWriters(t *testing.T) {
 	t.Run("Order", func(t *testing.T) { testRWOrder(t, srv.Client(t)) })
 }
 
-// On a Cluster and on Sentinel: the same exclusion, order, basics and
-// loss as on one server.
+// On a Cluster and on Sentinel: the same exclusion, order, basics, loss,
+// Shutdown and Close as on one server.
 func TestRLockOnCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	testReadersWriters(t, cl.Client(t), cl.Client(t))
 	t.Run("Order", func(t *testing.T) { testRWOrder(t, cl.Client(t)) })
 	t.Run("Basics", func(t *testing.T) { testRLockBasics(t, cl.Client(t), cl.Client(t)) })
 	t.Run("Lost", func(t *testing.T) { testRLockLost(t, cl.Client(t), cl.Client(t)) })
+	t.Run("ShutdownAndClose", func(t *testing.T) { testRLockShutdownAndClose(t, cl.Client(t)) })
 }
 
 func TestRLockOnSentinel(t *testing.T) {
@@ -258,6 +259,7 @@ func TestRLockOnSentinel(t *testing.T) {
 	t.Run("Order", func(t *testing.T) { testRWOrder(t, sen.Client(t)) })
 	t.Run("Basics", func(t *testing.T) { testRLockBasics(t, sen.Client(t), sen.Master.Client(t)) })
 	t.Run("Lost", func(t *testing.T) { testRLockLost(t, sen.Client(t), sen.Master.Client(t)) })
+	t.Run("ShutdownAndClose", func(t *testing.T) { testRLockShutdownAndClose(t, sen.Client(t)) })
 	// WithReplicaAck: a read lock is on the replica when RLock returns;
 	// with the replica stopped, ErrNotReplicated within the budget and the
 	// reader undone. Control: a Locker without the option takes a read
@@ -643,11 +645,15 @@ func testRLockLost(t *testing.T, c, direct redis.UniversalClient) {
 // ErrClosed either way.
 func TestRLockShutdownAndClose(t *testing.T) {
 	srv := redistest.Start(t)
-	writer, _ := locktest.NewLocker(t, srv)
+	testRLockShutdownAndClose(t, srv.Client(t))
+}
+
+func testRLockShutdownAndClose(t *testing.T, c redis.UniversalClient) {
+	writer := locktest.Locker(t, c)
 	ctx := locktest.Context(t)
 	for _, shutdown := range []bool{true, false} {
 		name := fmt.Sprintf("sd:%v", shutdown)
-		l, _ := locktest.NewLocker(t, srv)
+		l := locktest.Locker(t, c)
 		r, err := l.RLock(ctx, name, core.WithTTL(2*time.Second))
 		if err != nil {
 			t.Fatal(err)

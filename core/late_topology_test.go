@@ -41,14 +41,38 @@ func lateCluster(t *testing.T) (*redistest.Cluster, []*redistest.Proxy, *redis.C
 }
 
 // On a Cluster, a read lock's and a permit's acquire whose reply comes
-// late (held by the proxy in front of the name's master) run again under
+// late (held by the proxy in front of the name's master, one per master) run again under
 // the same owner and have the effect of once: one reader, one permit, the
 // lease's fence in Redis. The proxies saw the script twice or more (the
 // fault happened). Control: a naive counting script, sent by the same
-// client with the same late reply, counts twice.
-func TestLateAcquireOnCluster(t *testing.T) {
+// client with the same late reply (and sent again by the caller when the
+// client does not re-send it), counts twice. A late release runs twice
+// and frees only its own hold.
+func TestLateRepliesOnCluster(t *testing.T) {
 	cl, ps, c := lateCluster(t)
-	direct := cl.Client(t)
+	testLateReplies(t, c, cl.Client(t), ps)
+}
+
+// The same on Sentinel: a proxy in front of the master, found through the
+// sentinels.
+func TestLateRepliesOnSentinel(t *testing.T) {
+	sen := redistest.StartSentinel(t)
+	p := redistest.StartProxy(t, sen.Master.Addr)
+	opts := sen.Options()
+	opts.ReadTimeout, opts.WriteTimeout = lateReadTimeout, lateReadTimeout
+	var d net.Dialer
+	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr == sen.Master.Addr {
+			addr = p.Addr
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+	c := redis.NewFailoverClient(opts)
+	t.Cleanup(func() { c.Close() })
+	testLateReplies(t, c, sen.Master.Client(t), []*redistest.Proxy{p})
+}
+
+func testLateReplies(t *testing.T, c, direct redis.UniversalClient, ps []*redistest.Proxy) {
 	l := locktest.Locker(t, c)
 	ctx := locktest.Context(t)
 	for _, kind := range []string{"rlock", "semaphore"} {
@@ -93,6 +117,50 @@ func TestLateAcquireOnCluster(t *testing.T) {
 			}
 		})
 	}
+	// A release whose reply comes late runs twice and frees only its own
+	// hold: the other holder (another Locker, not behind the proxy) still
+	// holds.
+	other := locktest.Locker(t, direct)
+	for _, kind := range []string{"rlock", "semaphore"} {
+		t.Run(kind+" release", func(t *testing.T) {
+			name := "laterel:" + kind
+			take := func(l *core.Locker, o ...core.LockOption) (*core.Lease, error) { return l.RLock(ctx, name, o...) }
+			m, held := rlockScript("release", name), func() int { return readers(t, direct, name) }
+			if kind == "semaphore" {
+				take = func(l *core.Locker, o ...core.LockOption) (*core.Lease, error) {
+					return l.Semaphore(ctx, name, 2, o...)
+				}
+				m, held = semScript("release", name), func() int { return semHolders(t, direct, name) }
+			}
+			a, err := take(l, core.WithReleaseTimeout(5*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := take(other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Unlock(ctx)
+			var watches []*redistest.Watch
+			for _, p := range ps {
+				watches = append(watches, p.Watch(m))
+				p.HoldReply(m, lateReply)
+			}
+			if err := a.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock whose release came late = %v, want nil", err)
+			}
+			runs := 0
+			for _, w := range watches {
+				runs += w.Count()
+			}
+			if runs < 2 {
+				t.Fatalf("%d release scripts reached Redis, want 2 or more: the fault did not happen", runs)
+			}
+			if n := held(); n != 1 {
+				t.Fatalf("%d holds after one release that ran %d times, want 1 (the other's)", n, runs)
+			}
+		})
+	}
 	t.Run("control", func(t *testing.T) {
 		naive := redis.NewScript(`return redis.call('HINCRBY', KEYS[1], 'held', 1)`)
 		if err := naive.Load(ctx, c).Err(); err != nil {
@@ -103,7 +171,10 @@ func TestLateAcquireOnCluster(t *testing.T) {
 			p.HoldReply(m, lateReply)
 		}
 		if err := naive.Run(ctx, c, []string{"naive"}).Err(); err != nil {
-			t.Logf("the control's call: %v", err)
+			// not re-sent by the client (Sentinel's): sent again, as a
+			// waiting caller's next attempt is
+			t.Logf("the control's call: %v; sent again", err)
+			naive.Run(ctx, c, []string{"naive"})
 		}
 		n, _ := direct.HGet(ctx, "naive", "held").Int()
 		t.Logf("control: one naive acquire, %d counted", n)
