@@ -163,14 +163,16 @@ func (s *Sentinel) Sync(timeout time.Duration) error {
 	return nil
 }
 
-// Failover waits for the replica to have the master's writes (Sync), makes
-// the sentinel promote it (SENTINEL FAILOVER), and waits until the sentinel
+// Failover reconciles Master and Replica with the sentinel (Reconcile),
+// waits for the replica to have the master's writes (Sync), makes the
+// sentinel promote it (SENTINEL FAILOVER, again while the sentinel answers
+// that a failover is still under way), and waits until the sentinel
 // reports it as the master and it reports role master; then it swaps
 // Master and Replica. All of it takes at most timeout. Writes made during
 // Failover may be lost, as in a real failover. The former master keeps
 // acting as a master until the sentinel turns it into a replica, some
-// seconds later (about 8s). Errors: the sentinel's refusal (e.g. no good
-// replica), or the timeout.
+// seconds later (about 8s). Errors: the sentinel's last refusal (e.g. no
+// good replica) when the timeout ends, or the timeout.
 func (s *Sentinel) Failover(timeout time.Duration) error { return s.failover(timeout, true) }
 
 // FailoverNow is Failover without waiting for the replica to catch up
@@ -180,6 +182,9 @@ func (s *Sentinel) FailoverNow(timeout time.Duration) error { return s.failover(
 
 func (s *Sentinel) failover(timeout time.Duration, sync bool) error {
 	deadline := time.Now().Add(timeout)
+	if err := s.Reconcile(timeout); err != nil {
+		return err
+	}
 	if sync {
 		if err := s.Sync(timeout); err != nil {
 			return err
@@ -189,11 +194,38 @@ func (s *Sentinel) failover(timeout time.Duration, sync bool) error {
 	defer sc.Close()
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	if err := sc.Failover(ctx, s.MasterName).Err(); err != nil {
+	// A failover still under way (the sentinel reconfiguring the old master
+	// after a promotion) answers INPROG: wait for it to end, within timeout.
+	err := poll(ctx, func() error { return sc.Failover(ctx, s.MasterName).Err() })
+	if err != nil {
 		return fmt.Errorf("redistest: SENTINEL FAILOVER: %w", err)
 	}
 	if err := s.waitPromoted(ctx, s.sentinels[:1]); err != nil {
 		return fmt.Errorf("redistest: failover not done within %v: %w", timeout, err)
+	}
+	return nil
+}
+
+// Reconcile makes Master and Replica what the first sentinel reports now. A
+// failover that ended after Failover or FailoverNow gave up waiting for it
+// (its timeout), or one the sentinel started by itself (a master that did not
+// answer for SentinelDownAfter), swapped the two in the deployment and not
+// here; Failover reconciles first, and a caller that picks Master for a fault
+// of its own does so too. It fails when the sentinel does not answer within
+// timeout or reports neither server.
+func (s *Sentinel) Reconcile(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	sc := s.sentinelClient()
+	defer sc.Close()
+	addr, err := s.masterAddr(ctx, sc)
+	switch {
+	case err != nil:
+		return fmt.Errorf("redistest: reconcile: %w", err)
+	case addr == s.Replica.Addr:
+		s.Master, s.Replica = s.Replica, s.Master
+	case addr != s.Master.Addr:
+		return fmt.Errorf("redistest: reconcile: the sentinel reports master %s, neither %s nor %s", addr, s.Master.Addr, s.Replica.Addr)
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ type chaos struct {
 	counts map[string]int
 	// master guards the Sentinel's Master, which a failover swaps while
 	// another lane looks for the current master.
-	master sync.RWMutex
+	master sync.Mutex
 }
 
 // lane is a set of fault kinds injected one after another, with gaps.
@@ -187,9 +187,10 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		c.dep.st.Failover(10 * time.Second)
 		c.master.Unlock()
 	case FaultMasterHang:
-		c.master.RLock()
+		c.master.Lock()
+		_ = c.dep.st.Reconcile(time.Second) // (unanswered: the last known master)
 		m := c.dep.st.Master
-		c.master.RUnlock()
+		c.master.Unlock()
 		hang(m, frac(0.5, 2))
 	case FaultNodeRestart:
 		// Killed, and started empty the longest lease later: redis.io's
@@ -204,12 +205,13 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		hang(srvs[node], frac(0.3, 3))
 	case FaultNodeNet:
 		if c.dep.st != nil {
-			c.master.RLock()
+			c.master.Lock()
+			_ = c.dep.st.Reconcile(time.Second)
 			node = 0
 			if c.dep.st.Master == srvs[1] {
 				node = 1
 			}
-			c.master.RUnlock()
+			c.master.Unlock()
 		}
 		f.Target = srvs[node].Addr
 		f.D = network(c.dep.proxiesOf(node), []string{FaultLateReply, FaultCut, FaultLatency}[rng.IntN(3)], rng, rt, frac)
