@@ -157,6 +157,12 @@ func (r *Report) FaultTotal() int {
 	return n
 }
 
+// keyFence names a hold by its lock and fence, as a renewal event does.
+type keyFence struct {
+	key   string
+	fence int64
+}
+
 // hold is one acquisition as its worker saw it.
 type holdSpan struct {
 	holder, worker, key string
@@ -248,12 +254,16 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	// call's budget).
 	stalls := map[string][]interval{}
 	holds := map[string]*holdSpan{}
-	var calls, multis []Event     // multis: the multi requests' calls, whole (calls has their parts)
-	pending := map[string]Event{} // a worker's begun Lock/TryLock without its result (yet)
-	var died []Event              // calls a worker never returned from
+	var calls, multis []Event       // multis: the multi requests' calls, whole (calls has their parts)
+	pending := map[string]Event{}   // a worker's begun Lock/TryLock without its result (yet)
+	var died []Event                // calls a worker never returned from
+	renewed := map[keyFence]int64{} // the last renewal of each hold (its key and fence)
+	extended := map[string]int64{}  // the end of each holder's last Extend that succeeded
 	for _, e := range events {
 		runEnd = max(runEnd, e.End)
 		switch e.Ev {
+		case "renewed":
+			renewed[keyFence{e.Key, e.Fence}] = max(renewed[keyFence{e.Key, e.Fence}], e.Start)
 		case "stall":
 			stalls[e.Worker] = append(stalls[e.Worker], interval{e.Start, e.End})
 			r.Unscheduled++
@@ -264,6 +274,9 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			}
 			pending[e.Worker] = e
 		case "call":
+			if e.Op == "extend" && e.Res == ResOK {
+				extended[e.Holder] = max(extended[e.Holder], e.End)
+			}
 			if e.Op == "lock" || e.Op == "trylock" || e.Op == "cancel" || e.Op == OpMulti || e.Op == OpSem || e.Op == OpRW {
 				delete(pending, e.Worker)
 			}
@@ -499,7 +512,9 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			// (or a path slow enough that the release ran after the TTL)
 			// (or the request's context ended before the release ran: a
 			// lease whose context ended is no longer renewed)
-			if h := holds[c.Holder]; h != nil && !h.told && !(h.ends > 0 && c.End >= h.ends) && !anyIn(lossAt, h.asked, c.End) && !anyIn(frozen[c.proc()], h.asked, c.End) &&
+			// (or the release ran a TTL after the hold was last renewed, or
+			// acquired: a process that did not run in time to renew it)
+			if h := holds[c.Holder]; h != nil && !h.told && !(h.ends > 0 && c.End >= h.ends) && c.End < max(h.asked, renewed[keyFence{h.key, h.fence}], extended[c.Holder])+h.ttl && !anyIn(lossAt, h.asked, c.End) && !anyIn(frozen[c.proc()], h.asked, c.End) &&
 				!anyIn(outage, h.asked, c.End) && !slowDuring(faults, c.proc(), h.asked, c.End) &&
 				!(lim.Redlock && redlockCopiesLost(faults, partial[c.Key], byKey[c.Key], h, c.End)) {
 				r.UnlockLies = append(r.UnlockLies, fmt.Sprintf("%s %s: Unlock at %s said not held, and nothing had ended the hold", c.Holder, c.Key, ts(c.Start)))

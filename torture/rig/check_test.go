@@ -146,6 +146,29 @@ func TestCheckRules(t *testing.T) {
 		if r := Check([]Event{ev[0], lost, ev[1], unlock}, nil, nil, lim); len(r.UnlockLies) != 0 {
 			t.Fatalf("unlock lies %v after the holder was told of the loss", r.UnlockLies)
 		}
+		// A release that reached Redis a TTL (500ms) after the hold was
+		// last renewed may find it expired: a process that did not run in
+		// time to renew it. Controls: a renewal, or an Extend, 100ms
+		// before it makes "not held" a lie again.
+		late := unlock
+		late.Start, late.End = ms(600), ms(601)
+		ev = []Event{acq("a", "a#1", 0, 1, 10), end("a", "a#1", 600), late}
+		if r := Check(ev, nil, nil, lim); len(r.UnlockLies) != 0 {
+			t.Fatalf("unlock lies %v: released a TTL after it was acquired, never renewed", r.UnlockLies)
+		}
+		renewal := Event{Ev: "renewed", Worker: "a", Key: "k", Fence: 10, Start: ms(500)}
+		if r := Check(append(ev, renewal), nil, nil, lim); len(r.UnlockLies) != 1 {
+			t.Fatalf("control: unlock lies %v, renewed 100ms before the release", r.UnlockLies)
+		}
+		other := renewal
+		other.Fence = 11
+		if r := Check(append(ev, other), nil, nil, lim); len(r.UnlockLies) != 0 {
+			t.Fatalf("unlock lies %v: the renewal was another hold's", r.UnlockLies)
+		}
+		extend := Event{Ev: "call", Worker: "a", Key: "k", Holder: "a#1", Op: "extend", Start: ms(499), End: ms(500), Res: ResOK}
+		if r := Check(append(ev, extend), nil, nil, lim); len(r.UnlockLies) != 1 {
+			t.Fatalf("control: unlock lies %v, extended 100ms before the release", r.UnlockLies)
+		}
 	})
 	t.Run("Redlock copies lost", func(t *testing.T) {
 		// a's Unlock says not held (its renewals found too few copies):

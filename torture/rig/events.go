@@ -27,6 +27,9 @@ type Event struct {
 	//   call:   a Lock, TryLock, re-entry, Extend or Unlock (Op) and its result
 	//   end:    the holder stopped believing it holds the lock (Why)
 	//   write:  a write to the resource under a hold
+	//   renewed: the watchdog renewed the hold of Key with Fence (the
+	//           Locker's EventRenewed without an error), at Start: the
+	//           lock lives in Redis until at most a TTL after it
 	Ev string `json:"ev"`
 	// Worker is the process ("w<i>.<generation>"), and for a crowd's
 	// goroutines "/g<j>" after it: one call at a time each.

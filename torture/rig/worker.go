@@ -231,6 +231,10 @@ type callKey struct{}
 
 func (w *worker) newLocker() error {
 	obs := core.ObserverFunc(func(ctx context.Context, e core.Event) {
+		if e.Kind == core.EventRenewed && e.Err == nil {
+			w.log.add(Event{Ev: "renewed", Worker: w.cfg.Name, Key: e.Key, Fence: e.Fence, Start: now()}, true)
+			return
+		}
 		if e.Kind != core.EventWaiting {
 			return
 		}
