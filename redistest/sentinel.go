@@ -182,7 +182,7 @@ func (s *Sentinel) FailoverNow(timeout time.Duration) error { return s.failover(
 
 func (s *Sentinel) failover(timeout time.Duration, sync bool) error {
 	deadline := time.Now().Add(timeout)
-	if err := s.Reconcile(timeout); err != nil {
+	if err := s.Reconcile(time.Until(deadline)); err != nil {
 		return err
 	}
 	if sync {

@@ -141,14 +141,20 @@ func TestSentinelReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := st.Master
+	// The sentinel announces the promotion on its +switch-master channel.
+	sub := sc.Subscribe(ctx, "+switch-master")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // the subscription is in place
+		t.Fatal(err)
+	}
 	if err := sc.Failover(ctx, st.MasterName).Err(); err != nil {
 		t.Fatal(err)
 	}
-	for reported() == old.Addr {
-		if ctx.Err() != nil {
-			t.Fatal("the sentinel did not promote the replica")
-		}
-		time.Sleep(50 * time.Millisecond) // a poll of the sentinel's state: it signals nothing
+	if _, err := sub.ReceiveMessage(ctx); err != nil {
+		t.Fatalf("the sentinel did not announce the promotion: %v", err)
+	}
+	if reported() == old.Addr {
+		t.Fatal("the sentinel announced a switch and still reports the old master")
 	}
 	// Control: the harness has not seen it.
 	if st.Master != old {

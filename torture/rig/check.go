@@ -263,7 +263,8 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		runEnd = max(runEnd, e.End)
 		switch e.Ev {
 		case "renewed":
-			renewed[keyFence{e.Key, e.Fence}] = max(renewed[keyFence{e.Key, e.Fence}], e.Start)
+			kf := keyFence{e.Key, e.Fence}
+			renewed[kf] = max(renewed[kf], e.Start)
 		case "stall":
 			stalls[e.Worker] = append(stalls[e.Worker], interval{e.Start, e.End})
 			r.Unscheduled++
