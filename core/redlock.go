@@ -62,17 +62,28 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	if e, _ := entry.(string); e != "" {
 		entry = "n" // Redlock waiters do not queue: they are told when the lock is free
 	}
-	grants := 0
+	grants, refusals := 0, 0
 	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *deployment) (acquireReply, error) {
 		return n.acquire(cctx, k, owner, ttl, entry, seq, tag)
 	}, func(a acquireReply, err error) bool {
 		// A majority's grants decide it (the rest are given back by a
-		// release, or renewed with the others); anything else waits for
-		// every node, so that busy is told from unavailable.
-		if err == nil && a.found == foundHeld {
+		// release, or renewed with the others), and so do answers that
+		// leave too few nodes for a majority of grants: busy, told by a
+		// majority. (A grant still to come is this owner's: its next
+		// attempt claims it, the end of its wait gives it back; a single
+		// attempt's lasts to its TTL, as an answer after the per-node
+		// timeout always could.) Failures wait for every node, so that
+		// busy is told from unavailable.
+		switch {
+		case err != nil:
+		case a.found == foundHeld:
 			grants++
+		case a.found == foundEnded:
+			return true
+		default:
+			refusals++
 		}
-		return grants >= r.quorum || err == nil && a.found == foundEnded
+		return grants >= r.quorum || refusals > len(r.nodes)-r.quorum
 	})
 	granted, answered, ended := 0, 0, 0
 	var fence int64

@@ -566,3 +566,51 @@ func TestRedlockFenceFloorOnAnyQuorum(t *testing.T) {
 		}
 	}
 }
+
+// A majority's busy answers decide a Redlock attempt: a TryLock on a lock
+// another owner holds returns busy without waiting for a hung node's
+// answer (up to the per-node timeout, 1s for a 100s TTL), so that an
+// attempt late in a waiter's budget is answered by the nodes that answer.
+// Control: with a second node's replies 2s late, no majority answers in
+// time; the attempt then waits the per-node timeout and ends unavailable,
+// naming the nodes.
+func TestRedlockBusyMajorityDecides(t *testing.T) {
+	srvs, _ := masters(t, 3)
+	holder := redlockOn(t, srvs)
+	proxies := make([]*redistest.Proxy, 3)
+	l := redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool { proxies[i] = p; return i > 0 })
+	ctx := locktest.Context(t)
+	warm(t, l)
+	const ttl = 100 * time.Second
+	s, err := holder.Lock(ctx, "rl:busy", core.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Unlock(ctx)
+	proxies[2].Stall()
+	defer proxies[2].Unstall()
+	try := func() (time.Duration, error) {
+		start := time.Now()
+		s, err := l.TryLock(ctx, "rl:busy", core.WithTTL(ttl), core.WithAttemptTimeout(5*time.Second))
+		if s != nil {
+			t.Fatal("obtained a lock another owner holds")
+		}
+		return time.Since(start), err
+	}
+	took, err := try()
+	if !errors.Is(err, core.ErrNotObtained) || errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("TryLock with two nodes busy and one hung: %v, want busy", err)
+	}
+	if took >= 500*time.Millisecond {
+		t.Fatalf("TryLock took %v: it waited for the hung node (per-node timeout 1s)", took)
+	}
+	proxies[1].SetLatency(2 * time.Second)
+	took, err = try()
+	if !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("control: one node answering in time: %v, want unavailable", err)
+	}
+	if took < time.Second {
+		t.Fatalf("control: the attempt took %v, less than the per-node timeout", took)
+	}
+	proxies[1].SetLatency(0)
+}
