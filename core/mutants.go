@@ -57,6 +57,9 @@ type mutants struct {
 	// Redis (a refused dial, a refused password) leaves its queue entry
 	// live, so a release grants the lock to it though it is gone.
 	keepEntry bool
+	// keepStraggler: a Redlock TryLock that a majority answered busy
+	// leaves what a slower node grants it afterwards until its TTL ends.
+	keepStraggler bool
 	// wakeOnIdle: releasing the Locker's last hold always wakes the
 	// watchdog's scheduler, so one caller's every lock and unlock costs a
 	// goroutine wake-up.
@@ -121,6 +124,8 @@ func parseMutants(list string) (mutants, error) {
 			m.noSlotReload = true
 		case "keep-entry":
 			m.keepEntry = true
+		case "keep-straggler":
+			m.keepStraggler = true
 		case "wake-on-idle":
 			m.wakeOnIdle = true
 		default:

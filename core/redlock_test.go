@@ -49,7 +49,7 @@ func redlockOn(t *testing.T, srvs []*redistest.Server, opts ...core.Option) *cor
 
 // redlockVia is redlockOn with some masters behind a fault proxy of their
 // own: via(i, p) sets up proxy p for master i and reports whether to use it.
-func redlockVia(t *testing.T, srvs []*redistest.Server, via func(i int, p *redistest.Proxy) bool) *core.Locker {
+func redlockVia(t *testing.T, srvs []*redistest.Server, via func(i int, p *redistest.Proxy) bool, opts ...core.Option) *core.Locker {
 	t.Helper()
 	var clients []redis.UniversalClient
 	for i, s := range srvs {
@@ -61,7 +61,7 @@ func redlockVia(t *testing.T, srvs []*redistest.Server, via func(i int, p *redis
 		t.Cleanup(func() { c.Close() })
 		clients = append(clients, c)
 	}
-	l, err := core.NewRedlock(clients)
+	l, err := core.NewRedlock(clients, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,7 +575,7 @@ func TestRedlockFenceFloorOnAnyQuorum(t *testing.T) {
 // time; the attempt then waits the per-node timeout and ends unavailable,
 // naming the nodes.
 func TestRedlockBusyMajorityDecides(t *testing.T) {
-	srvs, _ := masters(t, 3)
+	srvs, cs := masters(t, 3)
 	holder := redlockOn(t, srvs)
 	proxies := make([]*redistest.Proxy, 3)
 	l := redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool { proxies[i] = p; return i > 0 })
@@ -587,6 +587,7 @@ func TestRedlockBusyMajorityDecides(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Unlock(ctx)
+	heldEverywhere(t, cs, "lockgate:{rl:busy}")
 	proxies[2].Stall()
 	defer proxies[2].Unstall()
 	try := func() (time.Duration, error) {
@@ -613,4 +614,84 @@ func TestRedlockBusyMajorityDecides(t *testing.T) {
 		t.Fatalf("control: the attempt took %v, less than the per-node timeout", took)
 	}
 	proxies[1].SetLatency(0)
+}
+
+// A TryLock that a majority answered busy gives back what a slower node
+// grants it afterwards, as redsync's failed acquire releases every node:
+// the lock's holder lost its copy on node 2 (deleted here), whose replies
+// to the TryLock's Locker come 300ms late; nodes 0 and 1 answer busy at
+// once, and node 2's late grant is released soon after, not kept to its
+// 100s TTL. Control: with the give-back taken out (the keep-straggler
+// mutant), node 2 still names the TryLock's owner a second later.
+func TestRedlockBusyGivesBackStraggler(t *testing.T) {
+	srvs, cs := masters(t, 3)
+	holder := redlockOn(t, srvs)
+	ctx := locktest.Context(t)
+	const key, hash, ttl = "rl:straggle", "lockgate:{rl:straggle}", 100 * time.Second
+	for _, mutant := range []string{"", "keep-straggler"} {
+		var slow *redistest.Proxy
+		l := redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool { slow = p; return i == 2 }, core.WithMutants(mutant))
+		warm(t, l)
+		s, err := holder.Lock(ctx, key, core.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		holderOwner := heldEverywhere(t, cs, hash)
+		cs[2].Del(ctx, hash)
+		slow.SetLatency(300 * time.Millisecond)
+		start := time.Now()
+		if _, err := l.TryLock(ctx, key, core.WithTTL(ttl), core.WithAttemptTimeout(5*time.Second)); !errors.Is(err, core.ErrNotObtained) {
+			t.Fatalf("%q: TryLock with two nodes busy = %v, want busy", mutant, err)
+		}
+		if took := time.Since(start); took >= 300*time.Millisecond {
+			t.Fatalf("%q: TryLock took %v: it waited for the slow node", mutant, took)
+		}
+		// Node 2's grant to the TryLock's owner shows, then is given back.
+		var granted, gone time.Duration
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && gone == 0; {
+			owner := cs[2].HGet(ctx, hash, "owner").Val()
+			switch {
+			case owner != "" && owner != holderOwner && granted == 0:
+				granted = time.Since(start)
+			case owner == "" && granted > 0:
+				gone = time.Since(start)
+			}
+			time.Sleep(5 * time.Millisecond) // polling Redis: nothing signals a key's change
+		}
+		slow.SetLatency(0)
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cs[2].Del(ctx, hash)
+		switch {
+		case mutant == "" && (granted == 0 || gone == 0):
+			t.Fatalf("the slow node's grant: seen after %v, given back after %v (0: never within 3s)", granted, gone)
+		case mutant != "" && granted == 0:
+			t.Fatal("control: the slow node never granted the TryLock's owner")
+		case mutant != "" && gone != 0:
+			t.Fatalf("control: the slow node's grant went after %v without the give-back", gone)
+		}
+		t.Logf("%q: slow node granted after %v, given back after %v", mutant, granted, gone)
+	}
+}
+
+// heldEverywhere waits until every node names one owner of the lock hash
+// (a Redlock Lock returns once a quorum granted: the last node's grant may
+// still be on its way) and returns it.
+func heldEverywhere(t *testing.T, cs []redis.UniversalClient, hash string) string {
+	t.Helper()
+	ctx := locktest.Context(t)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		owner := cs[0].HGet(ctx, hash, "owner").Val()
+		same := owner != ""
+		for _, c := range cs[1:] {
+			same = same && c.HGet(ctx, hash, "owner").Val() == owner
+		}
+		if same {
+			return owner
+		}
+		time.Sleep(2 * time.Millisecond) // polling Redis: nothing signals a key's change
+	}
+	t.Fatalf("%s: the nodes do not all name one owner within 2s", hash)
+	return ""
 }

@@ -50,6 +50,12 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	if s != nil || err != nil || !a.waits {
 		if s == nil && err == nil {
 			err = a.busy()
+			if !l.be.queues() && !l.mut.keepStraggler {
+				// Redlock: a node that answers after the majority said
+				// busy may still grant this owner; give it back, as a
+				// waiter's budget end does.
+				a.undo()
+			}
 		}
 		return s, err
 	}
