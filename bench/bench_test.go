@@ -250,3 +250,51 @@ func TestHist(t *testing.T) {
 		}
 	}
 }
+
+// The goals are judged on the run's own figures: a goal whose rows ran is
+// met or missed (a missed one says why), a goal whose rows did not run is
+// left out. Control: the same report with lockgate's one-caller ratio below
+// 0.9 misses the first goal.
+func TestGoals(t *testing.T) {
+	floor := &uncJob{peer: peer{name: "floor"}, conc: 1, runs: []uncResult{{Allocs: 18, ServerCmds: 4, ServerCPU: 10}}}
+	job := func(name string, ratio, allocs, cmds, cpu float64) *uncJob {
+		return &uncJob{peer: peer{name: name}, conc: 1, floor: floor, ratio: []float64{ratio},
+			runs: []uncResult{{Allocs: allocs, ServerCmds: cmds, ServerCPU: cpu}}}
+	}
+	report := func(lockgate float64) *Report {
+		return &Report{Uncontended: []*uncJob{floor, job("lockgate", lockgate, 40, 9, 30), job("redislock", 0.85, 34, 5, 15), job("redsync", 0.8, 40, 4, 12)}}
+	}
+	row := func(table, target string) string {
+		for _, line := range strings.Split(table, "\n") {
+			if strings.HasPrefix(line, "| "+target) {
+				return line
+			}
+		}
+		return ""
+	}
+	table := report(0.95).goalsTable()
+	for target, want := range map[string]string{
+		"uncontended, 1 caller":                   "| yes |",
+		"allocations per uncontended cycle":       "| **no** |",
+		"≤ 6 server commands per uncontended":     "| **no** |",
+		"≤ 2× the floor's server time per uncont": "| **no** |",
+	} {
+		if r := row(table, target); !strings.Contains(r, want) {
+			t.Errorf("goal %q: row %q, want %q", target, r, want)
+		}
+	}
+	if r := row(table, "allocations per uncontended cycle"); !strings.Contains(r, "lockgate 40.0, redislock 34.0") || !strings.Contains(r, "deadline contexts") {
+		t.Errorf("a missed goal names its figures and why: %q", r)
+	}
+	if r := row(table, "uncontended, 1 caller"); !strings.Contains(r, "lockgate 0.95, redislock 0.85, redsync 0.80") || !strings.HasSuffix(r, "| yes |  |") {
+		t.Errorf("a met goal names its figures and no reason: %q", r)
+	}
+	for _, absent := range []string{"contended, 2 ms", "Redlock of 3", "uncontended, 16 callers", "what released locks leave"} {
+		if r := row(table, absent); r != "" {
+			t.Errorf("goal %q has no rows in this run, yet: %q", absent, r)
+		}
+	}
+	if r := row(report(0.5).goalsTable(), "uncontended, 1 caller"); !strings.Contains(r, "| **no** |") {
+		t.Errorf("control: lockgate at 0.5× the floor: %q, want missed", r)
+	}
+}

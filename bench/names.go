@@ -144,27 +144,32 @@ func (e *env) usedMemory(ctx context.Context) (int64, error) {
 
 // serverCPU is the first server's CPU time so far (used_cpu_user plus
 // used_cpu_sys, seconds).
-func (e *env) serverCPU(ctx context.Context) (float64, error) {
-	info, err := e.stats[0].Info(ctx, "cpu").Result()
-	if err != nil {
-		return 0, err
-	}
+func (e *env) serverCPU(ctx context.Context) (float64, error) { return e.serversCPU(ctx, 1) }
+
+// serversCPU is serverCPU summed over the first n servers.
+func (e *env) serversCPU(ctx context.Context, n int) (float64, error) {
 	var total float64
-	n := 0
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, f := range []string{"used_cpu_user:", "used_cpu_sys:"} {
-			if v, ok := strings.CutPrefix(line, f); ok {
-				x, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					return 0, err
+	for _, c := range e.stats[:n] {
+		info, err := c.Info(ctx, "cpu").Result()
+		if err != nil {
+			return 0, err
+		}
+		found := 0
+		for _, line := range strings.Split(info, "\r\n") {
+			for _, f := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+				if v, ok := strings.CutPrefix(line, f); ok {
+					x, err := strconv.ParseFloat(v, 64)
+					if err != nil {
+						return 0, err
+					}
+					total += x
+					found++
 				}
-				total += x
-				n++
 			}
 		}
-	}
-	if n != 2 {
-		return 0, fmt.Errorf("INFO cpu lacks used_cpu_user or used_cpu_sys")
+		if found != 2 {
+			return 0, fmt.Errorf("INFO cpu lacks used_cpu_user or used_cpu_sys")
+		}
 	}
 	return total, nil
 }

@@ -31,8 +31,12 @@ type uncResult struct {
 	// KeysLeft is the keys on the servers after the run (warm-up included)
 	// ÷ the cycles: what a lock leaves behind to expire later.
 	KeysLeft float64
-	Errors   int64
-	FirstErr string
+	// ServerCmds is the commands the servers ran per cycle (INFO
+	// commandstats calls, a script's own commands included); ServerCPU
+	// their CPU time per cycle, µs (INFO cpu, user and system).
+	ServerCmds, ServerCPU float64
+	Errors                int64
+	FirstErr              string
 }
 
 // runUncontended runs p at concurrency conc for d, after a warm-up of
@@ -95,7 +99,23 @@ func runUncontended(ctx context.Context, e *env, p peer, conc int, d, warm time.
 	}
 
 	phase("warm", warm, false)
+	cmdsBefore, err := e.commandStats(ctx, p.servers)
+	if err != nil {
+		return uncResult{}, err
+	}
+	cpuBefore, err := e.serversCPU(ctx, p.servers)
+	if err != nil {
+		return uncResult{}, err
+	}
 	elapsed, mallocs := phase("run", d, true)
+	cmdsAfter, err := e.commandStats(ctx, p.servers)
+	if err != nil {
+		return uncResult{}, err
+	}
+	cpuAfter, err := e.serversCPU(ctx, p.servers)
+	if err != nil {
+		return uncResult{}, err
+	}
 
 	var r uncResult
 	var all hist
@@ -111,6 +131,8 @@ func runUncontended(ctx context.Context, e *env, p peer, conc int, d, warm time.
 	r.Rate = float64(r.Cycles) / elapsed.Seconds()
 	r.P50, r.P99 = all.quantile(0.50), all.quantile(0.99)
 	r.Allocs = float64(mallocs) / float64(max(r.Cycles, 1))
+	r.ServerCmds = float64(cmdsAfter.delta(cmdsBefore).total()) / float64(max(r.Cycles, 1))
+	r.ServerCPU = (cpuAfter - cpuBefore) * 1e6 / float64(max(r.Cycles, 1))
 	keys, err := e.keys(ctx, p.servers)
 	if err != nil {
 		return r, err

@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// A goal is one of the lean path's targets, judged on this run's figures:
+// met, missed (with the measured reason and what would close it, written
+// from the profiles and A/B runs of docs/performance.md), or not run.
+type goal struct {
+	target string
+	figure string // what this run measured; "" when a row it needs was not run
+	met    bool
+	why    string // for a missed goal: the measured reason, what would close it
+}
+
+// singlePeers are the peers on one server that lockgate is held against.
+var singlePeers = []string{"redislock", "redsync", "rueidislock", "rueidislock/tuned"}
+
+func (r *Report) unc(name string, conc int) *uncJob {
+	for _, j := range r.Uncontended {
+		if j.peer.name == name && j.conc == conc && len(j.runs) > 0 {
+			return j
+		}
+	}
+	return nil
+}
+
+func (r *Report) con(name string, hold time.Duration) *conJob {
+	for _, j := range r.Contended {
+		if j.peer.name == name && j.hold == hold && len(j.runs) > 0 {
+			return j
+		}
+	}
+	return nil
+}
+
+func (r *Report) namesOf(name string) *namesResult {
+	for _, j := range r.Names {
+		if j.peer.name == name && len(j.runs) > 0 {
+			return &j.runs[0]
+		}
+	}
+	return nil
+}
+
+// ratio is the median × floor of an uncontended job (1 for the floor).
+func (j *uncJob) ratioMed() float64 {
+	if j.floor == nil {
+		return 1
+	}
+	return spreadOf(j.ratio).Med
+}
+
+func (j *uncJob) med(f func(uncResult) float64) float64 { return spreadOf(collect(j.runs, f)).Med }
+
+func (j *conJob) med(f func(conResult) float64) float64 { return spreadOf(collect(j.runs, f)).Med }
+
+// aheadOfPeers reports whether lockgate's × floor at conc is at least every
+// single-server peer's, and says the figures.
+func (r *Report) aheadOfPeers(conc int) (string, bool) {
+	lg := r.unc("lockgate", conc)
+	if lg == nil {
+		return "", false
+	}
+	ok := true
+	parts := []string{fmt.Sprintf("lockgate %.2f", lg.ratioMed())}
+	for _, name := range singlePeers {
+		if p := r.unc(name, conc); p != nil {
+			parts = append(parts, fmt.Sprintf("%s %.2f", name, p.ratioMed()))
+			ok = ok && lg.ratioMed() >= p.ratioMed()
+		}
+	}
+	return strings.Join(parts, ", "), ok
+}
+
+func (r *Report) goals() []goal {
+	var gs []goal
+	add := func(target, figure string, met bool, why string) {
+		gs = append(gs, goal{target: target, figure: figure, met: met, why: why})
+	}
+	if fig, ahead := r.aheadOfPeers(1); fig != "" {
+		lg := r.unc("lockgate", 1).ratioMed()
+		add("uncontended, 1 caller: ≥ 0.9× the floor and ≥ every peer", fig+" (× floor)", lg >= 0.9 && ahead,
+			"a cycle is two scripts whose server time is well above the floor's (the server CPU column; docs/performance.md has the commandstats profile): the fence's TIME and floor write, the check for a queue or done marker and the hash's HSET and PEXPIRE run inside them, and a script's own running costs more than its commands. What would close it: fewer, shorter scripts — one string key carrying owner and fence, the queue looked at only when the lock is flagged as waited for.")
+	}
+	for _, conc := range []int{16, 64} {
+		if fig, ahead := r.aheadOfPeers(conc); fig != "" {
+			add(fmt.Sprintf("uncontended, %d callers: ≥ every peer, rueidislock tuned included", conc), fig+" (× floor)", ahead,
+				"at 16 and more callers Redis's single thread is the limit: rueidislock pipelines every caller's commands over one connection, and each lockgate cycle costs the server more than a peer's (the server CPU column). go-redis's own auto-pipelining was measured for the scripts and did not beat lockgate's coalescer (docs/performance.md); what would close it is the shorter scripts above.")
+		}
+	}
+	if lg, fl := r.unc("lockgate", 1), r.unc("floor", 1); lg != nil && fl != nil {
+		cmds := lg.med(func(x uncResult) float64 { return x.ServerCmds })
+		add("≤ 6 server commands per uncontended cycle", fmt.Sprintf("lockgate %.1f, floor %.1f", cmds, fl.med(func(x uncResult) float64 { return x.ServerCmds })), cmds <= 6,
+			"2 EVALSHA and 7 inside them: EXISTS (lock, done marker, queue), TIME and SET…GET for the fence (a server-clock fence survives failovers and empty restarts, which a counter alone does not), HSET and PEXPIRE of the hash, then HMGET and DEL. A string lock value would save one; Redis 7.0 has no single command for the rest.")
+		cpu, fcpu := lg.med(func(x uncResult) float64 { return x.ServerCPU }), fl.med(func(x uncResult) float64 { return x.ServerCPU })
+		add("≤ 2× the floor's server time per uncontended cycle", fmt.Sprintf("lockgate %.1f µs, floor %.1f µs (INFO cpu; %.2f×)", cpu, fcpu, cpu/max(fcpu, 0.001)), cpu <= 2*fcpu,
+			"a script's own running costs more than its commands (docs/performance.md: ~6 µs a call); fewer, shorter scripts would close it.")
+	}
+	if lg, rl := r.unc("lockgate", 1), r.unc("redislock", 1); lg != nil && rl != nil {
+		a, b := lg.med(func(x uncResult) float64 { return x.Allocs }), rl.med(func(x uncResult) float64 { return x.Allocs })
+		add("allocations per uncontended cycle ≤ redislock's", fmt.Sprintf("lockgate %.1f, redislock %.1f", a, b), a <= b,
+			"the two calls' deadline contexts (8: a budget is a hard bound whatever the client's timeouts), the lock's key names boxed for the scripts (6), the owner (4), the lease and its context (5), the prober's pool-stats read (4); what would close it is a deadline without a context per call, which the standard library does not offer.")
+	}
+	if lg, fl := r.namesOf("lockgate"), r.namesOf("floor"); lg != nil && fl != nil {
+		add("what released locks leave is bounded by the deployment, not the names", fmt.Sprintf("%s names: lockgate %d keys, %+.2f MB; floor %d keys, %+.2f MB", fmtRate(float64(lg.Names)), lg.Keys, float64(lg.Memory)/(1<<20), fl.Keys, float64(fl.Memory)/(1<<20)), lg.Keys <= 16384, "")
+		flat := lg.Late / lg.Early
+		add("cost flat from 1 k to all names: late ÷ early within 10 %", fmt.Sprintf("lockgate %.2f", flat), flat >= 0.9 && flat <= 1.1,
+			"read it with the floor's own late ÷ early in the names table: on a shared machine one run's noise is of the same size.")
+	}
+	if lg, held := r.unc("lockgate", 1), r.unc("lockgate/held=10k", 1); lg != nil && held != nil {
+		a, b := lg.ratioMed(), held.ratioMed()
+		add("cost flat with 10 k leases held: within 10 %", fmt.Sprintf("× floor %.2f alone, %.2f with 10 k held", a, b), b >= 0.9*a,
+			"the watchdog's batches share the machine's two cores with the callers; read it with the c=1 rows' min–max.")
+	}
+	if c := r.con("lockgate", 2*time.Millisecond); c != nil {
+		ratio := c.med(func(x conResult) float64 { return x.Ratio })
+		fair := c.med(func(x conResult) float64 { return float64(x.MinG) / float64(max(x.MaxG, 1)) })
+		past := sumInts(c.runs, func(x conResult) int64 { return x.PastBudget })
+		add("contended, 2 ms holds: ≥ 0.9× ideal, fairness ≥ 0.8, 0 past budget", fmt.Sprintf("%.2f× ideal (%.2f with the hold as slept), fairness %.2f, %d past budget", ratio, c.med(func(x conResult) float64 { return x.RatioActual }), fair, past),
+			ratio >= 0.9 && fair >= 0.8 && past == 0,
+			"time.Sleep(2ms) overshoots (the real-hold column: the ideal counts 2ms), and a handoff is the release script, its message on the lock's channel and the waiter's wake-up, as at 0 ms.")
+	}
+	if c := r.con("lockgate", 0); c != nil {
+		ratio := c.med(func(x conResult) float64 { return x.Ratio })
+		add("contended, 0 ms holds: ≥ 0.5× ideal", fmt.Sprintf("%.2f× ideal", ratio), ratio >= 0.5,
+			"the ideal is one handoff per PING round trip; each handoff here is a release script, a Pub/Sub message and the waiter's goroutine waking on a 2-core machine shared with 32 goroutines and the server. An in-process hand-over to a waiter of the same Locker (a third of them here) would save the message; not built.")
+	}
+	if c := r.con("lockgate", 2*time.Millisecond); c != nil {
+		cmds := c.med(func(x conResult) float64 { return perAcq(x.Server.total(), x.Acq) })
+		add("≤ 10 server commands per contended acquisition", fmt.Sprintf("%.1f", cmds), cmds <= 10,
+			"a contended acquisition is a queueing acquire (the lock's checks, TIME, ZADD, HSET and the queue's expiries) and a handing-over release (ZRANGE, HMGET, ZREM, HDEL of the head, a fence's TIME and SET…GET, the new holder's HSET and PEXPIREAT, SPUBLISH), each command counted inside its script (the top-commands table). What would close it: the queue's entries and their expiry in one key instead of a sorted set, a hash and two expiries.")
+	}
+	if lg, rs := r.unc("lockgate/redlock3", 1), r.unc("redlock3", 1); lg != nil && rs != nil {
+		a, b := lg.ratioMed(), rs.ratioMed()
+		add("Redlock of 3, 1 caller: ≥ redsync's redlock3, fences kept", fmt.Sprintf("lockgate/redlock3 %.2f, redlock3 %.2f (× floor)", a, b), a >= b,
+			"lockgate's Redlock makes a third parallel round trip to raise the nodes' fence floors so that fences order across majorities; redsync has no fences. Folding the floor into the next acquire would close it.")
+	}
+	return gs
+}
+
+// goalsTable renders the goals, each met or missed on this run's figures.
+func (r *Report) goalsTable() string {
+	gs := r.goals()
+	if len(gs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("## Goals of the lean path, judged on this run\n\n| goal | this run | met | if not: the measured reason, what would close it |\n|---|---|---|---|\n")
+	for _, g := range gs {
+		met, why := "yes", ""
+		if !g.met {
+			met, why = "**no**", g.why
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.target, g.figure, met, why)
+	}
+	return b.String()
+}
