@@ -256,10 +256,10 @@ func TestHist(t *testing.T) {
 // left out. Control: the same report with lockgate's one-caller ratio below
 // 0.9 misses the first goal.
 func TestGoals(t *testing.T) {
-	floor := &uncJob{peer: peer{name: "floor"}, conc: 1, runs: []uncResult{{Allocs: 18, ServerCmds: 4, ServerCPU: 10}}}
-	job := func(name string, ratio, allocs, cmds, cpu float64) *uncJob {
+	floor := &uncJob{peer: peer{name: "floor"}, conc: 1, runs: []uncResult{{Allocs: 18, ServerCmds: 4, ServerTime: 10}}}
+	job := func(name string, ratio, allocs, cmds, us float64) *uncJob {
 		return &uncJob{peer: peer{name: name}, conc: 1, floor: floor, ratio: []float64{ratio},
-			runs: []uncResult{{Allocs: allocs, ServerCmds: cmds, ServerCPU: cpu}}}
+			runs: []uncResult{{Allocs: allocs, ServerCmds: cmds, ServerTime: us}}}
 	}
 	report := func(lockgate float64) *Report {
 		return &Report{Uncontended: []*uncJob{floor, job("lockgate", lockgate, 40, 9, 30), job("redislock", 0.85, 34, 5, 15), job("redsync", 0.8, 40, 4, 12)}}

@@ -50,6 +50,10 @@ type peer struct {
 	servers int    // redis-servers it uses: 1, or 3 (Redlock)
 	// uncontended, contended: which benchmarks it takes part in
 	uncontended, contended bool
+	// topLevel names the commands it sends outside scripts (the rest run
+	// inside EVALSHA): its server time is their INFO commandstats usec and
+	// its scripts', whose usec covers the commands they run
+	topLevel []string
 	// open makes instance i (a node) with its own clients, counted by cnt
 	// when not nil.
 	open func(e *env, i int, cnt *counters) (locker, error)
@@ -77,7 +81,7 @@ const waitBudget = 2 * time.Second
 func peers() []peer {
 	return []peer{
 		{
-			name: "floor", module: "github.com/redis/go-redis/v9", servers: 1, uncontended: true,
+			name: "floor", topLevel: []string{"set"}, module: "github.com/redis/go-redis/v9", servers: 1, uncontended: true,
 			config: "SET key tok NX PX 30000, then EVALSHA compare-and-delete, through go-redis",
 			waits:  "does not wait (uncontended only).",
 			open:   openFloor,
@@ -143,25 +147,25 @@ func peers() []peer {
 			open:   openRedislock(redislockTunedRetry),
 		},
 		{
-			name: "redsync", module: "github.com/go-redsync/redsync/v4", servers: 1, uncontended: true, contended: true,
+			name: "redsync", topLevel: []string{"set"}, module: "github.com/go-redsync/redsync/v4", servers: 1, uncontended: true, contended: true,
 			config: "goredis/v9 pool, 1 server, NewMutex defaults (32 tries, random 50–250ms delay, expiry 8s), LockContext within a 2s context",
 			waits:  "polls: SET NX on every pool, and on failure a delete script on every pool, then sleeps the retry delay (default random 50–250ms) for up to 32 tries or until the context ends; no notification.",
 			open:   openRedsync(1, nil),
 		},
 		{
-			name: "redsync/tuned", module: "github.com/go-redsync/redsync/v4", servers: 1, contended: true,
+			name: "redsync/tuned", topLevel: []string{"set"}, module: "github.com/go-redsync/redsync/v4", servers: 1, contended: true,
 			config: fmt.Sprintf("as redsync, WithTries(%d), WithRetryDelay(%v)", redsyncTunedTries, redsyncTunedDelay),
 			waits:  "polls, as redsync, every 2ms.",
 			open:   openRedsync(1, []redsync.Option{redsync.WithTries(redsyncTunedTries), redsync.WithRetryDelay(redsyncTunedDelay)}),
 		},
 		{
-			name: "redlock3", module: "github.com/go-redsync/redsync/v4", servers: 3, uncontended: true, contended: true,
+			name: "redlock3", topLevel: []string{"set"}, module: "github.com/go-redsync/redsync/v4", servers: 3, uncontended: true, contended: true,
 			config: "redsync over 3 independent redis-servers (quorum 2), defaults as redsync",
 			waits:  "polls, as redsync, on all three servers in parallel.",
 			open:   openRedsync(3, nil),
 		},
 		{
-			name: "redlock3/tuned", module: "github.com/go-redsync/redsync/v4", servers: 3, contended: true,
+			name: "redlock3/tuned", topLevel: []string{"set"}, module: "github.com/go-redsync/redsync/v4", servers: 3, contended: true,
 			config: fmt.Sprintf("as redlock3, WithTries(%d), WithRetryDelay(%v)", redsyncTunedTries, redsyncTunedDelay),
 			waits:  "polls, as redsync, every 2ms.",
 			open:   openRedsync(3, []redsync.Option{redsync.WithTries(redsyncTunedTries), redsync.WithRetryDelay(redsyncTunedDelay)}),

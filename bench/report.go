@@ -114,7 +114,7 @@ func (r *Report) violations() int64 {
 func (r *Report) uncontendedTable() string {
 	var b strings.Builder
 	b.WriteString("## Uncontended (distinct key per cycle per goroutine)\n\n")
-	b.WriteString("| locker | conc | cycles/s | × floor | p50 | p99 | allocs/cycle | keys left/cycle | server cmds/cycle | server CPU µs/cycle | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| locker | conc | cycles/s | × floor | p50 | p99 | allocs/cycle | keys left/cycle | server cmds/cycle | server µs/cycle | server CPU µs/cycle | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, j := range r.Uncontended {
 		if len(j.runs) == 0 {
 			continue
@@ -125,13 +125,14 @@ func (r *Report) uncontendedTable() string {
 			ratio = fmtRatioSpread(spreadOf(j.ratio))
 		}
 		errs := sumInts(j.runs, func(x uncResult) int64 { return x.Errors })
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %.1f | %.2f | %.2f | %.1f | %s |\n", j.peer.name, j.conc,
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %.1f | %.2f | %.2f | %.1f | %.1f | %s |\n", j.peer.name, j.conc,
 			fmtRateSpread(rate), ratio,
 			fmtDur(medDur(collect(j.runs, func(x uncResult) float64 { return float64(x.P50) }))),
 			fmtDur(medDur(collect(j.runs, func(x uncResult) float64 { return float64(x.P99) }))),
 			spreadOf(collect(j.runs, func(x uncResult) float64 { return x.Allocs })).Med,
 			spreadOf(collect(j.runs, func(x uncResult) float64 { return x.KeysLeft })).Med,
 			spreadOf(collect(j.runs, func(x uncResult) float64 { return x.ServerCmds })).Med,
+			spreadOf(collect(j.runs, func(x uncResult) float64 { return x.ServerTime })).Med,
 			spreadOf(collect(j.runs, func(x uncResult) float64 { return x.ServerCPU })).Med,
 			errCell(errs, firstUnc(j.runs)))
 	}

@@ -124,8 +124,21 @@ func (e *env) rtt(ctx context.Context) time.Duration {
 // that runs SET and DEL adds evalsha, set and del).
 type cmdStats map[string]int64
 
-// commandStats reads INFO commandstats of servers n (the first n servers).
+// commandStats reads the calls of INFO commandstats of servers n (the
+// first n servers).
 func (e *env) commandStats(ctx context.Context, n int) (cmdStats, error) {
+	return e.commandField(ctx, n, "calls")
+}
+
+// commandUsec reads the usec of INFO commandstats of the first n servers:
+// a script's covers the commands it runs, which count their own too.
+func (e *env) commandUsec(ctx context.Context, n int) (cmdStats, error) {
+	return e.commandField(ctx, n, "usec")
+}
+
+// commandField reads one field of INFO commandstats per command, summed
+// over the first n servers.
+func (e *env) commandField(ctx context.Context, n int, field string) (cmdStats, error) {
 	out := cmdStats{}
 	for _, c := range e.stats[:n] {
 		info, err := c.Info(ctx, "commandstats").Result()
@@ -133,21 +146,37 @@ func (e *env) commandStats(ctx context.Context, n int) (cmdStats, error) {
 			return nil, err
 		}
 		for _, line := range strings.Split(info, "\r\n") {
-			// cmdstat_evalsha:calls=12,usec=...
-			name, rest, ok := strings.Cut(line, ":calls=")
-			if !ok {
+			// cmdstat_evalsha:calls=12,usec=40,usec_per_call=3.33,...
+			name, rest, ok := strings.Cut(line, ":")
+			if !ok || !strings.HasPrefix(name, "cmdstat_") {
 				continue
 			}
-			name = strings.TrimPrefix(name, "cmdstat_")
-			calls, _, _ := strings.Cut(rest, ",")
-			v, err := strconv.ParseInt(calls, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("commandstats line %q: %w", line, err)
+			for _, kv := range strings.Split(rest, ",") {
+				if val, ok := strings.CutPrefix(kv, field+"="); ok {
+					v, err := strconv.ParseInt(val, 10, 64)
+					if err != nil {
+						return nil, fmt.Errorf("commandstats line %q: %w", line, err)
+					}
+					out[strings.TrimPrefix(name, "cmdstat_")] += v
+				}
 			}
-			out[name] += v
 		}
 	}
 	return out, nil
+}
+
+// scriptCommands are the commands whose usec covers the commands they run.
+var scriptCommands = []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"}
+
+// serverTime is the servers' time (µs) of the commands a client sent:
+// its scripts' usec and that of the commands it sends outside scripts
+// (topLevel), from a delta of commandUsec.
+func (usec cmdStats) serverTime(topLevel []string) int64 {
+	var t int64
+	for _, name := range append(slices.Clone(scriptCommands), topLevel...) {
+		t += usec[name]
+	}
+	return t
 }
 
 // delta is after − before, without INFO (the harness's own reads).

@@ -32,11 +32,13 @@ type uncResult struct {
 	// ÷ the cycles: what a lock leaves behind to expire later.
 	KeysLeft float64
 	// ServerCmds is the commands the servers ran per cycle (INFO
-	// commandstats calls, a script's own commands included); ServerCPU
-	// their CPU time per cycle, µs (INFO cpu, user and system).
-	ServerCmds, ServerCPU float64
-	Errors                int64
-	FirstErr              string
+	// commandstats calls, a script's own commands included); ServerTime
+	// the time they took, µs per cycle (INFO commandstats usec of the
+	// commands the client sent: serverTime); ServerCPU the servers' CPU
+	// time per cycle, µs (INFO cpu, user and system: network I/O too).
+	ServerCmds, ServerTime, ServerCPU float64
+	Errors                            int64
+	FirstErr                          string
 }
 
 // runUncontended runs p at concurrency conc for d, after a warm-up of
@@ -107,7 +109,15 @@ func runUncontended(ctx context.Context, e *env, p peer, conc int, d, warm time.
 	if err != nil {
 		return uncResult{}, err
 	}
+	usecBefore, err := e.commandUsec(ctx, p.servers)
+	if err != nil {
+		return uncResult{}, err
+	}
 	elapsed, mallocs := phase("run", d, true)
+	usecAfter, err := e.commandUsec(ctx, p.servers)
+	if err != nil {
+		return uncResult{}, err
+	}
 	cmdsAfter, err := e.commandStats(ctx, p.servers)
 	if err != nil {
 		return uncResult{}, err
@@ -133,6 +143,7 @@ func runUncontended(ctx context.Context, e *env, p peer, conc int, d, warm time.
 	r.Allocs = float64(mallocs) / float64(max(r.Cycles, 1))
 	r.ServerCmds = float64(cmdsAfter.delta(cmdsBefore).total()) / float64(max(r.Cycles, 1))
 	r.ServerCPU = (cpuAfter - cpuBefore) * 1e6 / float64(max(r.Cycles, 1))
+	r.ServerTime = float64(usecAfter.delta(usecBefore).serverTime(p.topLevel)) / float64(max(r.Cycles, 1))
 	keys, err := e.keys(ctx, p.servers)
 	if err != nil {
 		return r, err
