@@ -37,9 +37,10 @@ type acquisition struct {
 	uncertain bool
 
 	unavail  error         // the last attempt failed (Redlock: too few nodes answered)
-	retryIn  time.Duration // a queued waiter's wait before it tries again after a failure
+	retryIn  time.Duration // the wait after the last failed attempt; it doubles while they fail
+	nextTry  time.Time     // a waiter's next attempt is due then, whatever wakes it (zero: none)
 	busySeen bool          // a busy answer was received
-	holder   time.Duration // how long to wait, as the last busy answer said
+	holder   time.Duration // how long the holder has, as the last busy answer said
 	holderAt time.Time     // when it was seen
 
 	// observations (Event)
@@ -97,6 +98,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		seq = len(a.sentAt)
 	}
 	owner := a.owner // a Redlock split changes a.owner; a late result is this one's
+	a.nextTry = time.Time{}
 	var wall time.Time
 	if l.opts.observer != nil {
 		wall = time.Now()
@@ -121,13 +123,19 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		return nil, a.failed(ctx, owner, err)
 	case r.found == foundHeld:
 		return a.took(ctx, r.fence, sent, wall)
-	case r.found == foundSplit:
-		// Redlock: some nodes granted, too few for a majority.
-		a.undoOwner(owner)
-		a.freshOwner()
-		return nil, nil
 	case r.found == foundEnded:
 		return nil, a.failed(ctx, owner, errEnded)
+	case r.found == foundSplit:
+		// Redlock: some nodes granted, too few for a majority, and no
+		// majority is busy: give them back, try again soon.
+		a.undoOwner(owner)
+		a.freshOwner()
+	case r.stray:
+		// Redlock: busy, and a node granted: give it back, and wait for
+		// the holder as after any busy answer (under a new owner: the
+		// give-back leaves the old one's done markers).
+		a.undoOwner(owner)
+		a.owner = a.keys.owner(newOwnerID())
 	}
 	a.busySeen, a.holder, a.holderAt = true, r.wait, time.Now()
 	a.unavail, a.retryIn = nil, 0
@@ -205,6 +213,7 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 		if l.failingOver(cause) {
 			a.retryIn = min(a.retryIn, failoverRetry)
 		}
+		a.nextTry = time.Now().Add(a.retryIn)
 		return nil
 	}
 	if !neverRan(cause) || a.uncertain || a.waited && !l.mut.keepEntry {
@@ -263,17 +272,17 @@ func (a *acquisition) undoOwner(owner ownerID) { a.l.undo(&a.keys, owner, &a.o) 
 // freshOwner readies a Redlock acquisition whose attempt may have left grants
 // (given back by the caller under the old owner) for another attempt: under
 // a new owner, since the old one's done markers make its attempts no-ops,
-// and after a random delay (the wait loop's holder timer), so that owners
-// that split the nodes do not split them again.
+// and after a random delay, so that owners that split the nodes do not
+// split them again.
 func (a *acquisition) freshOwner() {
 	a.owner = a.keys.owner(newOwnerID())
-	a.busySeen, a.holder, a.holderAt = true, jitter(0), time.Now()
+	a.nextTry = time.Now().Add(jitter())
 }
 
-// jitter is a random wait in [1ms, 1ms + max(d, 10ms)): after a Redlock
-// split, owners that raced try again at different moments.
-func jitter(d time.Duration) time.Duration {
-	return time.Millisecond + time.Duration(rand.Int64N(int64(max(d, 10*time.Millisecond))))
+// jitter is a random wait in [1ms, 11ms): after a Redlock split or release,
+// owners that would race try at different moments.
+func jitter() time.Duration {
+	return time.Millisecond + time.Duration(rand.Int64N(int64(10*time.Millisecond)))
 }
 
 var noEntry any = ""

@@ -72,8 +72,11 @@ type backend interface {
 type acquireReply struct {
 	found  found
 	fence  int64         // held: the hold's fence
-	wait   time.Duration // busy: the holder's remaining TTL, or what the live waiters ahead may take
-	holder string        // busy: the holder's tag (when a tag was sent)
+	wait   time.Duration // busy, split: the holder's remaining TTL, or what the live waiters ahead may take
+	holder string        // busy, split: the holder's tag (when a tag was sent)
+	// stray: Redlock, busy on a majority yet granted by some node: what
+	// was granted is the caller's to give back
+	stray bool
 }
 
 // found is the outcome of an answered acquire.
@@ -86,8 +89,9 @@ const (
 	// foundHeld: the owner holds the lock (taken now, by an earlier copy of
 	// the call, or handed to it as a waiter).
 	foundHeld
-	// foundSplit: Redlock, granted by fewer nodes than a quorum; what was
-	// granted is the caller's to give back.
+	// foundSplit: Redlock, granted by fewer nodes than a quorum, busy on
+	// the others (wait and holder as for busy); what was granted is the
+	// caller's to give back.
 	foundSplit
 	// foundEnded: the owner's hold or wait had already ended: a late copy
 	// of a call that was undone.

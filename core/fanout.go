@@ -14,12 +14,27 @@ func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(c
 	return fanOutUntil(ctx, r, d, call, nil)
 }
 
-// fanOutUntil is fanOut that returns as soon as decided, told of each
-// answer as it comes, says the outcome is known (a majority granted): a
-// node that hangs then delays nobody. The calls still in flight go on in
-// the background within d (a healthy node gets the lock too); their nodes'
-// errors stay a timeout.
-func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *deployment) (T, error), decided func(v T, err error) bool) ([]T, []error) {
+// verdict is what a fan-out's answers so far decide.
+type verdict uint8
+
+const (
+	open     verdict = iota // wait for more answers
+	decided                 // the outcome is known: return now
+	settling                // known unless a slower answer changes it: return after fanOutGrace, or when every node answered
+)
+
+// fanOutGrace is how long a settling fan-out still waits for the nodes
+// that have not answered: a healthy node answers within it, so its answer
+// (a grant, say) is counted rather than left behind; a hung one delays the
+// outcome no longer than that.
+const fanOutGrace = 5 * time.Millisecond
+
+// fanOutUntil is fanOut that returns as soon as judge, told of each answer
+// as it comes, says the outcome is known (a majority granted), or
+// fanOutGrace after it says it is settling: a node that hangs then delays
+// nobody. The calls still in flight go on in the background within d (a
+// healthy node gets the lock too); their nodes' errors stay a timeout.
+func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *deployment) (T, error), judge func(v T, err error) verdict) ([]T, []error) {
 	res := make([]T, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	type answer struct {
@@ -36,7 +51,7 @@ func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call f
 		d = max(min(d, time.Until(dl)-replyGrace/2), time.Millisecond)
 	}
 	base := ctx
-	if decided != nil {
+	if judge != nil {
 		base = context.WithoutCancel(ctx) // the calls outlive an early return
 	}
 	cctx, cancel := context.WithTimeout(base, d)
@@ -60,15 +75,29 @@ func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call f
 			errs[i] = ErrClosed
 		}
 	}
+	var grace <-chan time.Time
 	for pending > 0 {
 		select {
 		case a := <-ch:
 			res[a.i], errs[a.i] = a.v, a.err
 			pending--
-			if pending > 0 && decided != nil && decided(a.v, a.err) {
+			if pending == 0 || judge == nil {
+				continue
+			}
+			switch judge(a.v, a.err) {
+			case decided:
 				early = r.spawn(drain(ch, pending, cancel))
 				pending = 0
+			case settling:
+				if grace == nil {
+					t := time.NewTimer(fanOutGrace)
+					defer t.Stop()
+					grace = t.C
+				}
 			}
+		case <-grace:
+			early = r.spawn(drain(ch, pending, cancel))
+			pending = 0
 		case <-cctx.Done():
 			pending = 0
 		}

@@ -60,6 +60,10 @@ type mutants struct {
 	// keepStraggler: a Redlock TryLock that a majority answered busy
 	// leaves what a slower node grants it afterwards until its TTL ends.
 	keepStraggler bool
+	// retryStray: a Redlock attempt busy on a majority and granted by a
+	// node is taken for a split: the waiter gives the grant back and tries
+	// again within milliseconds, over and over while the holder holds.
+	retryStray bool
 	// wakeOnIdle: releasing the Locker's last hold always wakes the
 	// watchdog's scheduler, so one caller's every lock and unlock costs a
 	// goroutine wake-up.
@@ -126,6 +130,8 @@ func parseMutants(list string) (mutants, error) {
 			m.keepEntry = true
 		case "keep-straggler":
 			m.keepStraggler = true
+		case "retry-stray":
+			m.retryStray = true
 		case "wake-on-idle":
 			m.wakeOnIdle = true
 		default:

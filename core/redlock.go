@@ -36,6 +36,9 @@ type redlock struct {
 	// timeout is the per-node timeout of calls that name no TTL (release,
 	// TTL): perNode of the Locker's default TTL
 	timeout time.Duration
+	// retryStray: a grant beside a busy majority is a split (the mutant
+	// retry-stray, see mutants.go)
+	retryStray bool
 }
 
 // perNode is the per-node timeout of a call for a lock of ttl: a small
@@ -65,25 +68,31 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	grants, refusals := 0, 0
 	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *deployment) (acquireReply, error) {
 		return n.acquire(cctx, k, owner, ttl, entry, seq, tag)
-	}, func(a acquireReply, err error) bool {
+	}, func(a acquireReply, err error) verdict {
 		// A majority's grants decide it (the rest are given back by a
-		// release, or renewed with the others), and so do answers that
-		// leave too few nodes for a majority of grants: busy, told by a
-		// majority. (A grant still to come is this owner's: its next
-		// attempt claims it, the end of its wait gives it back; a single
-		// attempt's lasts to its TTL, as an answer after the per-node
-		// timeout always could.) Failures wait for every node, so that
-		// busy is told from unavailable.
+		// release, or renewed with the others). Answers that leave too
+		// few nodes for a majority of grants settle it: busy, told by a
+		// majority, once the other nodes answered or fanOutGrace passed
+		// (a grant counted makes it a split, given back at once; one
+		// still to come is this owner's: its next attempt claims it, the
+		// end of its wait or a single attempt gives it back). Failures
+		// wait for every node, so that busy is told from unavailable.
 		switch {
 		case err != nil:
 		case a.found == foundHeld:
 			grants++
 		case a.found == foundEnded:
-			return true
+			return decided
 		default:
 			refusals++
 		}
-		return grants >= r.quorum || refusals > len(r.nodes)-r.quorum
+		switch {
+		case grants >= r.quorum:
+			return decided
+		case refusals > len(r.nodes)-r.quorum:
+			return settling
+		}
+		return open
 	})
 	granted, answered, ended := 0, 0, 0
 	var fence int64
@@ -117,9 +126,15 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 			return acquireReply{}, err
 		}
 		return acquireReply{found: foundHeld, fence: fence}, nil
+	case answered >= r.quorum && granted > 0 && answered-granted >= r.quorum && !r.retryStray:
+		// Busy on a majority, yet granted by a node whose copy the holder
+		// lost (it restarted, or its copy expired): busy, and the grant is
+		// the caller's to give back.
+		return acquireReply{found: foundBusy, wait: wait, holder: holder, stray: true}, nil
 	case answered >= r.quorum && granted > 0:
-		// Granted by too few, busy on the others: nobody holds it.
-		return acquireReply{found: foundSplit}, nil
+		// Granted by too few, and no majority busy either: owners raced;
+		// the busy nodes tell how long their holder has.
+		return acquireReply{found: foundSplit, wait: wait, holder: holder}, nil
 	case answered >= r.quorum:
 		return acquireReply{found: foundBusy, wait: wait, holder: holder}, nil
 	}
@@ -134,13 +149,16 @@ func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner ownerID, f
 	confirmed := 0
 	_, errs := fanOutUntil(ctx, r, perNode(ttl), func(cctx context.Context, i int, n *deployment) (struct{}, error) {
 		return struct{}{}, fenceScript.run(cctx, n.c, []any{k.args[1], k.args[0]}, arg, n.windowArg, owner.arg).Err()
-	}, func(_ struct{}, err error) bool {
+	}, func(_ struct{}, err error) verdict {
 		if err == nil {
 			confirmed++
 		}
-		return confirmed >= r.quorum
+		if confirmed >= r.quorum {
+			return decided
+		}
+		return open
 	})
-	raised := 0 // (decided is not told of the last answer: count them here)
+	raised := 0 // (the judge is not told of the last answer: count them here)
 	for _, err := range errs {
 		if err == nil {
 			raised++
@@ -232,19 +250,22 @@ func (r *redlock) renew(ctx context.Context, batch []renewal, part []int) {
 		per[ni] = slices.Clone(batch)
 	}
 	holders := make(map[int]int, len(part)) // lease → nodes that hold it, so far
-	undecided := len(part)
+	left := len(part)                       // leases not yet held by a quorum
 	_, errs := fanOutUntil(ctx, r, d, func(cctx context.Context, i int, n *deployment) (int, error) {
 		n.renew(cctx, per[i], part)
 		return i, nil
-	}, func(ni int, _ error) bool {
+	}, func(ni int, _ error) verdict {
 		for _, i := range part {
 			if per[ni][i].err == nil && per[ni][i].held {
 				if holders[i]++; holders[i] == r.quorum {
-					undecided--
+					left--
 				}
 			}
 		}
-		return undecided == 0
+		if left == 0 {
+			return decided
+		}
+		return open
 	})
 	for _, i := range part {
 		r.judgeRenewal(ctx, batch, per, errs, i)
@@ -368,7 +389,7 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	if err != nil {
 		return nil, err
 	}
-	r := &redlock{names: names, quorum: len(clients)/2 + 1, timeout: perNode(l.opts.call.ttl)}
+	r := &redlock{names: names, quorum: len(clients)/2 + 1, timeout: perNode(l.opts.call.ttl), retryStray: l.mut.retryStray}
 	l.waitRooms = nil
 	for _, c := range clients {
 		r.nodes = append(r.nodes, &deployment{c: c, scripts: l.mut.scriptSet(), windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout})

@@ -695,3 +695,100 @@ func heldEverywhere(t *testing.T, cs []redis.UniversalClient, hash string) strin
 	t.Fatalf("%s: the nodes do not all name one owner within 2s", hash)
 	return ""
 }
+
+// A Redlock attempt that splits the nodes (one grant, two busy) tells the
+// holder's remaining TTL, as a busy answer does: the busy nodes' holder has
+// most of its TTL left, and the TryLock's BusyError says so (it said a
+// random 1–11ms, the delay before a waiter's next attempt). The holder holds
+// nodes 0 and 2 (its copy on node 1 deleted here); the TryLock's Locker sees
+// their replies 50ms late, so node 1's grant comes first and every node
+// answers. Control: with the holder's TTL at 2s instead of 30s, the
+// HolderTTL follows it.
+func TestRedlockSplitTellsHolderTTL(t *testing.T) {
+	srvs, cs := masters(t, 3)
+	holder := redlockOn(t, srvs)
+	proxies := make([]*redistest.Proxy, 3)
+	l := redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool { proxies[i] = p; return i != 1 })
+	warm(t, l)
+	ctx := locktest.Context(t)
+	for _, ttl := range []time.Duration{30 * time.Second, 2 * time.Second} {
+		s, err := holder.Lock(ctx, "rl:split", core.WithTTL(ttl), core.WithoutWatchdog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		heldEverywhere(t, cs, "lockgate:{rl:split}")
+		cs[1].Del(ctx, "lockgate:{rl:split}")
+		proxies[0].SetLatency(50 * time.Millisecond)
+		proxies[2].SetLatency(50 * time.Millisecond)
+		_, err = l.TryLock(ctx, "rl:split", core.WithAttemptTimeout(5*time.Second))
+		proxies[0].SetLatency(0)
+		proxies[2].SetLatency(0)
+		var busy *core.BusyError
+		if !errors.As(err, &busy) {
+			t.Fatalf("TryLock on a split: %v, want busy", err)
+		}
+		if busy.HolderTTL < ttl-time.Second || busy.HolderTTL > ttl {
+			t.Fatalf("holder's TTL %v: BusyError.HolderTTL %v", ttl, busy.HolderTTL)
+		}
+		if owner := cs[1].HGet(ctx, "lockgate:{rl:split}", "owner").Val(); owner != "" {
+			// the split's grant is given back at once (the undo runs in
+			// the background: wait for it, bounded)
+			for deadline := time.Now().Add(2 * time.Second); owner != "" && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond) // polling Redis: nothing signals a key's change
+				owner = cs[1].HGet(ctx, "lockgate:{rl:split}", "owner").Val()
+			}
+			if owner != "" {
+				t.Fatal("the split's grant on node 1 was not given back")
+			}
+		}
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A Redlock waiter that a majority answers busy while one node grants it
+// (the holder's copy there is gone: deleted here, as a restart would) gives
+// that grant back and waits for the holder's release, as after any busy
+// answer: it does not retry every few milliseconds, each time taking and
+// giving back the node, while the holder holds. Its Lock makes a handful of
+// attempts over the holder's 300ms. Control: taken for a split (the mutant
+// retry-stray), it tries again after a random 1–11ms, dozens of times.
+func TestRedlockStrayGrantWaits(t *testing.T) {
+	srvs, cs := masters(t, 3)
+	holder := redlockOn(t, srvs)
+	ctx := locktest.Context(t)
+	for _, mutant := range []string{"", "retry-stray"} {
+		attempts := make(chan int, 1)
+		obs := core.ObserverFunc(func(_ context.Context, e core.Event) {
+			if e.Kind == core.EventAcquired && e.Key == "rl:stray" {
+				attempts <- e.Attempts
+			}
+		})
+		l := redlockOn(t, srvs, core.WithObserver(obs), core.WithMutants(mutant))
+		warm(t, l)
+		s, err := holder.Lock(ctx, "rl:stray", core.WithTTL(10*time.Second), core.WithoutWatchdog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		heldEverywhere(t, cs, "lockgate:{rl:stray}")
+		cs[2].Del(ctx, "lockgate:{rl:stray}")
+		release := time.AfterFunc(300*time.Millisecond, func() { s.Unlock(context.Background()) })
+		w, err := l.Lock(ctx, "rl:stray", core.WithWait(5*time.Second))
+		release.Stop()
+		if err != nil {
+			t.Fatalf("%q: %v", mutant, err)
+		}
+		n := <-attempts
+		if err := w.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%q: obtained after the holder's release in %d attempts", mutant, n)
+		switch {
+		case mutant == "" && n > 5:
+			t.Fatalf("the waiter made %d attempts while the holder held 300ms: it retried instead of waiting", n)
+		case mutant != "" && n <= 5:
+			t.Fatalf("control: a waiter retrying every 1–11ms made only %d attempts in 300ms", n)
+		}
+	}
+}

@@ -109,13 +109,12 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 		case <-w.wake:
 			if !l.be.queues() {
 				// Every waiter of every Locker hears a Redlock release:
-				// spread their attempts (the holder timer, after a random
-				// delay), or they split the nodes.
-				a.busySeen, a.holder, a.holderAt = true, jitter(0), time.Now()
+				// spread their attempts, or they split the nodes.
+				a.nextTry = time.Now().Add(jitter())
 				continue
 			}
 		case <-timer.C:
-			if sleep == remaining {
+			if !time.Now().Before(a.deadline) {
 				continue // the budget's end: no attempt, it would have none left
 			}
 		}
@@ -151,8 +150,10 @@ func (a *acquisition) sleep(remaining time.Duration) time.Duration {
 		// for the first waiter though no release tells anyone.
 		sleep = min(sleep, max(a.holder-time.Since(a.holderAt), 0)+time.Millisecond)
 	}
-	if a.retryIn > 0 {
-		sleep = min(sleep, a.retryIn) // the last attempt failed
+	if !a.nextTry.IsZero() {
+		// The last attempt failed, or split a Redlock's nodes, or a
+		// Redlock release was heard.
+		sleep = min(sleep, max(time.Until(a.nextTry), 0))
 	}
 	return sleep
 }
