@@ -101,28 +101,12 @@ func runUncontended(ctx context.Context, e *env, p peer, conc int, d, warm time.
 	}
 
 	phase("warm", warm, false)
-	cmdsBefore, err := e.commandStats(ctx, p.servers)
-	if err != nil {
-		return uncResult{}, err
-	}
-	cpuBefore, err := e.serversCPU(ctx, p.servers)
-	if err != nil {
-		return uncResult{}, err
-	}
-	usecBefore, err := e.commandUsec(ctx, p.servers)
+	before, err := e.serverUse(ctx, p.servers)
 	if err != nil {
 		return uncResult{}, err
 	}
 	elapsed, mallocs := phase("run", d, true)
-	usecAfter, err := e.commandUsec(ctx, p.servers)
-	if err != nil {
-		return uncResult{}, err
-	}
-	cmdsAfter, err := e.commandStats(ctx, p.servers)
-	if err != nil {
-		return uncResult{}, err
-	}
-	cpuAfter, err := e.serversCPU(ctx, p.servers)
+	after, err := e.serverUse(ctx, p.servers)
 	if err != nil {
 		return uncResult{}, err
 	}
@@ -141,13 +125,32 @@ func runUncontended(ctx context.Context, e *env, p peer, conc int, d, warm time.
 	r.Rate = float64(r.Cycles) / elapsed.Seconds()
 	r.P50, r.P99 = all.quantile(0.50), all.quantile(0.99)
 	r.Allocs = float64(mallocs) / float64(max(r.Cycles, 1))
-	r.ServerCmds = float64(cmdsAfter.delta(cmdsBefore).total()) / float64(max(r.Cycles, 1))
-	r.ServerCPU = (cpuAfter - cpuBefore) * 1e6 / float64(max(r.Cycles, 1))
-	r.ServerTime = float64(usecAfter.delta(usecBefore).serverTime(p.topLevel)) / float64(max(r.Cycles, 1))
+	cycles := float64(max(r.Cycles, 1))
+	r.ServerCmds = float64(after.calls.delta(before.calls).total()) / cycles
+	r.ServerTime = float64(after.usec.delta(before.usec).serverTime(p.topLevel)) / cycles
+	r.ServerCPU = (after.cpu - before.cpu) * 1e6 / cycles
 	keys, err := e.keys(ctx, p.servers)
 	if err != nil {
 		return r, err
 	}
 	r.KeysLeft = float64(keys) / float64(max(r.Cycles+warmCycles.Load(), 1))
 	return r, ctx.Err()
+}
+
+// serverUse is what the first n servers have done so far: INFO
+// commandstats (calls and usec per command) and INFO cpu (seconds).
+type serverUse struct {
+	calls, usec cmdStats
+	cpu         float64
+}
+
+func (e *env) serverUse(ctx context.Context, n int) (u serverUse, err error) {
+	if u.calls, err = e.commandStats(ctx, n); err != nil {
+		return u, err
+	}
+	if u.usec, err = e.commandUsec(ctx, n); err != nil {
+		return u, err
+	}
+	u.cpu, err = e.serversCPU(ctx, n)
+	return u, err
 }
