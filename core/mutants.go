@@ -64,6 +64,10 @@ type mutants struct {
 	// node is taken for a split: the waiter gives the grant back and tries
 	// again within milliseconds, over and over while the holder holds.
 	retryStray bool
+	// loadSlots: a waiter joining the wait room on a Cluster client that
+	// has no slot map yet loads it on the caller's goroutine, past the
+	// caller's budget.
+	loadSlots bool
 	// wakeOnIdle: releasing the Locker's last hold always wakes the
 	// watchdog's scheduler, so one caller's every lock and unlock costs a
 	// goroutine wake-up.
@@ -132,6 +136,8 @@ func parseMutants(list string) (mutants, error) {
 			m.keepStraggler = true
 		case "retry-stray":
 			m.retryStray = true
+		case "load-slots":
+			m.loadSlots = true
 		case "wake-on-idle":
 			m.wakeOnIdle = true
 		default:

@@ -103,7 +103,7 @@ func newWaiter(ch, owner string) *waiter {
 // that lock, and hands it a grant the room may already have seen (see
 // waitRoom). False once the room is closed.
 func (r *waitRoom) add(w *waiter, sent int64) bool {
-	node := r.nodeOf(w.ch) // outside the lock: it may ask the cluster for its slots
+	node := r.nodeKnown(w.ch) // outside the lock
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -205,6 +205,34 @@ func (r *waitRoom) nodeOf(ch string) string {
 	}
 	return n.Options().Addr
 }
+
+// nodeKnown is nodeOf without asking the cluster: "" when the client has
+// no slot map yet (its first calls failed), which the shard then finds
+// out. A waiter joins on its caller's goroutine, whose budget a slot-map
+// load (one round trip per seed, each bounded by the client's read
+// timeout) would not respect.
+func (r *waitRoom) nodeKnown(ch string) string {
+	if r.cluster == nil {
+		return ""
+	}
+	ctx := noLoad
+	if r.mut.loadSlots {
+		ctx = r.ctx
+	}
+	n, err := r.cluster.MasterForKey(ctx, ch)
+	if err != nil {
+		return ""
+	}
+	return n.Options().Addr
+}
+
+// noLoad is an ended context: a call given it sends nothing, so a Cluster
+// client answers from the slot map it has, or fails at once.
+var noLoad = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // deliver hands a grant message to its waiter, or keeps it for a waiter
 // that has not joined yet, and tells the lock's other waiters how long the

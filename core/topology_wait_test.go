@@ -181,3 +181,40 @@ func TestWaitFollowsSentinelFailover(t *testing.T) {
 		})
 	}
 }
+
+// A waiting Lock on a Cluster client whose slot map never loaded (its seed
+// is behind a proxy that holds every reply) returns within its budget: the
+// attempt fails on the budget's end as a failure that may pass, and the
+// waiter's joining the wait room does not load the slot map on the
+// caller's goroutine (3s of the client's read timeout, here). Control: with
+// the load-slots mutant it does, and the Lock returns seconds late.
+func TestClusterWaitWithoutSlotMapKeepsBudget(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	ctx := locktest.Context(t)
+	const budget = 200 * time.Millisecond
+	for _, mutant := range []string{"", "load-slots"} {
+		p := redistest.StartProxy(t, cl.Addrs[0])
+		p.Stall()
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{p.Addr}, ContextTimeoutEnabled: true, MaxRetries: -1})
+		l, err := core.New(c, core.WithMutants(mutant))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = l.Lock(ctx, "noslots", core.WithWait(budget))
+		took := time.Since(start)
+		p.Unstall()
+		l.Close()
+		c.Close()
+		if !errors.Is(err, core.ErrUnavailable) {
+			t.Fatalf("%q: Lock with no slot map: %v, want unavailable", mutant, err)
+		}
+		t.Logf("%q: unavailable after %v (budget %v)", mutant, took, budget)
+		switch {
+		case mutant == "" && took > budget+250*time.Millisecond:
+			t.Fatalf("Lock took %v, past its %v budget", took, budget)
+		case mutant != "" && took < time.Second:
+			t.Fatalf("control: joining with a slot-map load took only %v", took)
+		}
+	}
+}
