@@ -68,6 +68,10 @@ type mutants struct {
 	// has no slot map yet loads it on the caller's goroutine, past the
 	// caller's budget.
 	loadSlots bool
+	// checkInline: a Redlock Locker's first lock checks the first node's
+	// server on the caller's goroutine, within the caller's budget, which
+	// a down first node spends.
+	checkInline bool
 	// wakeOnIdle: releasing the Locker's last hold always wakes the
 	// watchdog's scheduler, so one caller's every lock and unlock costs a
 	// goroutine wake-up.
@@ -138,6 +142,8 @@ func parseMutants(list string) (mutants, error) {
 			m.retryStray = true
 		case "load-slots":
 			m.loadSlots = true
+		case "check-inline":
+			m.checkInline = true
 		case "wake-on-idle":
 			m.wakeOnIdle = true
 		default:

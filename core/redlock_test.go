@@ -792,3 +792,41 @@ func TestRedlockStrayGrantWaits(t *testing.T) {
 		}
 	}
 }
+
+// A Redlock Locker's first lock does not wait for the server check of its
+// first node: with that node down (its port refusing), a fresh Locker's
+// first Lock with a 300ms budget is granted by the other two, in time.
+// Control: with the check on the caller's goroutine (the check-inline
+// mutant) the refused node's dial retries spend the budget, and the Lock
+// ends unavailable with no attempt made.
+func TestRedlockFirstLockWithFirstNodeDown(t *testing.T) {
+	srvs, _ := masters(t, 3)
+	srvs[0].Stop()
+	ctx := locktest.Context(t)
+	for _, mutant := range []string{"", "check-inline"} {
+		var cs []redis.UniversalClient
+		for _, s := range srvs {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr})
+			t.Cleanup(func() { c.Close() })
+			cs = append(cs, c)
+		}
+		l, err := core.NewRedlock(cs, core.WithMutants(mutant))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		s, err := l.Lock(ctx, "rl:first:"+mutant, core.WithWait(300*time.Millisecond), core.WithTTL(time.Second))
+		took := time.Since(start)
+		if s != nil {
+			s.Unlock(ctx)
+		}
+		l.Close()
+		t.Logf("%q: %v after %v", mutant, err, took)
+		switch {
+		case mutant == "" && err != nil:
+			t.Fatalf("first Lock with node 0 down and two up: %v after %v", err, took)
+		case mutant != "" && !errors.Is(err, core.ErrUnavailable):
+			t.Fatalf("control: the check on the caller's goroutine: %v after %v, want unavailable", err, took)
+		}
+	}
+}

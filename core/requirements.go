@@ -48,7 +48,27 @@ func (l *Locker) checkServer(ctx context.Context, deadline time.Time) error {
 	if !c.mu.TryLock() {
 		return nil // another call is checking
 	}
+	if !l.be.queues() && !l.mut.checkInline {
+		// Redlock: the check asks the first node, and one node down must
+		// not cost a lock its budget (a majority is enough): it runs in the
+		// background, and a later lock sees what it found.
+		if !l.goBackground(func() {
+			defer c.mu.Unlock()
+			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkTimeout)
+			defer cancel()
+			l.checkServerLocked(bctx, time.Time{})
+		}) {
+			c.mu.Unlock()
+		}
+		return nil
+	}
 	defer c.mu.Unlock()
+	return l.checkServerLocked(ctx, deadline)
+}
+
+// checkServerLocked is checkServer's look, l.server.mu held.
+func (l *Locker) checkServerLocked(ctx context.Context, deadline time.Time) error {
+	c := &l.server
 	if c.ok.Load() {
 		return nil
 	}
