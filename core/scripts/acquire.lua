@@ -44,6 +44,7 @@ local n = redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4])
 if n == 0 then
   return take(clock(), false)
 end
+-- (shared functions)
 local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'w', 't', 'r')
 if v[1] == owner then
   redis.call('PEXPIRE', KEYS[1], ARGV[2], 'GT')

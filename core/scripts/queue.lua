@@ -1,27 +1,10 @@
--- queue: the lock's FIFO of waiters, shared by acquire.lua and release.lua
--- (spliced in after their first line). KEYS[1] the lock hash, KEYS[2] the
+-- queue: the lock's FIFO of waiters, shared by the lock and semaphore
+-- scripts (spliced in at their "shared functions" line, after their fast
+-- path: a function defined costs Redis a closure every call, so the common
+-- case defines none it does not use). KEYS[1] the lock hash, KEYS[2] the
 -- fence floor of its slot, KEYS[4] the waiters in arrival order (zset: owner → server µs
 -- at joining), KEYS[5] their entries (hash: owner → "<expiry ms>|<refresh
 -- number>[r][|<tag>]"; r marks a reader, an RLock's waiter).
-
--- clock returns the server's time as TIME gives it and in ms.
-local function clock()
-  local t = redis.call('TIME')
-  return t, t[1] * 1000 + math.floor(t[2] / 1000)
-end
-
--- fence issues the next fence: the server clock in µs, kept strictly above
--- the last fence issued in this name's slot while that one is remembered
--- (for window ms after the slot's last acquisition). Fences stay below 2^53: exact as Lua numbers and as strings.
-local function fence(now, window)
-  local f = now[1] * 1000000 + now[2]
-  local old = redis.call('SET', KEYS[2], f, 'PX', window, 'GET')
-  if old and tonumber(old) >= f then
-    f = tonumber(old) + 1
-    redis.call('SET', KEYS[2], f, 'PX', window)
-  end
-  return f
-end
 
 -- keep makes the queue's keys live until at least exp (ms): never shorter
 -- than the longest-lived entry, whatever the TTLs of later joiners.

@@ -21,37 +21,42 @@
 -- Returns 0 when the owner's hold is (now, or already) released, -1 when the
 -- owner did not hold the lock (it only left the queue, if it was in it).
 local v = redis.call('HMGET', KEYS[1], 'owner', 'w', 'r')
-if v[1] ~= ARGV[1] and ARGV[4] == 'force' then return -1 end
-if v[1] ~= ARGV[1] then
-  redis.call('ZREM', KEYS[4], ARGV[1])
-  redis.call('HDEL', KEYS[5], ARGV[1])
-  if not v[1] and redis.call('EXISTS', KEYS[4]) == 1 then
-    -- A waiter leaves a lock no writer holds (its holder is gone, or
-    -- readers hold it): the waiters it held up get it now, as from a
-    -- release.
-    local now, ms = clock()
-    local readers = 0
-    if v[3] then readers = holders(ms, ARGV[1]) end
-    handOn(now, ms, ARGV[2], readers, v[3])
+-- The common case, the holder's release with no one waiting, needs none of
+-- the queue's functions.
+if v[1] == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  if ARGV[3] ~= '0' then
+    redis.call('SET', KEYS[3], ARGV[4] == 'force' and '0' or '1', 'PX', ARGV[3])
   end
-  if ARGV[3] == '0' then return -1 end
-  local m = redis.call('GET', KEYS[3])
-  if m == '1' then return 0 end
-  if not m then
-    redis.call('SET', KEYS[3], '0', 'PX', ARGV[3])
+  if not v[2] then return 0 end -- no one joined the queue while it was held
+end
+-- (shared functions)
+if v[1] == ARGV[1] then
+  local now, ms = clock()
+  local readers, writer, w = handOn(now, ms, ARGV[2], 0, false)
+  if readers == 0 and not writer and w == nil then
+    -- No live waiter in the queue, yet someone waited: waiters that do not
+    -- queue (Redlock's) are told the lock is free.
+    redis.call('SPUBLISH', KEYS[1], 'f')
   end
-  return -1
+  return 0
 end
-redis.call('DEL', KEYS[1])
-if ARGV[3] ~= '0' then
-  redis.call('SET', KEYS[3], ARGV[4] == 'force' and '0' or '1', 'PX', ARGV[3])
+if ARGV[4] == 'force' then return -1 end
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('HDEL', KEYS[5], ARGV[1])
+if not v[1] and redis.call('EXISTS', KEYS[4]) == 1 then
+  -- A waiter leaves a lock no writer holds (its holder is gone, or
+  -- readers hold it): the waiters it held up get it now, as from a
+  -- release.
+  local now, ms = clock()
+  local readers = 0
+  if v[3] then readers = holders(ms, ARGV[1]) end
+  handOn(now, ms, ARGV[2], readers, v[3])
 end
-if not v[2] then return 0 end -- no one joined the queue while it was held
-local now, ms = clock()
-local readers, writer, w = handOn(now, ms, ARGV[2], 0, false)
-if readers == 0 and not writer and w == nil then
-  -- No live waiter in the queue, yet someone waited: waiters that do not
-  -- queue (Redlock's) are told the lock is free.
-  redis.call('SPUBLISH', KEYS[1], 'f')
+if ARGV[3] == '0' then return -1 end
+local m = redis.call('GET', KEYS[3])
+if m == '1' then return 0 end
+if not m then
+  redis.call('SET', KEYS[3], '0', 'PX', ARGV[3])
 end
-return 0
+return -1
