@@ -208,12 +208,7 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 		// whether this attempt took the lock; unavailable only if the
 		// budget ends first. (errEnded, its own wait undone, ends it:
 		// nothing of a wait is undone while it goes on.)
-		a.unavail = err
-		a.retryIn = min(max(2*a.retryIn, retryMin), refresh(a.o.ttl))
-		if l.failingOver(cause) {
-			a.retryIn = min(a.retryIn, failoverRetry)
-		}
-		a.nextTry = time.Now().Add(a.retryIn)
+		a.retryAfter(cause, err)
 		return nil
 	}
 	if !neverRan(cause) || a.uncertain || a.waited && !l.mut.keepEntry {
@@ -224,6 +219,19 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 		a.undo()
 	}
 	return err
+}
+
+// retryAfter has a waiting call try again after cause, a failure that may
+// pass: after a backoff doubled each time, from retryMin up to the lease's
+// refresh interval (failoverRetry at most while the deployment fails over);
+// it ends unavailable with err if its budget ends first.
+func (a *acquisition) retryAfter(cause, err error) {
+	a.unavail = err
+	a.retryIn = min(max(2*a.retryIn, retryMin), refresh(a.o.ttl))
+	if a.l.failingOver(cause) {
+		a.retryIn = min(a.retryIn, failoverRetry)
+	}
+	a.nextTry = time.Now().Add(a.retryIn)
 }
 
 // took makes the lease of an attempt sent at sent (monotonic ns; wall:

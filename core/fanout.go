@@ -37,12 +37,6 @@ const fanOutGrace = 5 * time.Millisecond
 func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *deployment) (T, error), judge func(v T, err error) verdict) ([]T, []error) {
 	res := make([]T, len(r.nodes))
 	errs := make([]error, len(r.nodes))
-	type answer struct {
-		i   int
-		v   T
-		err error
-	}
-	ch := make(chan answer, len(r.nodes))
 	if dl, ok := ctx.Deadline(); ok {
 		// Return what answered a little before ctx ends, not at its end:
 		// a caller bounded by the same instant (an attempt at the end of
@@ -61,20 +55,8 @@ func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call f
 			cancel()
 		}
 	}()
-	pending := 0
-	for i := range errs {
-		errs[i] = errNoAnswer
-	}
-	for i, n := range r.nodes {
-		if r.spawn(func() {
-			v, err := call(cctx, i, n)
-			ch <- answer{i, v, err}
-		}) {
-			pending++
-		} else {
-			errs[i] = ErrClosed
-		}
-	}
+	ch := make(chan nodeAnswer[T], len(r.nodes))
+	pending := startAll(cctx, r, call, ch, errs)
 	var grace <-chan time.Time
 	for pending > 0 {
 		select {
@@ -103,6 +85,33 @@ func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call f
 		}
 	}
 	return res, errs
+}
+
+// nodeAnswer is node i's answer in a fan-out.
+type nodeAnswer[T any] struct {
+	i   int
+	v   T
+	err error
+}
+
+// startAll starts call on every node, on goroutines the Locker tracks,
+// each answering on ch, and returns how many started. errs is set for
+// every node: errNoAnswer until it answers, ErrClosed when the Locker is
+// closed and the call never started.
+func startAll[T any](ctx context.Context, r *redlock, call func(ctx context.Context, i int, n *deployment) (T, error), ch chan<- nodeAnswer[T], errs []error) int {
+	started := 0
+	for i, n := range r.nodes {
+		errs[i] = errNoAnswer
+		if r.spawn(func() {
+			v, err := call(ctx, i, n)
+			ch <- nodeAnswer[T]{i, v, err}
+		}) {
+			started++
+		} else {
+			errs[i] = ErrClosed
+		}
+	}
+	return started
 }
 
 // drain returns a function that reads the left answers still to come on

@@ -65,18 +65,44 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	if e, _ := entry.(string); e != "" {
 		entry = "n" // Redlock waiters do not queue: they are told when the lock is free
 	}
-	grants, refusals := 0, 0
 	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *deployment) (acquireReply, error) {
 		return n.acquire(cctx, k, owner, ttl, entry, seq, tag)
-	}, func(a acquireReply, err error) verdict {
-		// A majority's grants decide it (the rest are given back by a
-		// release, or renewed with the others). Answers that leave too
-		// few nodes for a majority of grants settle it: busy, told by a
-		// majority, once the other nodes answered or fanOutGrace passed
-		// (a grant counted makes it a split, given back at once; one
-		// still to come is this owner's: its next attempt claims it, the
-		// end of its wait or a single attempt gives it back). Failures
-		// wait for every node, so that busy is told from unavailable.
+	}, r.acquireJudge())
+	t := tallyAcquire(res, errs)
+	switch {
+	case t.ended > 0:
+		return acquireReply{found: foundEnded}, nil
+	case t.granted >= r.quorum:
+		if err := r.raiseFences(ctx, k, owner, t.fence, ttlD); err != nil {
+			return acquireReply{}, err
+		}
+		return acquireReply{found: foundHeld, fence: t.fence}, nil
+	case t.answered >= r.quorum && t.granted > 0 && t.answered-t.granted >= r.quorum && !r.retryStray:
+		// Busy on a majority, yet granted by a node whose copy the holder
+		// lost (it restarted, or its copy expired): busy, and the grant is
+		// the caller's to give back.
+		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, stray: true}, nil
+	case t.answered >= r.quorum && t.granted > 0:
+		// Granted by too few, and no majority busy either: owners raced;
+		// the busy nodes tell how long their holder has.
+		return acquireReply{found: foundSplit, wait: t.wait, holder: t.holder}, nil
+	case t.answered >= r.quorum:
+		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder}, nil
+	}
+	return acquireReply{}, r.unavailableNodes(errs)
+}
+
+// acquireJudge returns the judge of an acquire's fan-out. A majority's
+// grants decide it (the rest are given back by a release, or renewed with
+// the others). Answers that leave too few nodes for a majority of grants
+// settle it: busy, told by a majority, once the other nodes answered or
+// fanOutGrace passed (a grant counted makes it a split, given back at
+// once; one still to come is this owner's: its next attempt claims it, the
+// end of its wait or a single attempt gives it back). Failures wait for
+// every node, so that busy is told from unavailable.
+func (r *redlock) acquireJudge() func(acquireReply, error) verdict {
+	grants, refusals := 0, 0
+	return func(a acquireReply, err error) verdict {
 		switch {
 		case err != nil:
 		case a.found == foundHeld:
@@ -93,52 +119,40 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 			return settling
 		}
 		return open
-	})
-	granted, answered, ended := 0, 0, 0
-	var fence int64
-	var wait time.Duration
-	var holder string
-	for i := range res {
+	}
+}
+
+// acquireTally is what the nodes that answered an acquire in time said.
+type acquireTally struct {
+	answered, granted, ended int
+	fence                    int64         // the largest fence granted
+	wait                     time.Duration // the shortest wait a busy node told
+	holder                   string        // the first holder tag a busy node told
+}
+
+func tallyAcquire(res []acquireReply, errs []error) acquireTally {
+	var t acquireTally
+	for i, a := range res {
 		if errs[i] != nil {
 			continue
 		}
-		answered++
-		switch res[i].found {
+		t.answered++
+		switch a.found {
 		case foundEnded:
-			ended++
+			t.ended++
 		case foundHeld:
-			granted++
-			fence = max(fence, res[i].fence)
+			t.granted++
+			t.fence = max(t.fence, a.fence)
 		default:
-			if wait == 0 || res[i].wait < wait {
-				wait = res[i].wait
+			if t.wait == 0 || a.wait < t.wait {
+				t.wait = a.wait
 			}
-			if holder == "" {
-				holder = res[i].holder
+			if t.holder == "" {
+				t.holder = a.holder
 			}
 		}
 	}
-	switch {
-	case ended > 0:
-		return acquireReply{found: foundEnded}, nil
-	case granted >= r.quorum:
-		if err := r.raiseFences(ctx, k, owner, fence, ttlD); err != nil {
-			return acquireReply{}, err
-		}
-		return acquireReply{found: foundHeld, fence: fence}, nil
-	case answered >= r.quorum && granted > 0 && answered-granted >= r.quorum && !r.retryStray:
-		// Busy on a majority, yet granted by a node whose copy the holder
-		// lost (it restarted, or its copy expired): busy, and the grant is
-		// the caller's to give back.
-		return acquireReply{found: foundBusy, wait: wait, holder: holder, stray: true}, nil
-	case answered >= r.quorum && granted > 0:
-		// Granted by too few, and no majority busy either: owners raced;
-		// the busy nodes tell how long their holder has.
-		return acquireReply{found: foundSplit, wait: wait, holder: holder}, nil
-	case answered >= r.quorum:
-		return acquireReply{found: foundBusy, wait: wait, holder: holder}, nil
-	}
-	return acquireReply{}, r.unavailableNodes(errs)
+	return t
 }
 
 // raiseFences makes fence the floor of a quorum of nodes' fence floors (any
