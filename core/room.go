@@ -103,7 +103,14 @@ func newWaiter(ch, owner string) *waiter {
 // that lock, and hands it a grant the room may already have seen (see
 // waitRoom). False once the room is closed.
 func (r *waitRoom) add(w *waiter, sent int64) bool {
-	node := r.nodeKnown(w.ch) // outside the lock
+	// Outside the lock, and without loading the slot map: a waiter joins
+	// on its caller's goroutine, whose budget a load (one round trip per
+	// seed, each bounded by the client's read timeout) would not respect.
+	slots := noLoad
+	if r.mut.loadSlots {
+		slots = r.ctx
+	}
+	node := r.nodeOf(slots, w.ch)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -195,29 +202,11 @@ func (r *waitRoom) unsubscribing(sh *shard, chs []string) {
 
 // nodeOf names the node whose shard channel ch lives on: "" for a client
 // of one node, or when the cluster cannot say (the shard then finds out).
-func (r *waitRoom) nodeOf(ch string) string {
+// Given noLoad it sends nothing: it answers from the slot map the client
+// has, "" when it has none yet.
+func (r *waitRoom) nodeOf(ctx context.Context, ch string) string {
 	if r.cluster == nil {
 		return ""
-	}
-	n, err := r.cluster.MasterForKey(r.ctx, ch)
-	if err != nil {
-		return ""
-	}
-	return n.Options().Addr
-}
-
-// nodeKnown is nodeOf without asking the cluster: "" when the client has
-// no slot map yet (its first calls failed), which the shard then finds
-// out. A waiter joins on its caller's goroutine, whose budget a slot-map
-// load (one round trip per seed, each bounded by the client's read
-// timeout) would not respect.
-func (r *waitRoom) nodeKnown(ch string) string {
-	if r.cluster == nil {
-		return ""
-	}
-	ctx := noLoad
-	if r.mut.loadSlots {
-		ctx = r.ctx
 	}
 	n, err := r.cluster.MasterForKey(ctx, ch)
 	if err != nil {

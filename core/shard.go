@@ -313,7 +313,7 @@ func (r *waitRoom) regroup(sh *shard) {
 	r.mu.Unlock()
 	nodes := make([]string, len(chs))
 	for i, ch := range chs {
-		nodes[i] = r.nodeOf(ch)
+		nodes[i] = r.nodeOf(r.ctx, ch)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
