@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -389,12 +388,7 @@ func infoField(ctx context.Context, c *redis.Client, name string) string {
 	if err != nil {
 		return ""
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == name {
-			return v
-		}
-	}
-	return ""
+	return infoValue(info, name)
 }
 
 // poll calls check every 50ms until it returns nil or ctx ends; then it

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -154,16 +155,19 @@ func (s *Server) start() error {
 	s.mu.Lock()
 	s.cmd, s.exited, s.log, s.paused = cmd, exited, log, false
 	s.mu.Unlock()
-	if err := s.waitReady(exited); err != nil {
+	if err := s.waitReady(exited, cmd.Process.Pid); err != nil {
 		s.kill()
 		return err
 	}
 	return nil
 }
 
-// waitReady polls PING until the server answers, the process exits, or
-// startTimeout passes.
-func (s *Server) waitReady(exited chan struct{}) error {
+// waitReady polls the server until it answers, the process exits, or
+// startTimeout passes. The answer must come from process pid: a port taken
+// between FreePort and the bind (by a server of a test running in
+// parallel, or one restarting on the port it had) answers too, while this
+// process exits unable to bind.
+func (s *Server) waitReady(exited chan struct{}, pid int) error {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer c.Close()
 	deadline := time.Now().Add(startTimeout)
@@ -174,9 +178,12 @@ func (s *Server) waitReady(exited chan struct{}) error {
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
+		info, err := c.Info(ctx, "server").Result()
 		cancel()
 		if err == nil {
+			if answered := infoValue(info, "process_id"); answered != strconv.Itoa(pid) {
+				return fmt.Errorf("redistest: %s is another redis-server's (process %s, not %d)", s.Addr, answered, pid)
+			}
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -269,4 +276,14 @@ func (s *Server) Dir() string { return s.dir }
 func writeFile(dir, name, content string) (string, error) {
 	p := filepath.Join(dir, name)
 	return p, os.WriteFile(p, []byte(content), 0o600)
+}
+
+// infoValue is the value of field name in an INFO reply ("" when absent).
+func infoValue(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == name {
+			return v
+		}
+	}
+	return ""
 }

@@ -2,6 +2,9 @@ package redistest_test
 
 import (
 	"context"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,5 +103,33 @@ func TestPauseStoppedServerFails(t *testing.T) {
 	s.Stop()
 	if err := s.Pause(); err == nil {
 		t.Fatal("Pause of a stopped server succeeded")
+	}
+}
+
+// TestRestartOnTakenPortFails: a server that cannot bind its port (another
+// redis-server took it while it was stopped, as a test running in parallel
+// may) fails to start, rather than pass the other server off as itself.
+// Control: the same Restart with the port free succeeds.
+func TestRestartOnTakenPortFails(t *testing.T) {
+	s := redistest.Start(t)
+	s.Stop()
+	other := exec.Command(redistest.Binary, "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := shortClient(t, s)
+	if err := pingWithin(c); err != nil {
+		other.Process.Kill()
+		other.Wait()
+		t.Fatalf("the other redis-server does not answer on %s: %v", s.Addr, err)
+	}
+	err := s.Restart()
+	other.Process.Kill()
+	other.Wait()
+	if err == nil || !strings.Contains(err.Error(), "another redis-server") {
+		t.Fatalf("Restart on a port another redis-server holds = %v, want it refused as another's", err)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatalf("control: Restart once the port is free = %v", err)
 	}
 }
