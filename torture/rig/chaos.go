@@ -177,9 +177,9 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 	case FaultRestart:
 		srvs[0].Restart()
 	case FaultHangShort:
-		hang(srvs[0], frac(0.3, 0.8))
+		f.Start = hang(srvs[0], frac(0.3, 0.8), f.Start)
 	case FaultHangLong:
-		hang(srvs[0], frac(1.5, 3))
+		f.Start = hang(srvs[0], frac(1.5, 3), f.Start)
 	case FaultLateReply, FaultCut, FaultLatency:
 		f.D = network(c.dep.proxiesOf(0), kind, rng, rt, frac)
 	case FaultFailover:
@@ -191,7 +191,7 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		_ = c.dep.st.Reconcile(time.Second) // (unanswered: the last known master)
 		m := c.dep.st.Master
 		c.master.Unlock()
-		hang(m, frac(0.5, 2))
+		f.Start = hang(m, frac(0.5, 2), f.Start)
 	case FaultNodeRestart:
 		// Killed, and started empty the longest lease later: redis.io's
 		// "delayed restart" for a Redlock master without persistence, so
@@ -202,7 +202,7 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		srvs[node].Restart()
 	case FaultNodeHang:
 		f.Target = srvs[node].Addr
-		hang(srvs[node], frac(0.3, 3))
+		f.Start = hang(srvs[node], frac(0.3, 3), f.Start)
 	case FaultNodeNet:
 		if c.dep.st != nil {
 			c.master.Lock()
@@ -217,7 +217,7 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		f.D = network(c.dep.proxiesOf(node), []string{FaultLateReply, FaultCut, FaultLatency}[rng.IntN(3)], rng, rt, frac)
 	case FaultMasterPause:
 		f.Target = srvs[node].Addr
-		hang(srvs[node], frac(0.3, 2))
+		f.Start = hang(srvs[node], frac(0.3, 2), f.Start)
 	case FaultMasterRestart:
 		f.Target = srvs[node].Addr
 		srvs[node].Restart()
@@ -329,11 +329,18 @@ func commandLatency(ps []*redistest.Proxy, rng *rand.Rand, d, lasting time.Durat
 	wg.Wait()
 }
 
-func hang(s *redistest.Server, d time.Duration) {
-	if s.Pause() == nil {
-		time.Sleep(d)
-		s.Resume()
+// hang pauses s for d and returns when the pause began: once SIGSTOP was
+// sent, not when the fault was drawn (finding a Sentinel's master first
+// can take a while on a loaded machine, and Redis answers meanwhile). If
+// the pause fails it returns drawn.
+func hang(s *redistest.Server, d time.Duration, drawn int64) int64 {
+	if s.Pause() != nil {
+		return drawn
 	}
+	start := now()
+	time.Sleep(d)
+	s.Resume()
+	return start
 }
 
 func (c *chaos) total() int {
