@@ -18,6 +18,7 @@ import (
 // 10s, Lock(NoWait) 5s). Control: a Locker whose attempt timeout is 1.5s
 // waits that long, so the bound the test sees is the option's.
 func TestSingleAttemptsOnHungRedis(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		opts  []core.Option

@@ -47,6 +47,7 @@ func pause(t *testing.T, srv *redistest.Server) (resume func()) {
 // default client (the call runs on a goroutine the caller stops waiting
 // for) and one with ContextTimeoutEnabled (go-redis bounds it itself).
 func TestHungRedisWithinBudget(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"default", "ctxtimeout"} {
 		t.Run("client="+kind, func(t *testing.T) { testHungRedisWithinBudget(t, kind) })
 	}
@@ -135,6 +136,7 @@ func testHungRedisWithinBudget(t *testing.T, kind string) {
 // A context already ended sends nothing, and its error is the context's
 // (with the cause), not "busy".
 func TestEndedContextSendsNothing(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	hook := &countingHook{}
@@ -155,6 +157,7 @@ func TestEndedContextSendsNothing(t *testing.T) {
 
 // A Lock with the context of a lost lease reports the loss as the cause.
 func TestLockWithLostLeaseContext(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
@@ -175,6 +178,7 @@ func TestLockWithLostLeaseContext(t *testing.T) {
 // held for 28s more), and the retry hint is when the lock is likely free:
 // the mean hold time this Locker has seen, not the holder's TTL.
 func TestBusyErrorsTellTheHolder(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder, _ := locktest.NewLocker(t, srv)
 	l, _ := locktest.NewLocker(t, srv)
@@ -228,6 +232,7 @@ func TestBusyErrorsTellTheHolder(t *testing.T) {
 // answers, so nothing stays held for the TTL. The probe: the acquire held
 // the lock in Redis while its caller was told ErrUnavailable.
 func TestUndoOutlastsOutage(t *testing.T) {
+	t.Parallel()
 	for _, ctxTimeout := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeout), func(t *testing.T) { testUndoOutlastsOutage(t, ctxTimeout) })
 	}
@@ -285,6 +290,7 @@ func waitGone(t *testing.T, c *redis.Client, key string) {
 // Lock with a 200ms budget, sent while it is held, gets its lock at once.
 // Control: the first Lock itself waits out the held check.
 func TestFirstCallsDoNotWaitForTheServerCheck(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr)
 	c := redis.NewClient(&redis.Options{Addr: p.Addr})

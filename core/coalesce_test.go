@@ -96,6 +96,7 @@ func cycles(t *testing.T, l *core.Locker, g, n int) {
 // alone is sent at once, on its own. Control: WithoutCoalescing sends
 // every script on its own.
 func TestConcurrentCallsAreCoalesced(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c, h := hookedClient(t, srv.Addr)
 	l := locktest.Locker(t, c)
@@ -128,6 +129,7 @@ func TestConcurrentCallsAreCoalesced(t *testing.T) {
 // queue behind round trips held at a proxy, the cache is flushed while
 // they wait, and each must succeed; the probe shows EVAL went in a pipeline.
 func TestCoalescedCallsReloadScripts(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	direct := srv.Client(t)
 	p := redistest.StartProxy(t, srv.Addr)
@@ -186,6 +188,7 @@ func TestCoalescedCallsReloadScripts(t *testing.T) {
 // client the budget is kept around the call, with ContextTimeoutEnabled by
 // the queue itself.
 func TestQueuedCallWithinBudget(t *testing.T) {
+	t.Parallel()
 	for _, ctxTimeout := range []bool{false, true} {
 		t.Run("ContextTimeoutEnabled="+strconv.FormatBool(ctxTimeout), func(t *testing.T) {
 			srv := redistest.Start(t)

@@ -24,6 +24,7 @@ import (
 // (SIGSTOP; the kernel still accepts connections) is not refused, so the
 // same Lock waits out its budget.
 func TestDefinitiveFailuresEndAtOnce(t *testing.T) {
+	t.Parallel()
 	const budget = 2 * time.Second
 	closed := redistest.Start(t)
 	closed.Stop()
@@ -97,6 +98,7 @@ func TestDefinitiveFailuresEndAtOnce(t *testing.T) {
 // "expires in 26.555016602s"). Control: once it has seen short holds of its
 // own, the hint is their mean, not the TTL.
 func TestBusyHintFromTheHolder(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder, _ := locktest.NewLocker(t, srv)
 	l, _ := locktest.NewLocker(t, srv)
@@ -142,6 +144,7 @@ func TestBusyHintFromTheHolder(t *testing.T) {
 // never reached Redis undid nothing, though the waiter had queued) the entry
 // is still live 3s later.
 func TestRefusedWaiterLeavesQueue(t *testing.T) {
+	t.Parallel()
 	for _, mutant := range []string{"", "keep-entry"} {
 		t.Run("mutant="+mutant, func(t *testing.T) {
 			srv := redistest.Start(t)

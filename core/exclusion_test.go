@@ -76,6 +76,7 @@ func incrementAll(t *testing.T, srv *redistest.Server, lock func(node int, ctx c
 
 // Three Lockers (nodes) keep a non-atomic read-modify-write exact.
 func TestMutualExclusionAcrossNodes(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	lockers := make([]*core.Locker, exclNodes)
 	for i := range lockers {
@@ -100,6 +101,7 @@ func TestMutualExclusionAcrossNodes(t *testing.T) {
 // Control for TestMutualExclusionAcrossNodes: the same workload without the
 // lock loses updates, so the exact total above is evidence, not luck.
 func TestMutualExclusionControlWithoutLock(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	got := incrementAll(t, srv, nil)
 	if got >= exclTotal {

@@ -14,6 +14,7 @@ import (
 // Unlock of a lease that expired and was taken by another owner
 // deletes nothing of theirs and returns ErrNotHeld.
 func TestUnlockAfterExpiryTakenByOther(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a, _ := locktest.NewLocker(t, srv)
 	b, _ := locktest.NewLocker(t, srv)
@@ -46,6 +47,7 @@ func TestUnlockAfterExpiryTakenByOther(t *testing.T) {
 
 // The watchdog keeps a 300ms lease for 2s; without it, it expires.
 func TestWatchdogKeepsLease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a, _ := locktest.NewLocker(t, srv)
 	b, _ := locktest.NewLocker(t, srv)

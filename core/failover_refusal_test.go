@@ -53,6 +53,7 @@ import (
 // One round of each in make test; LOCKGATE_FAILOVER_ROUNDS sets more (make
 // failover).
 func TestRefusalDuringFailover(t *testing.T) {
+	t.Parallel()
 	for _, topo := range []string{"sentinel", "cluster"} {
 		t.Run(topo, func(t *testing.T) {
 			rounds := failoverRounds(t)
@@ -578,6 +579,7 @@ func (k *refusalKey) hold(f *refusalFigures, policy string, s *core.Lease) {
 // and one live node obtains the lock with Lock (the probe does not take one refusal
 // for all).
 func TestRefusalBeforeReached(t *testing.T) {
+	t.Parallel()
 	const budget = 8 * time.Second
 	cl := redistest.StartCluster(t, 3)
 	ctx := locktest.Context(t)
@@ -650,6 +652,7 @@ func TestRefusalBeforeReached(t *testing.T) {
 // dial takes 150ms), gets the lock. (Dialling the seeds as they are
 // written ended it with "connection refused".)
 func TestNoProbeThroughNewClient(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	gone := redistest.Start(t)
 	gone.Stop()
@@ -691,6 +694,7 @@ func TestNoProbeThroughNewClient(t *testing.T) {
 // is enough for the call to go on and get the lock (control: the probe does
 // not take a refusing address for the deployment).
 func TestSentinelsRefusing(t *testing.T) {
+	t.Parallel()
 	const budget = 3 * time.Second
 	ctx := locktest.Context(t)
 	var dead []string
@@ -754,6 +758,7 @@ func TestSentinelsRefusing(t *testing.T) {
 // WithSentinelAddrs on a client that is not a Sentinel failover client, or
 // with an empty address, is an error from New.
 func TestSentinelAddrsInvalid(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	plain := s.Client(t)
 	if _, err := core.New(plain, core.WithSentinelAddrs("127.0.0.1:1")); !errors.Is(err, core.ErrInvalid) {

@@ -52,6 +52,7 @@ func failoverRounds(t *testing.T) int {
 // the kill (the window is certain); for the forced failover how often the
 // unacknowledged lock is lost is measured (the replica races the promotion).
 func TestFailoverKeepsAcknowledgedLocks(t *testing.T) {
+	t.Parallel()
 	for _, trigger := range []string{"kill", "forced"} {
 		t.Run(trigger, func(t *testing.T) {
 			rounds := failoverRounds(t)

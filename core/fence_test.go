@@ -14,6 +14,7 @@ import (
 // The order of acquisitions is the order of entries into the critical
 // section, recorded inside it.
 func TestFencesStrictlyIncrease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	lockers := make([]*core.Locker, 4)
 	for i := range lockers {
@@ -64,6 +65,7 @@ func TestFencesStrictlyIncrease(t *testing.T) {
 // clock would give a lower value (simulated by planting a fence far in the
 // future), the next fence is above it.
 func TestFenceAboveRememberedLast(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, c := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)

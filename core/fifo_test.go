@@ -36,6 +36,7 @@ func waitQueueLen(t *testing.T, c redis.UniversalClient, key string, n int64) {
 // Waiters of three Lockers get the lock in the order they joined its queue:
 // the release hands it to the first live waiter, whatever Locker it is on.
 func TestStrictFIFOAcrossLockers(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder, direct := locktest.NewLocker(t, srv)
 	var lockers []*core.Locker
@@ -87,6 +88,7 @@ func TestStrictFIFOAcrossLockers(t *testing.T) {
 // hear of it (its network stalled) and then gives up passes it on to the
 // next waiter when its leave arrives.
 func TestWaiterThatLeavesIsSkipped(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder, direct := locktest.NewLocker(t, srv)
 	next, _ := locktest.NewLocker(t, srv)
@@ -157,6 +159,7 @@ func TestWaiterThatLeavesIsSkipped(t *testing.T) {
 // entry would have expired, one and a half refresh intervals (TTL/2) after
 // its last refresh; then the next waiter gets it.
 func TestCrashedWaiterCostsOneEntry(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder, direct := locktest.NewLocker(t, srv)
 	next, _ := locktest.NewLocker(t, srv)
@@ -202,6 +205,7 @@ func TestCrashedWaiterCostsOneEntry(t *testing.T) {
 // An uncontended release publishes nothing; a release with a waiter
 // publishes once, on the lock's shard channel.
 func TestNoPublishWithoutWaiters(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
 	other, _ := locktest.NewLocker(t, srv)
@@ -243,6 +247,7 @@ func TestNoPublishWithoutWaiters(t *testing.T) {
 // connection, and their background traffic is bounded: joining, subscribing
 // (in batches), and nothing more while they wait.
 func TestManyWaitersOneConnection(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder, direct := locktest.NewLocker(t, srv)
 	o := srv.Options()
@@ -338,6 +343,7 @@ func TestManyWaitersOneConnection(t *testing.T) {
 // lock's holder and the waiter learns it holds the lock, long before its
 // next refresh (20s) would have told it.
 func TestGrantMissedWhileResubscribing(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	w, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
@@ -387,6 +393,7 @@ func TestGrantMissedWhileResubscribing(t *testing.T) {
 // releases; the probe shows the lock was handed to the first waiter while
 // its reply was still held.
 func TestGrantBeforeJoin(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder, direct := locktest.NewLocker(t, srv)
 	p, l := proxiedLocker(t, srv)
@@ -439,6 +446,7 @@ func TestGrantBeforeJoin(t *testing.T) {
 // with the watchdog or without it. Here the entry lives 450ms and each
 // lease is still held, in Redis and by its context, 700ms after the grant.
 func TestGrantedHoldClaimsItsTTL(t *testing.T) {
+	t.Parallel()
 	for _, watchdog := range []bool{true, false} {
 		t.Run("watchdog="+strconv.FormatBool(watchdog), func(t *testing.T) {
 			srv := redistest.Start(t)
@@ -491,6 +499,7 @@ func TestGrantedHoldClaimsItsTTL(t *testing.T) {
 // as a release would have; the waiter then has it. The probe: the waiter
 // is queued when TryLock is sent, and the lock's owner after it.
 func TestTryLockDoesNotJumpTheQueue(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder, direct := locktest.NewLocker(t, srv)
 	other, _ := locktest.NewLocker(t, srv)

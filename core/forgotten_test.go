@@ -19,6 +19,7 @@ import (
 // pattern. Control: the same lease whose context lives on is renewed past
 // several TTLs, and the other owner stays out.
 func TestForgottenUnlockIsNotRenewed(t *testing.T) {
+	t.Parallel()
 	const ttl = 600 * time.Millisecond
 	for _, forget := range []bool{true, false} {
 		name := "forgotten"

@@ -59,6 +59,7 @@ func script(t *testing.T, name, key string) redistest.Matcher {
 // the lock for the next owner at once (before: a hold count of 2, and the
 // lock held by nobody for its TTL).
 func TestLateReplyFreshLock(t *testing.T) {
+	t.Parallel()
 	for _, ctxTimeout := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeout), func(t *testing.T) { testLateReplyFreshLock(t, ctxTimeout) })
 	}
@@ -111,6 +112,7 @@ func testLateReplyFreshLock(t *testing.T, ctxTimeout bool) {
 // not ErrNotHeld — also when another owner took the lock between the two
 // runs (it was woken by the first run's release).
 func TestLateReplyUnlock(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p, c := lateClient(t, srv, lateReadTimeout)
 	l := locktest.Locker(t, c)
@@ -165,6 +167,7 @@ func TestLateReplyUnlock(t *testing.T) {
 // lease lives. (Before, the inner release ran twice and freed the outer.)
 // The probe: the same hold does catch the outer's final release.
 func TestLateReplyInnerUnlock(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p, c := lateClient(t, srv, lateReadTimeout)
 	l := locktest.Locker(t, c)
@@ -207,6 +210,7 @@ func TestLateReplyInnerUnlock(t *testing.T) {
 // nothing held: the hold it added in Redis is undone (before, an owner
 // carried in the context was never undone).
 func TestAbandonedNestedLock(t *testing.T) {
+	t.Parallel()
 	for _, ctxTimeout := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeout), func(t *testing.T) { testAbandonedNestedLock(t, ctxTimeout) })
 	}
@@ -289,6 +293,7 @@ func warm(t *testing.T, l *core.Locker) {
 // afterwards. Control: the same late reply to a script sent as go-redis
 // sends one by itself (redis.Script.Run) makes Redis run it twice.
 func TestLateReplyIsNotResent(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p, c := lateClient(t, srv, lateReadTimeout)
 	l := locktest.Locker(t, c)

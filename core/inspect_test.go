@@ -36,6 +36,7 @@ func queued(t *testing.T, ev *locktest.Events, l *core.Locker, key string) core.
 // keeps its hold, the waiter still waits). Checked on one server, a Cluster
 // and a Redlock of three.
 func TestInspect(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	cl := redistest.StartCluster(t, 3)
 	srvs, _ := masters(t, 3)
@@ -102,6 +103,7 @@ func TestInspect(t *testing.T) {
 // Cluster and a Redlock, also with names that need escaping; the limit
 // cuts it.
 func TestList(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	cl := redistest.StartCluster(t, 3)
 	srvs, _ := masters(t, 3)
@@ -163,6 +165,7 @@ func TestList(t *testing.T) {
 // next renewal (its context is cancelled with ErrLockLost), the first
 // waiter is granted the lock. On a free lock it does nothing.
 func TestForceRelease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, _ := locktest.NewLocker(t, srv)
 	var ev locktest.Events
@@ -210,6 +213,7 @@ func TestForceRelease(t *testing.T) {
 // new holder untouched. And a holder whose hold was removed learns it from
 // its own Unlock (ErrNotHeld), not a success. Redlock too.
 func TestForceReleaseRemovesOnlyWhatItSaw(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srvs, _ := masters(t, 3)
 	for _, tc := range []struct {
@@ -257,6 +261,7 @@ func TestForceReleaseRemovesOnlyWhatItSaw(t *testing.T) {
 // SIGSTOPped Redis, Inspect, ForceRelease and List answer ErrUnavailable
 // within 200ms (+ slack). The probe: each answers before the pause.
 func TestInspectHungWithinBudget(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l := locktest.Locker(t, defaultsClient(t, srv))
 	ctx := locktest.Context(t)

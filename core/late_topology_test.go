@@ -49,6 +49,7 @@ func lateCluster(t *testing.T) (*redistest.Cluster, []*redistest.Proxy, *redis.C
 // client does not re-send it), counts twice. A late release runs twice
 // and frees only its own hold.
 func TestLateRepliesOnCluster(t *testing.T) {
+	t.Parallel()
 	cl, ps, c := lateCluster(t)
 	testLateReplies(t, c, cl.Client(t), ps)
 }
@@ -56,6 +57,7 @@ func TestLateRepliesOnCluster(t *testing.T) {
 // The same on Sentinel: a proxy in front of the master, found through the
 // sentinels.
 func TestLateRepliesOnSentinel(t *testing.T) {
+	t.Parallel()
 	sen := redistest.StartSentinel(t)
 	p := redistest.StartProxy(t, sen.Master.Addr)
 	opts := sen.Options()

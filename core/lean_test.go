@@ -55,6 +55,7 @@ func diffCommands(a, b map[string]int64) map[string]int64 {
 // read the queue and publish, so the counts can see it; a cycle whose
 // acquire went unanswered once leaves a marker (TestLateReplyFreshLock).
 func TestUncontendedCycleIsLean(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
 	other, _ := locktest.NewLocker(t, srv)
@@ -131,6 +132,7 @@ func TestUncontendedCycleIsLean(t *testing.T) {
 // either but the fence floors of their slots (one key per slot, however
 // many names). Control: a lock still held is seen by the same scan.
 func TestUncontendedCycleLeavesNothingOnCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	c := cl.Client(t)
 	l := locktest.Locker(t, c)
@@ -177,6 +179,7 @@ func TestUncontendedCycleLeavesNothingOnCluster(t *testing.T) {
 // time when that timer fires). Control: with the wake put back
 // ("wake-on-idle"), every unlock wakes it.
 func TestUncontendedCycleWakesNoGoroutine(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const n = 100
 	passes := func(mutants string) int64 {

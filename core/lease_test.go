@@ -15,6 +15,7 @@ import (
 // Extend renews by hand: a fixed 200ms lease extended to 5s outlives its
 // first TTL, its validity moves, and Extend of a lost lease is ErrNotHeld.
 func TestExtendByHand(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	var mu sync.Mutex
 	var extended []error
@@ -70,6 +71,7 @@ func TestExtendByHand(t *testing.T) {
 // A Redis stall shorter than the lease's validity is ridden out: the
 // renewals that hang or fail are retried and the lease is not lost.
 func TestTransientStallDoesNotLoseLease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a, c := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
@@ -113,6 +115,7 @@ func TestTransientStallDoesNotLoseLease(t *testing.T) {
 // whatever the client's timeouts (the rig found an Extend that took 858ms
 // with a 500ms deadline).
 func TestExtendAndTTLWithinDeadline(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := defaultsClient(t, srv)
 	l := locktest.Locker(t, c)
@@ -151,6 +154,7 @@ func TestExtendAndTTLWithinDeadline(t *testing.T) {
 // ~390ms although the lease was held and renewed). Valid reports the
 // validity, which renewals move.
 func TestLeaseContextKeepsParentDeadline(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)

@@ -130,6 +130,7 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // logged side by side. Control: the merged subscriptions put back, the
 // Cluster stalls after the cut.
 func TestContendedKeysHandOffOnCluster(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	cl := redistest.StartCluster(t, 3)
 	lockersOn := func(t *testing.T, cluster bool, opts ...core.Option) []*core.Locker {
@@ -182,6 +183,7 @@ func TestContendedKeysHandOffOnCluster(t *testing.T) {
 // acquisition already ended") on a healthy Redis, every round. Control:
 // that put back.
 func TestSlowRepliesWhenGranted(t *testing.T) {
+	t.Parallel()
 	for _, mutant := range []string{"", "late-grant"} {
 		t.Run("mutant="+mutant, func(t *testing.T) {
 			srv := redistest.Start(t)
@@ -239,6 +241,7 @@ func TestSlowRepliesWhenGranted(t *testing.T) {
 // waiter's was dropped: it got the lock 3.0s after its reply. Control: the
 // early grants dropped (and nothing read again).
 func TestGrantBehindManyOthers(t *testing.T) {
+	t.Parallel()
 	for _, mutant := range []string{"", "drop-early"} {
 		t.Run("mutant="+mutant, func(t *testing.T) {
 			srv := redistest.Start(t)
@@ -326,6 +329,7 @@ func TestGrantBehindManyOthers(t *testing.T) {
 // Lock and Extend: before, sent+TTL overflowed the validity, so a lock was
 // taken, undone and reported unavailable. Control: MaxTTL itself works.
 func TestTTLAboveMax(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
@@ -361,6 +365,7 @@ func TestTTLAboveMax(t *testing.T) {
 // is undone like any other, leaving nothing held. Control: the same
 // scenario with the lock then really held shows the check would see it.
 func TestReentryThroughAnotherPrefix(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a, direct := locktest.NewLocker(t, srv, core.WithPrefix("a:"))
 	p, c := lateClient(t, srv, 300*time.Millisecond)

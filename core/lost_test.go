@@ -15,6 +15,7 @@ import (
 // The key deleted behind the holder's back: the next renewal finds
 // it gone and cancels the lease context with ErrLockLost.
 func TestLostWhenKeyDeleted(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	var lost atomic.Int32
 	told := make(chan struct{}, 1)
@@ -56,6 +57,7 @@ func TestLostWhenKeyDeleted(t *testing.T) {
 // the holder's context is cancelled (ErrLockLost) at the end of its validity,
 // before the server — once resumed — hands the lock to another owner.
 func TestLostBeforeOtherOwnerWhenServerPaused(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a, _ := locktest.NewLocker(t, srv)
 	b, _ := locktest.NewLocker(t, srv)

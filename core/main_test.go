@@ -10,6 +10,11 @@ import (
 
 // TestMain runs the tests, stops the benchmarks' shared server, and fails
 // the run if any goroutine is left behind (but go-redis's dial prober).
+//
+// The tests run side by side (t.Parallel), each on redis-servers of its
+// own: most of their time is waiting (a failover, a TTL, a paused server).
+// The few that count the process's goroutines or allocations, or change a
+// package setting (SetIdleStop), run alone, before the others.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if benchSrv != nil {

@@ -64,6 +64,7 @@ func lossSeen(t *testing.T, s *core.Lease, seen bool, since time.Time, what stri
 // renewal (a third of the 30s TTL). Control: with no monitor the lease
 // outlives the same wait.
 func TestLossSeenWhenNodeRestarts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, mutants string
 		seen          bool
@@ -92,6 +93,7 @@ func TestLossSeenWhenNodeRestarts(t *testing.T) {
 // slots); the leases it held end at once, those on the other masters live
 // on.
 func TestLossSeenWhenClusterNodeRestarts(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	c := cl.Client(t)
 	l := locktest.Locker(t, c)
@@ -151,6 +153,7 @@ func TestLossSeenWhenClusterNodeRestarts(t *testing.T) {
 // after the promoted replica serves, not at the next renewal. Control: with
 // no monitor the lease outlives the same wait.
 func TestLossSeenAfterSentinelFailover(t *testing.T) {
+	t.Parallel()
 	kill := func(sn *redistest.Sentinel) error { return sn.KillMaster(30 * time.Second) }
 	manual := func(sn *redistest.Sentinel) error { return sn.FailoverNow(30 * time.Second) }
 	for _, tc := range []struct {

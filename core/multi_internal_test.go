@@ -10,6 +10,7 @@ import (
 // others is returned with its Context already ended, cause ErrLockLost:
 // not live for the moment context.AfterFunc takes to run.
 func TestMultiOfLostPartEndsAtOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var parts []*Lease
 	for _, key := range []string{"a", "b"} {

@@ -19,6 +19,7 @@ import (
 // (whose names below fall in different slots), each with two Lockers on
 // clients of their own, as two processes of a service would.
 func TestLockMulti(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	st := redistest.StartSentinel(t)
 	cl := redistest.StartCluster(t, 3)
@@ -273,6 +274,7 @@ func testMultiLost(t *testing.T, l *core.Locker, c redis.UniversalClient) {
 // nodes, the same all-or-none and ordering hold (each name is an ordinary
 // Redlock lock).
 func TestLockMultiRedlock(t *testing.T) {
+	t.Parallel()
 	srvs, _ := masters(t, 3)
 	a, b := redlockOn(t, srvs), redlockOn(t, srvs)
 	t.Run("HoldsAllAndReleasesAll", func(t *testing.T) { testMultiHoldsAll(t, a, b) })
@@ -286,6 +288,7 @@ func TestLockMultiRedlock(t *testing.T) {
 // the second undone when its late reply comes. Control: while the
 // reply is held, Redis does hold the second name (the acquire ran).
 func TestLockMultiLateReply(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, p := locktest.ProxiedLocker(t, srv)
 	_, direct := locktest.NewLocker(t, srv)
@@ -319,6 +322,7 @@ func TestLockMultiLateReply(t *testing.T) {
 // still does not answer, the first name is still held (the give-back did
 // not go inline).
 func TestLockMultiHungGiveBack(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	var p *redistest.Proxy
 	var stall sync.Once
@@ -357,6 +361,7 @@ func TestLockMultiHungGiveBack(t *testing.T) {
 // promises of any Lock it overlaps: the first name is given back although
 // the Locker is closing.
 func TestLockMultiOverlappingClose(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, p := locktest.ProxiedLocker(t, srv)
 	direct := srv.Client(t)

@@ -42,6 +42,7 @@ func withTag(ctx context.Context, tag string) context.Context {
 // its queue entry. Control: a Locker without a tag function stores and
 // hears nothing.
 func TestHolderTagReachesTheWaiter(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rec := &locktest.Events{}
 	holder, _ := locktest.NewLocker(t, srv, core.WithHolderTag(tagOf))
@@ -125,6 +126,7 @@ func TestHolderTagReachesTheWaiter(t *testing.T) {
 // bound it documents (probe: the estimate moves by about that much, so it
 // reads the reply's timing and is not a constant).
 func TestClockOffsetEstimate(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	proxy := redistest.StartProxy(t, srv.Addr)
 	rec := &locktest.Events{}
@@ -177,6 +179,7 @@ func TestClockOffsetEstimate(t *testing.T) {
 // Unlock is Retry), or a loss — also when Close ends it (EventLost,
 // ErrClosed), so a count of held locks built on events returns to zero.
 func TestEveryHoldEndsOnce(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	proxy := redistest.StartProxy(t, srv.Addr)
 	rec := &locktest.Events{}
@@ -217,6 +220,7 @@ func TestEveryHoldEndsOnce(t *testing.T) {
 // Lost locks and failed releases are logged with the pattern and the
 // fence, never the key (user data) or the owner id.
 func TestLogsNameThePatternNotTheKey(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	proxy := redistest.StartProxy(t, srv.Addr)
 	var buf syncBuffer
@@ -273,6 +277,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // The tag function is asked once per call that goes to Redis, never by a
 // re-entry, which sends nothing (it runs on every Lock's hot path).
 func TestReentryAsksNoTag(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	var asked atomic.Int32
 	l, _ := locktest.NewLocker(t, srv, core.WithHolderTag(func(ctx context.Context) string { asked.Add(1); return "t" }))

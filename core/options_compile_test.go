@@ -10,6 +10,7 @@ import (
 // A Locker-only option passed to Lock is a compile error, not a run-time
 // one. Control: the same program with a per-call option compiles.
 func TestLockerOnlyOptionDoesNotCompile(t *testing.T) {
+	t.Parallel()
 	if out, err := locktest.Build(t, "testdata/lockoption"); err != nil {
 		t.Fatalf("control program does not build: %v\n%s", err, out)
 	}

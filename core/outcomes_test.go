@@ -18,6 +18,7 @@ import (
 // Cancellation while waiting, Redis unreachable and a busy TryLock
 // are three distinguishable outcomes.
 func TestThreeOutcomes(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a, _ := locktest.NewLocker(t, srv)
 	b, _ := locktest.NewLocker(t, srv)
@@ -118,6 +119,7 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // Bad input is an ErrInvalid error naming the argument; nothing is sent.
 // A bad Locker option is an error from New, not from every Lock.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	hook := &countingHook{}
@@ -165,6 +167,7 @@ func TestBadInput(t *testing.T) {
 
 // New reports a nil client and every bad Locker option itself.
 func TestNewRejects(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	var nilClient *redis.Client
@@ -200,6 +203,7 @@ func TestNewRejects(t *testing.T) {
 }
 
 func TestRetryAfterSeconds(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		want int

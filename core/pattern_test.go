@@ -17,6 +17,7 @@ import (
 // the key; without WithPattern it is UnnamedPattern. Covers acquired,
 // re-entered, renewed, extended, released and not obtained.
 func TestEventsCarryThePattern(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	var mu sync.Mutex
 	var evs []core.Event

@@ -16,6 +16,7 @@ import (
 // answer with its cause: one server, a 3-master Cluster, a Redlock of three
 // with one node down; each healthy deployment answers nil (the control).
 func TestPing(t *testing.T) {
+	t.Parallel()
 	ctx := locktest.Context(t)
 
 	t.Run("single", func(t *testing.T) {

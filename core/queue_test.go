@@ -29,6 +29,7 @@ import (
 // queue's keys expired with the last joiner's TTL and the TryLock took the
 // lock ahead of the 60s waiter, every run. Control: that put back.
 func TestShortWaiterKeepsLongWaitersPlace(t *testing.T) {
+	t.Parallel()
 	for _, mutant := range []string{"", "queue-expiry"} {
 		t.Run("mutant="+mutant, func(t *testing.T) {
 			srv := redistest.Start(t)
@@ -93,6 +94,7 @@ func TestShortWaiterKeepsLongWaitersPlace(t *testing.T) {
 // and answered busy, and the queue outlived its entries. Controls: those
 // put back (the bound alone, with a live waiter behind: not granted).
 func TestDeadWaitersDoNotBlockAFreeLock(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		mutant string
 		behind bool // a live waiter queued behind the dead ones
@@ -185,6 +187,7 @@ func TestDeadWaitersDoNotBlockAFreeLock(t *testing.T) {
 // interval later: it never refreshed, its entry expired, and it was sent
 // to the back (found by the fault rig). Control: that put back.
 func TestWaiterKeepsItsPlaceThroughHandovers(t *testing.T) {
+	t.Parallel()
 	for _, mutant := range []string{"", "restart-refresh"} {
 		t.Run("mutant="+mutant, func(t *testing.T) {
 			srv := redistest.Start(t)

@@ -22,6 +22,7 @@ const quickstartMarker = "<!-- quickstart: core/example_test.go Example -->"
 // blank lines and comments skipped). Edit example_test.go and copy it to
 // the README, or the other way round.
 func TestReadmeQuickstart(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +151,7 @@ var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 // example/README.md and docs/*.md names a file or directory that exists,
 // relative to the document (an #anchor is not checked).
 func TestReadmeLinks(t *testing.T) {
+	t.Parallel()
 	docs, err := filepath.Glob("../docs/*.md")
 	if err != nil {
 		t.Fatal(err)

@@ -70,6 +70,7 @@ func redlockVia(t *testing.T, srvs []*redistest.Server, via func(i int, p *redis
 }
 
 func TestNewRedlockRejects(t *testing.T) {
+	t.Parallel()
 	srvs, cs := masters(t, 3)
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srvs[0].Addr}})
 	defer cluster.Close()
@@ -100,6 +101,7 @@ func TestNewRedlockRejects(t *testing.T) {
 // budget or any retry); re-entry through the lease's context; the next
 // holder's fence is larger; Unlock frees every node.
 func TestRedlockBasics(t *testing.T) {
+	t.Parallel()
 	srvs, cs := masters(t, 3)
 	a, b := redlockOn(t, srvs), redlockOn(t, srvs)
 	ctx := locktest.Context(t)
@@ -164,6 +166,7 @@ func TestRedlockBasics(t *testing.T) {
 // masters are killed mid-run: no increment is lost. Control: the same
 // increments without the lock lose some.
 func TestRedlockMutualExclusionWithKills(t *testing.T) {
+	t.Parallel()
 	srvs, _ := masters(t, 5)
 	counter := redistest.Start(t).Client(t)
 	ctx := locktest.Context(t)
@@ -221,6 +224,7 @@ func TestRedlockMutualExclusionWithKills(t *testing.T) {
 // 3 of 5 masters down: Lock is ErrUnavailable, joined with a *NodeError per
 // node that did not answer, within its budget; never busy.
 func TestRedlockQuorumDown(t *testing.T) {
+	t.Parallel()
 	srvs, _ := masters(t, 5)
 	l := redlockOn(t, srvs)
 	ctx := locktest.Context(t)
@@ -248,6 +252,7 @@ func TestRedlockQuorumDown(t *testing.T) {
 // renewal restores the lock there. Fences keep increasing across Lockers
 // and across the restart.
 func TestRedlockRestartAndFences(t *testing.T) {
+	t.Parallel()
 	srvs, cs := masters(t, 5)
 	a, b := redlockOn(t, srvs), redlockOn(t, srvs)
 	ctx := locktest.Context(t)
@@ -307,6 +312,7 @@ func TestRedlockRestartAndFences(t *testing.T) {
 // per-node timeout (50ms, the floor), and renewals keep the lease for
 // several TTL/3 rounds.
 func TestRedlockHungNode(t *testing.T) {
+	t.Parallel()
 	srvs, _ := masters(t, 3)
 	l := redlockOn(t, srvs)
 	ctx := locktest.Context(t)
@@ -346,6 +352,7 @@ func TestRedlockHungNode(t *testing.T) {
 // answer 50ms late, through a proxy, so that A's majority — the first three
 // to grant — is the node ahead and two prompt ones.)
 func TestRedlockFenceFloor(t *testing.T) {
+	t.Parallel()
 	srvs, cs := masters(t, 5)
 	lockerOn := func() *core.Locker {
 		return redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool {
@@ -386,6 +393,7 @@ func TestRedlockFenceFloor(t *testing.T) {
 // before its validity could pass. Control: with one of 3 killed, the lease
 // is kept.
 func TestRedlockLosesWithoutMajority(t *testing.T) {
+	t.Parallel()
 	for _, killed := range []int{1, 2} {
 		t.Run(strconv.Itoa(killed)+" of 3 killed", func(t *testing.T) {
 			srvs, _ := masters(t, 3)
@@ -424,6 +432,7 @@ func TestRedlockLosesWithoutMajority(t *testing.T) {
 // though a majority answered; the fault rig found it).
 // Control: with two masters hung there is no majority: unavailable.
 func TestRedlockShortLeaseWithOneHungMaster(t *testing.T) {
+	t.Parallel()
 	srvs, _ := masters(t, 3)
 	l := redlockOn(t, srvs)
 	ctx := locktest.Context(t)
@@ -469,6 +478,7 @@ func TestRedlockShortLeaseWithOneHungMaster(t *testing.T) {
 // every time) and won in any order; under contention some waited past
 // their budgets (make bench). Control: that put back, the order is another.
 func TestRedlockWaitersTakeTurns(t *testing.T) {
+	t.Parallel()
 	srvs, _ := masters(t, 3)
 	holder := redlockOn(t, srvs)
 	for _, mutant := range []string{"", "no-turns"} {
@@ -536,6 +546,7 @@ func TestRedlockWaitersTakeTurns(t *testing.T) {
 // healthy majority answer ErrUnavailable. Control: the busy master slow to
 // confirm as well leaves one confirmation, too few.
 func TestRedlockFenceFloorOnAnyQuorum(t *testing.T) {
+	t.Parallel()
 	srvs, cs := masters(t, 3)
 	ctx := locktest.Context(t)
 	for _, control := range []bool{false, true} {
@@ -575,6 +586,7 @@ func TestRedlockFenceFloorOnAnyQuorum(t *testing.T) {
 // time; the attempt then waits the per-node timeout and ends unavailable,
 // naming the nodes.
 func TestRedlockBusyMajorityDecides(t *testing.T) {
+	t.Parallel()
 	srvs, cs := masters(t, 3)
 	holder := redlockOn(t, srvs)
 	proxies := make([]*redistest.Proxy, 3)
@@ -624,6 +636,7 @@ func TestRedlockBusyMajorityDecides(t *testing.T) {
 // 100s TTL. Control: with the give-back taken out (the keep-straggler
 // mutant), node 2 still names the TryLock's owner a second later.
 func TestRedlockBusyGivesBackStraggler(t *testing.T) {
+	t.Parallel()
 	srvs, cs := masters(t, 3)
 	holder := redlockOn(t, srvs)
 	ctx := locktest.Context(t)
@@ -705,6 +718,7 @@ func heldEverywhere(t *testing.T, cs []redis.UniversalClient, hash string) strin
 // answers. Control: with the holder's TTL at 2s instead of 30s, the
 // HolderTTL follows it.
 func TestRedlockSplitTellsHolderTTL(t *testing.T) {
+	t.Parallel()
 	srvs, cs := masters(t, 3)
 	holder := redlockOn(t, srvs)
 	proxies := make([]*redistest.Proxy, 3)
@@ -755,6 +769,7 @@ func TestRedlockSplitTellsHolderTTL(t *testing.T) {
 // attempts over the holder's 300ms. Control: taken for a split (the mutant
 // retry-stray), it tries again after a random 1–11ms, dozens of times.
 func TestRedlockStrayGrantWaits(t *testing.T) {
+	t.Parallel()
 	srvs, cs := masters(t, 3)
 	holder := redlockOn(t, srvs)
 	ctx := locktest.Context(t)
@@ -800,6 +815,7 @@ func TestRedlockStrayGrantWaits(t *testing.T) {
 // mutant) the refused node's dial retries spend the budget, and the Lock
 // ends unavailable with no attempt made.
 func TestRedlockFirstLockWithFirstNodeDown(t *testing.T) {
+	t.Parallel()
 	srvs, _ := masters(t, 3)
 	srvs[0].Stop()
 	ctx := locktest.Context(t)

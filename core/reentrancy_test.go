@@ -17,6 +17,7 @@ import (
 // round trip, and re-entry through another Locker on the same Redis is
 // recognised by Redis (the hold's owner) and shares the hold.
 func TestReentrancyDepth3(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ca := srv.Client(t)
 	hook := &countingHook{}
@@ -95,6 +96,7 @@ func TestReentrancyDepth3(t *testing.T) {
 
 // A context with a fresh owner does not re-enter.
 func TestNewOwnerDoesNotReenter(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
@@ -118,6 +120,7 @@ func TestNewOwnerDoesNotReenter(t *testing.T) {
 // they were inside together 39 times in 40). Control: for the lease's own
 // key they share the lease by design, and are inside together.
 func TestReentryIsKeyedByLock(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)

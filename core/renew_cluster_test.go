@@ -15,6 +15,7 @@ import (
 // as a whole, and they were declared lost with the hung node's). The probe:
 // the leases on the hung master are lost.
 func TestClusterRenewalsPerNode(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	c := cl.Client(t)
 	l := locktest.Locker(t, c)
@@ -39,6 +40,7 @@ func TestClusterRenewalsPerNode(t *testing.T) {
 // (TestClusterRenewalsPerNode lost them so in about one run of three). The
 // probe: the leases on the hung master are lost.
 func TestClusterHungNodeHoldsUpNoSender(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	c := cl.Client(t)
 	l := locktest.Locker(t, c)

@@ -22,6 +22,7 @@ import (
 // the option, on the same paused replica, obtains its lock and keeps its
 // lease — the master itself is healthy.
 func TestReplicaAck(t *testing.T) {
+	t.Parallel()
 	sen := redistest.StartSentinel(t)
 	acked := locktest.Locker(t, sen.Client(t), core.WithReplicaAck(1, 300*time.Millisecond))
 	plain := locktest.Locker(t, sen.Client(t))
@@ -127,6 +128,7 @@ func TestReplicaAck(t *testing.T) {
 
 // WithReplicaAck's arguments are checked by New.
 func TestReplicaAckRejects(t *testing.T) {
+	t.Parallel()
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer c.Close()
 	for _, opt := range []core.Option{core.WithReplicaAck(0, time.Second), core.WithReplicaAck(1, 0), core.WithReplicaAck(1, time.Microsecond)} {
@@ -162,6 +164,7 @@ func waitReplicaAcks(t *testing.T, master *redis.Client) {
 // ErrNotReplicated. Control: a Locker without the option obtains the same
 // lock meanwhile.
 func TestReplicaAckOnCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	if err := cl.AddReplicas(30 * time.Second); err != nil {
 		t.Fatal(err)

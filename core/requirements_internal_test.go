@@ -14,6 +14,7 @@ import (
 // not at hand to test against; the facts are read from the real server in
 // TestServerRequirements.)
 func TestJudgeServer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		f           serverFacts
 		unsupported string
@@ -51,6 +52,7 @@ func TestJudgeServer(t *testing.T) {
 // re-sent acquire could run after its marker was gone). Control: a client
 // without a read timeout is unbounded (the 1m default).
 func TestMarkerOutlivesRetries(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		o    *redis.Options
 		want time.Duration

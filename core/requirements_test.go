@@ -38,6 +38,7 @@ func (s *syncBuffer) String() string {
 // the log and to the Observer. Control: noeviction (the default) gives no
 // warning.
 func TestServerRequirements(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -89,6 +90,7 @@ func TestServerRequirements(t *testing.T) {
 // already held keeps being renewed and is released: the renew and release
 // scripts run with allow-oom. The probe: a plain write is refused with OOM.
 func TestHeldLockAtMaxmemory(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "--maxmemory-policy", "noeviction")
 	l, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)

@@ -21,6 +21,7 @@ import (
 // round stalls. (The rig's drop-early workload met it as a 3s stall once
 // in some runs.)
 func TestGrantWhileLastWaiterLeaves(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	client := srv.Client(t)
 	const rounds = 10

@@ -16,6 +16,7 @@ import (
 // not make Lock of the same name an upgrade: it is a fresh acquisition, as
 // with another lock's write lease (the control).
 func TestRLockUpgradeOnlyOfTheSameLock(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := locktest.Context(t)
 	other, _ := locktest.NewLocker(t, srv, core.WithPrefix("other:"))
@@ -47,6 +48,7 @@ func TestRLockUpgradeOnlyOfTheSameLock(t *testing.T) {
 // Every event of a re-entered read hold says Read, the re-entry's
 // EventAcquired included.
 func TestRLockReentryEventSaysRead(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	var events locktest.Events
 	l, _ := locktest.NewLocker(t, srv, core.WithObserver(&events))
@@ -76,6 +78,7 @@ func TestRLockReentryEventSaysRead(t *testing.T) {
 // reader's, not that of one that has left (the hash's own expiry only
 // grows).
 func TestRLockInspectTTLOfLiveReaders(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
@@ -148,9 +151,11 @@ func testReaderRenewsBeside(t *testing.T, c redis.UniversalClient) {
 }
 
 func TestRLockRenewsBeside(t *testing.T) {
+	t.Parallel()
 	testReaderRenewsBeside(t, redistest.Start(t).Client(t))
 }
 
 func TestRLockRenewsBesideOnCluster(t *testing.T) {
+	t.Parallel()
 	testReaderRenewsBeside(t, redistest.StartCluster(t, 3).Client(t))
 }

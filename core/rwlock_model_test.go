@@ -150,6 +150,7 @@ type simClient struct {
 // and checks the invariants after every call. Control: a reader's acquire
 // that does not wait behind a queued writer is caught overtaking it.
 func TestRWModel(t *testing.T) {
+	t.Parallel()
 	src := core.RLockScriptSource("acquire")
 	if msg := testRWModel(t, false, src); msg != "" {
 		t.Fatal(msg)
@@ -170,6 +171,7 @@ func TestRWModel(t *testing.T) {
 // waiter's entry expires. The strong invariants are checked once every
 // live waiter has refreshed (its timer).
 func TestRWModelExpiries(t *testing.T) {
+	t.Parallel()
 	if msg := testRWModel(t, true, core.RLockScriptSource("acquire")); msg != "" {
 		t.Fatal(msg)
 	}

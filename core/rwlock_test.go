@@ -57,6 +57,7 @@ func rlockScript(name, lock string) redistest.Matcher {
 // readers; nothing but the slot's fence floor is left once all are
 // released.
 func TestRLockBasics(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	testRLockBasics(t, srv.Client(t), srv.Client(t))
 }
@@ -237,6 +238,7 @@ func testReadersWriters(t *testing.T, a, b redis.UniversalClient) {
 }
 
 func TestRLockReadersWriters(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	testReadersWriters(t, srv.Client(t), srv.Client(t))
 	t.Run("Order", func(t *testing.T) { testRWOrder(t, srv.Client(t)) })
@@ -245,6 +247,7 @@ func TestRLockReadersWriters(t *testing.T) {
 // On a Cluster and on Sentinel: the same exclusion, order, basics, loss,
 // Shutdown and Close as on one server.
 func TestRLockOnCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	testReadersWriters(t, cl.Client(t), cl.Client(t))
 	t.Run("Order", func(t *testing.T) { testRWOrder(t, cl.Client(t)) })
@@ -254,6 +257,7 @@ func TestRLockOnCluster(t *testing.T) {
 }
 
 func TestRLockOnSentinel(t *testing.T) {
+	t.Parallel()
 	sen := redistest.StartSentinel(t)
 	testReadersWriters(t, sen.Client(t), sen.Client(t))
 	t.Run("Order", func(t *testing.T) { testRWOrder(t, sen.Client(t)) })
@@ -403,6 +407,7 @@ func testRWOrder(t *testing.T, c redis.UniversalClient) {
 // read lock is not upgraded). Control: Lock of the name in a context of
 // its own waits for the reader and is busy at its budget's end.
 func TestRLockReentry(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
@@ -456,6 +461,7 @@ func TestRLockReentry(t *testing.T) {
 // same late reply makes a naive shared counter count twice (see
 // TestSemaphoreLateAcquire's).
 func TestRLockLateAcquire(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p, c := lateClient(t, srv, lateReadTimeout)
 	l := locktest.Locker(t, c)
@@ -525,6 +531,7 @@ func TestRLockLateAcquire(t *testing.T) {
 // the other reader holds, and gets the lock when that one leaves.
 // Control: the writer is granted once the other reader leaves too.
 func TestRLockLateRelease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p, c := lateClient(t, srv, lateReadTimeout)
 	l := locktest.Locker(t, c)
@@ -596,6 +603,7 @@ func TestRLockLateRelease(t *testing.T) {
 // well before its TTL; the other reader of the same Locker and name stays
 // held (the control: the renewal itself works).
 func TestRLockLost(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	testRLockLost(t, srv.Client(t), srv.Client(t))
 }
@@ -644,6 +652,7 @@ func testRLockLost(t *testing.T, c, direct redis.UniversalClient) {
 // releases) lets the writer in at once; its lease's context ends with
 // ErrClosed either way.
 func TestRLockShutdownAndClose(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	testRLockShutdownAndClose(t, srv.Client(t))
 }
@@ -688,6 +697,7 @@ func testRLockShutdownAndClose(t *testing.T, c redis.UniversalClient) {
 // RLock on a Redlock Locker is refused at the call: its nodes could each
 // admit different readers and writers.
 func TestRLockRedlockUnsupported(t *testing.T) {
+	t.Parallel()
 	var cs []redis.UniversalClient
 	for _, s := range redistest.StartN(t, 3) {
 		cs = append(cs, s.Client(t))
@@ -708,6 +718,7 @@ func TestRLockRedlockUnsupported(t *testing.T) {
 
 // Every event of a read lock says so (Read), and a lock's does not.
 func TestRLockEventsSayRead(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	var events locktest.Events
 	l, _ := locktest.NewLocker(t, srv, core.WithObserver(&events))

@@ -11,6 +11,7 @@ import (
 // path's return comes before the queue's first function and after the
 // clock's, which it uses.
 func TestFastPathBeforeSharedFunctions(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct{ src, ret string }{
 		"acquire": {acquireScript.src, "return take(clock(), false)"},
 		"release": {releaseScript.src, "if not v[2] then return 0 end"},

@@ -58,6 +58,7 @@ func semScript(name, sem string) redistest.Matcher {
 // TTL and Extend act on one permit; nothing is left in Redis once every
 // permit is released.
 func TestSemaphoreBasics(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
@@ -151,11 +152,13 @@ func testAtMostPermits(t *testing.T, a, b redis.UniversalClient) {
 }
 
 func TestSemaphoreAtMostPermits(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	testAtMostPermits(t, srv.Client(t), srv.Client(t))
 }
 
 func TestSemaphoreOnCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	a, b := cl.Client(t), cl.Client(t)
 	testAtMostPermits(t, a, b)
@@ -168,6 +171,7 @@ func TestSemaphoreOnCluster(t *testing.T) {
 // budget and no permit left held. Control: a Locker without the option
 // takes its permit from the same master meanwhile.
 func TestSemaphoreOnSentinel(t *testing.T) {
+	t.Parallel()
 	sen := redistest.StartSentinel(t)
 	a, b := sen.Client(t), sen.Client(t)
 	testAtMostPermits(t, a, b)
@@ -317,6 +321,7 @@ func testSemaphoreFIFO(t *testing.T, a, b, direct redis.UniversalClient) {
 }
 
 func TestSemaphoreFIFO(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	testSemaphoreFIFO(t, srv.Client(t), srv.Client(t), srv.Client(t))
 }
@@ -326,6 +331,7 @@ func TestSemaphoreFIFO(t *testing.T) {
 // permit taken after every one was released and the holders' hash deleted
 // (the slot's fence floor outlives it).
 func TestSemaphoreFences(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
 	var events locktest.Events
@@ -392,6 +398,7 @@ func TestSemaphoreFences(t *testing.T) {
 // with the fence in Redis. Control: a counter script without an owner, run
 // by go-redis itself with the same late reply, counts twice.
 func TestSemaphoreLateAcquire(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p, c := lateClient(t, srv, lateReadTimeout)
 	l := locktest.Locker(t, c)
@@ -492,6 +499,7 @@ func warmSem(t *testing.T, l *core.Locker) {
 // answers nil. Control: a counter release without an owner, run by
 // go-redis with the same late reply, frees two.
 func TestSemaphoreLateRelease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p, c := lateClient(t, srv, lateReadTimeout)
 	l := locktest.Locker(t, c)
@@ -563,6 +571,7 @@ func TestSemaphoreLateRelease(t *testing.T) {
 // other permit of the same Locker and name, renewed in the same batch,
 // stays held (the control: the renewal itself works).
 func TestSemaphoreLost(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
@@ -610,6 +619,7 @@ func TestSemaphoreLost(t *testing.T) {
 // its TTL passes: a waiter gets it then. Control: a holder whose watchdog
 // renews keeps it past its TTL, and the waiter is busy.
 func TestSemaphoreDeadHolderExpires(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, _ := locktest.NewLocker(t, srv)
 	other, _ := locktest.NewLocker(t, srv)
@@ -642,6 +652,7 @@ func TestSemaphoreDeadHolderExpires(t *testing.T) {
 // than the holders' (ErrInvalid naming both; accepted again once they are
 // gone), Redlock (ErrUnsupported, nothing sent), a closed Locker.
 func TestSemaphoreOutcomes(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, _ := locktest.NewLocker(t, srv)
 	other, _ := locktest.NewLocker(t, srv)
@@ -757,6 +768,7 @@ func TestSemaphoreOutcomes(t *testing.T) {
 // Semaphore with a lock's Context takes a permit. Control: Lock with the
 // lock's Context does re-enter it.
 func TestSemaphoreNotReentrant(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
@@ -821,6 +833,7 @@ func TestSemaphoreNotReentrant(t *testing.T) {
 // with ErrClosed. Close leaves them to expire, as it leaves locks, and ends
 // its leases' contexts and its waiting calls with ErrClosed.
 func TestSemaphoreShutdownAndClose(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
 	var events locktest.Events
@@ -889,6 +902,7 @@ func TestSemaphoreShutdownAndClose(t *testing.T) {
 // behind but the slot's fence floor. The commands the scripts run are
 // logged. Control: the counts see a Lock cycle's scripts too.
 func TestSemaphoreUncontendedCycle(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
@@ -970,6 +984,7 @@ func testRenewsBesideLocks(t *testing.T, c redis.UniversalClient) {
 }
 
 func TestSemaphoreRenewsBesideLocks(t *testing.T) {
+	t.Parallel()
 	testRenewsBesideLocks(t, redistest.Start(t).Client(t))
 }
 
@@ -977,6 +992,7 @@ func TestSemaphoreRenewsBesideLocks(t *testing.T) {
 // that finds no permit free is told the tag of the permit that expires
 // first.
 func TestSemaphoreHolderTag(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	type tagKey struct{}
 	tag := core.WithHolderTag(func(ctx context.Context) string { s, _ := ctx.Value(tagKey{}).(string); return s })
@@ -1010,6 +1026,7 @@ func TestSemaphoreHolderTag(t *testing.T) {
 // as a release would have; the waiter then has it. Control: once the
 // waiter is served and gone, the same single attempt gets the permit.
 func TestSemaphoreNoJump(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder, direct := locktest.NewLocker(t, srv)
 	other, _ := locktest.NewLocker(t, srv)
@@ -1070,6 +1087,7 @@ func TestSemaphoreNoJump(t *testing.T) {
 // the holder's context is cancelled (ErrLockLost) at the end of its
 // validity, before the server, once resumed, gives the permit to a waiter.
 func TestSemaphoreLostBeforeOtherWhenServerPaused(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a, _ := locktest.NewLocker(t, srv)
 	b, _ := locktest.NewLocker(t, srv)
@@ -1115,6 +1133,7 @@ func TestSemaphoreLostBeforeOtherWhenServerPaused(t *testing.T) {
 // goes through is checked: acquired, extended, waiting, not obtained,
 // released; then the lock of the same name.
 func TestSemaphoreEventsCarryPermits(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	var mu sync.Mutex
 	seen := map[string]int{} // "<kind>" → Permits of the last such event

@@ -23,6 +23,7 @@ import (
 // too: it hands three permits to the first three waiters and is busy; the
 // fourth waits.
 func TestSemaphoreCountOfQueuedWaiters(t *testing.T) {
+	t.Parallel()
 	t.Run("control", func(t *testing.T) { permitsChange(t, 3) })
 	t.Run("permits=5", func(t *testing.T) { permitsChange(t, 5) })
 }
@@ -113,6 +114,7 @@ func permitsChange(t *testing.T, newCount int) {
 // handing its permit to W1; A expires at ~1.5s, and W2 gets its permit
 // then. Control: B releases before W2 queues (W2 hears no handover).
 func TestSemaphoreHandoverKeepsEarlierExpiry(t *testing.T) {
+	t.Parallel()
 	t.Run("control", func(t *testing.T) { handedExpiry(t, false) })
 	t.Run("handed", func(t *testing.T) { handedExpiry(t, true) })
 }

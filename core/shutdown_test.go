@@ -16,6 +16,7 @@ import (
 // nothing held: the grant that arrives after Close is undone (before, it
 // returned a lease that no watchdog renewed and no Close ended).
 func TestLockRacingClose(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p, c := lateClient(t, srv, 5*time.Second)
 	l, err := core.New(c)
@@ -58,6 +59,7 @@ func TestLockRacingClose(t *testing.T) {
 // Redis and fails waiting and later Locks with ErrClosed. Control: Close
 // leaves the lock in Redis until its TTL.
 func TestShutdownReleases(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := locktest.Context(t)
 	_, direct := locktest.NewLocker(t, srv)
@@ -123,6 +125,7 @@ func TestShutdownReleases(t *testing.T) {
 // Close is safe twice, leaves the client usable, ends held leases with
 // ErrClosed, and makes later calls fail with ErrClosed.
 func TestClose(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	l := core.Must(core.New(c))

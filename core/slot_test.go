@@ -10,6 +10,7 @@ import (
 // slotOf agrees with the server's CLUSTER KEYSLOT, and every slot has a tag
 // that hashes to it.
 func TestSlotOfMatchesRedis(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t, 3).Client(t)
 	ctx := t.Context()
 	for _, k := range []string{"a", "foo", "order:42:7", "user1000.following", "123456789", "é%7D"} {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestLockUnlockBasics(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, c := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
@@ -40,6 +41,7 @@ func TestLockUnlockBasics(t *testing.T) {
 // A Locker that never locked owns no goroutine, so one created in a failed
 // fx graph (never closed) leaks nothing; goleak in TestMain checks it.
 func TestNewStartsNothing(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	_ = core.Must(core.New(srv.Client(t))) // deliberately never closed
 }

@@ -20,6 +20,7 @@ import (
 // of a service would.
 
 func TestOnCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	a, b := cl.Client(t), cl.Client(t)
 	testBasics(t, a, b)
@@ -29,6 +30,7 @@ func TestOnCluster(t *testing.T) {
 }
 
 func TestOnSentinel(t *testing.T) {
+	t.Parallel()
 	st := redistest.StartSentinel(t)
 	a, b := st.Client(t), st.Client(t)
 	testBasics(t, a, b)

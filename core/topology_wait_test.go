@@ -22,6 +22,7 @@ import (
 // unsubscribe ignored, as go-redis's own Pub/Sub would, the waiter misses
 // the grant and ends busy.
 func TestWaitFollowsSlotMigration(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	for _, mutant := range []string{"", "stay-subscribed"} {
 		t.Run("mutant="+mutant, func(t *testing.T) {
@@ -85,6 +86,7 @@ func TestWaitFollowsSlotMigration(t *testing.T) {
 // holder's TTL, a minute here). Control: that put back, the waiter ends
 // busy.
 func TestWaitAfterMasterRestart(t *testing.T) {
+	t.Parallel()
 	for _, topo := range []string{"single", "cluster"} {
 		for _, mutant := range []string{"", "check-owner"} {
 			t.Run(topo+"/mutant="+mutant, func(t *testing.T) {
@@ -142,6 +144,7 @@ func TestWaitAfterMasterRestart(t *testing.T) {
 // the lock within its budget (its next refresh is 20s away). Control: no
 // release, the waiter ends busy.
 func TestWaitFollowsSentinelFailover(t *testing.T) {
+	t.Parallel()
 	for _, release := range []bool{true, false} {
 		t.Run(fmt.Sprintf("release=%v", release), func(t *testing.T) {
 			st := redistest.StartSentinel(t)
@@ -189,6 +192,7 @@ func TestWaitFollowsSentinelFailover(t *testing.T) {
 // caller's goroutine (3s of the client's read timeout, here). Control: with
 // the load-slots mutant it does, and the Lock returns seconds late.
 func TestClusterWaitWithoutSlotMapKeepsBudget(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	ctx := locktest.Context(t)
 	const budget = 200 * time.Millisecond

@@ -17,6 +17,7 @@ import (
 // releases (before: "redis unavailable: release: context canceled", and the
 // lock held for its TTL).
 func TestUnlockWithEndedContext(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
 	req, cancel := context.WithCancel(context.Background())
@@ -37,6 +38,7 @@ func TestUnlockWithEndedContext(t *testing.T) {
 // release timeout (whatever the client's timeouts) and is retried by
 // calling Unlock again; the retry finds it released.
 func TestUnlockRetryAfterFailure(t *testing.T) {
+	t.Parallel()
 	for _, ctxTimeout := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeout), func(t *testing.T) { testUnlockRetryAfterFailure(t, ctxTimeout) })
 	}
@@ -87,6 +89,7 @@ func testUnlockRetryAfterFailure(t *testing.T, ctxTimeout bool) {
 // without a round trip (before: a hung Redis added the release timeout to
 // every response after the handler).
 func TestUnlockOfLostLeaseIsImmediate(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := defaultsClient(t, srv)
 	hook := &countingHook{}

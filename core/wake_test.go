@@ -65,6 +65,7 @@ func clientCommands(a, b commandCounts) int64 {
 // followed by the next acquisition within a few round trips, and the
 // commands Redis processes per acquisition stay low.
 func TestWakeUpOnRelease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	stats := srv.Client(t)
 	lockers := make([]*core.Locker, 2)
@@ -169,6 +170,7 @@ func waitSubscribers(t *testing.T, c *redis.Client, channel string, n int64) {
 
 // The Pub/Sub subscription lives only while somebody waits.
 func TestUnsubscribeAfterLastWaiter(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a, c := locktest.NewLocker(t, srv)
 	b, _ := locktest.NewLocker(t, srv)

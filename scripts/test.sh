@@ -9,6 +9,9 @@
 # failed, after all have run; closes with the test counts of all modules.
 set -uo pipefail
 jobs=${TEST_JOBS:-1}
+# Tests that call t.Parallel run this many at a time in each package: most
+# of a fault test's time is waiting, not computing.
+parallel=${TEST_PARALLEL:-8}
 tp=${TESTPROGRESS:?TESTPROGRESS names the built testprogress}
 go=${GO:-go}
 dir=$(mktemp -d)
@@ -41,7 +44,7 @@ one() {
   fi
   echo "== $m: go vet ok ($((SECONDS - t))s); go test -race"
   t=$SECONDS
-  if (cd "$m" && $go test -race -count=1 -timeout 12m -json ./... 2>&1) | "$tp" -since "$since" -totals "$dir/$n.totals"; then
+  if (cd "$m" && $go test -race -count=1 -parallel "$parallel" -timeout 12m -json ./... 2>&1) | "$tp" -since "$since" -totals "$dir/$n.totals"; then
     echo "== $m: go test ok ($((SECONDS - t))s, building included)"
   else
     echo "== $m: go test FAILED ($((SECONDS - t))s)"
