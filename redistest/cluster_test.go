@@ -14,6 +14,7 @@ import (
 // key owned by each node and reads it back both through the cluster client
 // and straight from the node that owns its slot.
 func TestClusterServesKeysOnEveryNode(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	cc := cl.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -60,6 +61,7 @@ func TestClusterServesKeysOnEveryNode(t *testing.T) {
 // TestClusterNodeRestartRejoins restarts one node: it comes back with its
 // identity and slots, and the cluster is healthy again.
 func TestClusterNodeRestartRejoins(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	if err := cl.Servers[1].Restart(); err != nil {
 		t.Fatal(err)
@@ -78,6 +80,7 @@ func TestClusterNodeRestartRejoins(t *testing.T) {
 }
 
 func TestNewClusterRejectsFewerThanThreeMasters(t *testing.T) {
+	t.Parallel()
 	if c, err := redistest.NewCluster(2); err == nil {
 		c.Close()
 		t.Fatal("NewCluster(2) succeeded")
@@ -90,6 +93,7 @@ func TestNewClusterRejectsFewerThanThreeMasters(t *testing.T) {
 // old master is unsubscribed by the server (what a waiter's connection must
 // follow). Control: before the move the old master served it.
 func TestClusterMigrateSlot(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t, 3)
 	cc := c.Client(t)
 	ctx := context.Background()
@@ -141,6 +145,7 @@ func TestClusterMigrateSlot(t *testing.T) {
 // master, which serves the slot. Controls: before the kill the replica
 // reports role slave, and afterwards the killed node refuses connections.
 func TestClusterKillMaster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	if err := cl.AddReplicas(30 * time.Second); err != nil {
 		t.Fatal(err)

@@ -72,6 +72,7 @@ func pingUntilOK(ctx context.Context, c *redis.Client) error {
 // twice and the client sees the second result. The control, without a
 // hold, runs it once.
 func TestProxyHoldReplyRunsCommandTwice(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		hold bool
@@ -115,6 +116,7 @@ func TestProxyHoldReplyRunsCommandTwice(t *testing.T) {
 // the reply is held), Released when the reply is written, not before the
 // hold is over; the client then gets its reply.
 func TestProxyHoldReplyChannels(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr)
 	c := proxyClient(t, p, 5*time.Second, -1)
@@ -164,6 +166,7 @@ func TestProxyHoldReplyChannels(t *testing.T) {
 // inline PING in one write: the PONG waits behind the held +OK, and both
 // commands are counted.
 func TestProxyHoldKeepsOrder(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr)
 	const hold = 500 * time.Millisecond
@@ -217,6 +220,7 @@ func readUntil(conn net.Conn, suffix string) ([]byte, error) {
 // double, boolean, verbatim string, null) unchanged, and pairs them right:
 // a hold on the PING after them delays the PONG only.
 func TestProxyRESP3Replies(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "--enable-debug-command", "yes")
 	p := redistest.StartProxy(t, srv.Addr)
 	var cmds strings.Builder
@@ -287,6 +291,7 @@ func TestProxyRESP3Replies(t *testing.T) {
 // RESP3: messages published straight to Redis arrive, and the subscribed
 // connection is passed through unparsed (its PING is answered, not held).
 func TestProxyPubSubPassesThrough(t *testing.T) {
+	t.Parallel()
 	for _, proto := range []int{2, 3} {
 		t.Run("RESP"+string(rune('0'+proto)), func(t *testing.T) {
 			srv := redistest.Start(t)
@@ -332,6 +337,7 @@ func TestProxyPubSubPassesThrough(t *testing.T) {
 // TestProxyLatency: a PING takes at least the latency; with latency 0 it
 // is fast again.
 func TestProxyLatency(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr)
 	c := proxyClient(t, p, 3*time.Second, -1)
@@ -361,6 +367,7 @@ func TestProxyLatency(t *testing.T) {
 // TestProxyCut: a command in flight fails at once when its connection is
 // cut, its held reply is dropped, and the client works again afterwards.
 func TestProxyCut(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr)
 	c := proxyClient(t, p, 10*time.Second, -1)
@@ -391,6 +398,7 @@ func TestProxyCut(t *testing.T) {
 // answered (a short ReadTimeout fires, a long one keeps waiting); Unstall
 // delivers the waiting command and its reply, and new commands work.
 func TestProxyStall(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr)
 	short := proxyClient(t, p, 200*time.Millisecond, -1)
@@ -440,6 +448,7 @@ func TestProxyStall(t *testing.T) {
 // TestProxyRefuse: while refusing, every command fails, also on new
 // connections; afterwards commands work again.
 func TestProxyRefuse(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr)
 	c := proxyClient(t, p, 300*time.Millisecond, -1)
@@ -465,6 +474,7 @@ func TestProxyRefuse(t *testing.T) {
 // TestProxyBadRequestClosesConnection: bytes that are not a RESP request
 // close the connection, and nothing reaches Redis.
 func TestProxyBadRequestClosesConnection(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr)
 	conn, err := net.Dial("tcp", p.Addr)
@@ -530,6 +540,7 @@ func TestProxyClose(t *testing.T) {
 
 // A Watch counts only the commands its Matcher selects, from its start.
 func TestProxyWatch(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p := redistest.StartProxy(t, srv.Addr)
 	o := srv.Options()

@@ -14,6 +14,7 @@ import (
 // TestSentinelClientWritesToMaster writes through the failover client and
 // finds the value on the master, then, after Sync, on the replica.
 func TestSentinelClientWritesToMaster(t *testing.T) {
+	t.Parallel()
 	st := redistest.StartSentinel(t)
 	c := st.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -42,6 +43,7 @@ func TestSentinelClientWritesToMaster(t *testing.T) {
 // TestSentinelFailoverClientFollows promotes the replica and checks that the
 // failover client then writes to the new master.
 func TestSentinelFailoverClientFollows(t *testing.T) {
+	t.Parallel()
 	st := redistest.StartSentinel(t)
 	c := st.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -81,6 +83,7 @@ func TestSentinelFailoverClientFollows(t *testing.T) {
 // writes to the new master. A write the replica had received survives; the
 // probe that the old master is gone: its address refuses connections.
 func TestSentinelsKillMaster(t *testing.T) {
+	t.Parallel()
 	st := redistest.StartSentinels(t, 3)
 	if len(st.SentinelAddrs) != 3 {
 		t.Fatalf("%d sentinels, want 3", len(st.SentinelAddrs))
@@ -125,6 +128,7 @@ func TestSentinelsKillMaster(t *testing.T) {
 // Failover reconciles first, so the one after it promotes the server that is
 // the replica now, and Master names the server the sentinel reports.
 func TestSentinelReconcile(t *testing.T) {
+	t.Parallel()
 	st := redistest.StartSentinel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -42,6 +42,7 @@ func shortClient(t *testing.T, s *redistest.Server) *redis.Client {
 // TestServerPauseResume: a paused server answers nothing, a resumed one
 // answers again on the same address.
 func TestServerPauseResume(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	c := shortClient(t, s)
 	if err := pingOnce(c); err != nil { // control: it answers before the pause
@@ -64,6 +65,7 @@ func TestServerPauseResume(t *testing.T) {
 // TestServerStopRestart: a stopped server refuses connections; Restart
 // brings it back on the same address, empty.
 func TestServerStopRestart(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	c := shortClient(t, s)
 	addr := s.Addr
@@ -99,6 +101,7 @@ func TestServerStopRestart(t *testing.T) {
 
 // TestPauseStoppedServerFails: signals need a running process.
 func TestPauseStoppedServerFails(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	s.Stop()
 	if err := s.Pause(); err == nil {
@@ -111,6 +114,7 @@ func TestPauseStoppedServerFails(t *testing.T) {
 // may) fails to start, rather than pass the other server off as itself.
 // Control: the same Restart with the port free succeeds.
 func TestRestartOnTakenPortFails(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	s.Stop()
 	other := exec.Command(redistest.Binary, "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
