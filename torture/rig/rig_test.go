@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -40,8 +41,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// rigSlots bounds how many rig runs go at once. The tests run side by
+// side (t.Parallel: most of a run is its workload's fixed duration and its
+// faults' waits, a fraction of a core each), but not all at once: every
+// run judges its calls' budgets and stalls against a machine it shares.
+var rigSlots = make(chan struct{}, 4)
+
+// run runs the rig with cfg once a slot is free, and reports.
 func run(t *testing.T, cfg rig.RunConfig) *rig.Report {
 	t.Helper()
+	rigSlots <- struct{}{}
+	defer func() { <-rigSlots }()
 	if cfg.Bin == "" {
 		cfg.Bin = os.Args[0]
 	}
@@ -76,54 +86,69 @@ func run(t *testing.T, cfg rig.RunConfig) *rig.Report {
 // something was locked and written, and over the four runs the liveness
 // rules judged waits and later arrivals.
 func TestRigCI(t *testing.T) {
+	t.Parallel()
 	kinds := map[string][]string{
 		"single":   {rig.FaultRestart, rig.FaultHangShort, rig.FaultHangLong, rig.FaultLateReply, rig.FaultCut, rig.FaultLatency},
 		"sentinel": {rig.FaultFailover, rig.FaultMasterHang, rig.FaultNodeNet},
 		"redlock":  {rig.FaultNodeRestart, rig.FaultNodeHang, rig.FaultNodeNet},
 		"cluster":  {rig.FaultMasterPause, rig.FaultMasterRestart, rig.FaultMigrate, rig.FaultNodeNet},
 	}
-	var waits, pairs int // judged by the liveness rules, over the four runs
-	for i, topo := range rig.Topologies {
-		t.Run(topo, func(t *testing.T) {
-			rep := run(t, rig.RunConfig{Workers: 4, Crowd: 16, Duration: 25 * time.Second, Seed: int64(10 + i), Topology: topo})
-			waits += rep.CheckedWaits
-			pairs += rep.CheckedPairs
-			if n := rep.Violations(); n != 0 {
-				t.Errorf("%d violations", n)
-			}
-			for what, n := range map[string]int{"deadlocks": len(rep.Deadlocks), "stalls": len(rep.Stalls), "FIFO breaks": len(rep.FIFOBreaks)} {
-				if n != 0 {
-					t.Errorf("%d %s", n, what)
-				}
-			}
-			for _, kind := range append(kinds[topo], rig.FaultPause, rig.FaultKill, rig.FaultKillWaiters, rig.FaultWorkerLatency, rig.FaultSlowReply) {
-				if rep.Faults[kind] == 0 {
-					t.Errorf("probe: no %s fault was injected", kind)
-				}
-			}
-			if rep.Acquired == 0 || rep.Accepted == 0 {
-				t.Errorf("probe: nothing was locked or written (%d acquired, %d writes accepted)", rep.Acquired, rep.Accepted)
-			}
-			// A 25s run with a fault every few hundred ms may leave no quiet
-			// stretch to judge in (it depends on the machine's speed): the
-			// probe is over the four runs, below.
-			t.Logf("the liveness rules judged %d waits and %d later arrivals", rep.CheckedWaits, rep.CheckedPairs)
-		})
+	var waits, pairs atomic.Int64 // judged by the liveness rules, over the four runs
+	// The four runs go side by side; "topologies" ends when all have.
+	t.Run("topologies", func(t *testing.T) {
+		for i, topo := range rig.Topologies {
+			t.Run(topo, func(t *testing.T) {
+				t.Parallel()
+				testRigCI(t, topo, kinds[topo], int64(10+i), &waits, &pairs)
+			})
+		}
+	})
+	if waits.Load() == 0 || pairs.Load() == 0 {
+		t.Errorf("probe: over the four topologies the liveness rules judged %d waits and %d later arrivals", waits.Load(), pairs.Load())
 	}
-	if waits == 0 || pairs == 0 {
-		t.Errorf("probe: over the four topologies the liveness rules judged %d waits and %d later arrivals", waits, pairs)
+}
+
+// testRigCI is TestRigCI's run on topo, under its fault kinds and the
+// workers' own; it adds the waits and later arrivals the liveness rules
+// judged to waits and pairs.
+func testRigCI(t *testing.T, topo string, kinds []string, seed int64, waits, pairs *atomic.Int64) {
+	rep := run(t, rig.RunConfig{Workers: 4, Crowd: 16, Duration: 25 * time.Second, Seed: seed, Topology: topo})
+	waits.Add(int64(rep.CheckedWaits))
+	pairs.Add(int64(rep.CheckedPairs))
+	if n := rep.Violations(); n != 0 {
+		t.Errorf("%d violations", n)
 	}
+	for what, n := range map[string]int{"deadlocks": len(rep.Deadlocks), "stalls": len(rep.Stalls), "FIFO breaks": len(rep.FIFOBreaks)} {
+		if n != 0 {
+			t.Errorf("%d %s", n, what)
+		}
+	}
+	for _, kind := range append(kinds, rig.FaultPause, rig.FaultKill, rig.FaultKillWaiters, rig.FaultWorkerLatency, rig.FaultSlowReply) {
+		if rep.Faults[kind] == 0 {
+			t.Errorf("probe: no %s fault was injected", kind)
+		}
+	}
+	if rep.Acquired == 0 || rep.Accepted == 0 {
+		t.Errorf("probe: nothing was locked or written (%d acquired, %d writes accepted)", rep.Acquired, rep.Accepted)
+	}
+	// A 25s run with a fault every few hundred ms may leave no quiet
+	// stretch to judge in (it depends on the machine's speed): the
+	// probe is over the four runs (TestRigCI).
+	t.Logf("the liveness rules judged %d waits and %d later arrivals", rep.CheckedWaits, rep.CheckedPairs)
 }
 
 // The controls: the checker catches a broken lock and a broken holder.
 func TestRigControls(t *testing.T) {
+	t.Parallel()
 	t.Run("naive SET NX + DEL", func(t *testing.T) {
+		t.Parallel()
 		rep := run(t, rig.RunConfig{Workers: 4, Keys: 3, Duration: 8 * time.Second, Seed: 2, Lock: rig.LockNaive, TTL: 500 * time.Millisecond, Wait: time.Second})
 		if len(rep.Dishonest) == 0 || len(rep.Interleaved) == 0 {
 			t.Fatalf("naive lock: %d dishonest holders, %d interleaved writes; want both above 0", len(rep.Dishonest), len(rep.Interleaved))
 		}
 	})
 	t.Run("holder ignoring its lease context", func(t *testing.T) {
+		t.Parallel()
 		rep := run(t, rig.RunConfig{Workers: 4, Keys: 3, Duration: 10 * time.Second, Seed: 3, Lock: rig.LockIgnoreCtx, TTL: 500 * time.Millisecond, Wait: time.Second,
 			Faults: []string{rig.FaultPause, rig.FaultHangLong}})
 		if len(rep.WriteAfter) == 0 {
@@ -141,8 +166,10 @@ func TestRigControls(t *testing.T) {
 // wrote to every one of their keys, so the split rule had something to
 // judge.
 func TestRigMulti(t *testing.T) {
+	t.Parallel()
 	cfg := rig.RunConfig{Workers: 4, Keys: 6, Multi: 30, Duration: 15 * time.Second, Seed: 7, Faults: []string{rig.FaultPause, rig.FaultKill}}
 	t.Run("lockgate", func(t *testing.T) {
+		t.Parallel()
 		rep := run(t, cfg)
 		if rep.Failed() {
 			t.Errorf("%d violations (%d split multi), %d deadlocks, %d stalls, %d FIFO breaks", rep.Violations(), len(rep.MultiSplit), len(rep.Deadlocks), len(rep.Stalls), len(rep.FIFOBreaks))
@@ -152,6 +179,7 @@ func TestRigMulti(t *testing.T) {
 		}
 	})
 	t.Run("loopmulti", func(t *testing.T) {
+		t.Parallel()
 		c := cfg
 		c.Lock = rig.LockLoopMulti
 		if rep := run(t, c); len(rep.Deadlocks)+len(rep.Stalls) == 0 {
@@ -165,6 +193,7 @@ func TestRigMulti(t *testing.T) {
 // with a workload that meets it. Each runs the same workload without the
 // mutant as its own control of the checker: clean.
 func TestRigMutants(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "torture-mutants")
 	build := exec.Command("go", "build", "-tags", "lockgate_mutants", "-o", bin, "../cmd/torture")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -228,6 +257,7 @@ func TestRigMutants(t *testing.T) {
 		}},
 	} {
 		t.Run(c.mutant, func(t *testing.T) {
+			t.Parallel()
 			cfg := base
 			c.set(&cfg)
 			cfg.Seed, cfg.Bin, cfg.Mutants = 9, bin, c.mutant
@@ -252,6 +282,7 @@ func TestRigMutants(t *testing.T) {
 // the first taker and never renewed, the count as its fence), is caught
 // with no fault at all: holds outlasting the counter's expiry let more in.
 func TestRigSemaphore(t *testing.T) {
+	t.Parallel()
 	// Budgets of at most 3s: a run ends when its workers' calls in flight
 	// have (10s budgets cost as much again at every run's end). None of
 	// 50ms: on a Cluster a Lock with one, caught in a master's restart,
@@ -260,6 +291,7 @@ func TestRigSemaphore(t *testing.T) {
 		Waits: []time.Duration{300 * time.Millisecond, time.Second, 3 * time.Second}}
 	for _, topo := range []string{"single", "cluster"} {
 		t.Run(topo, func(t *testing.T) {
+			t.Parallel()
 			c := cfg
 			c.Topology = topo
 			rep := run(t, c)
@@ -274,6 +306,7 @@ func TestRigSemaphore(t *testing.T) {
 		})
 	}
 	t.Run("naivesem", func(t *testing.T) {
+		t.Parallel()
 		c := cfg
 		c.Lock, c.TTL, c.Duration, c.Faults = rig.LockNaiveSem, 500*time.Millisecond, 8*time.Second, []string{rig.NoFaults}
 		rep := run(t, c)
@@ -290,10 +323,12 @@ func TestRigSemaphore(t *testing.T) {
 // Control: naiverw, readers that take another name's read lock, 5s
 // without faults, is caught with a writer beside its readers.
 func TestRigRW(t *testing.T) {
+	t.Parallel()
 	cfg := rig.RunConfig{Workers: 4, Crowd: 8, Keys: 2, Hot: 2, RW: 35, Duration: 6 * time.Second, Seed: 23,
 		Waits: []time.Duration{300 * time.Millisecond, time.Second, 3 * time.Second}}
 	for _, topo := range []string{"single", "sentinel", "cluster"} {
 		t.Run(topo, func(t *testing.T) {
+			t.Parallel()
 			c := cfg
 			c.Topology = topo
 			rep := run(t, c)
@@ -308,6 +343,7 @@ func TestRigRW(t *testing.T) {
 		})
 	}
 	t.Run("naiverw", func(t *testing.T) {
+		t.Parallel()
 		c := cfg
 		c.Lock, c.Duration, c.Faults = rig.LockNaiveRW, 5*time.Second, []string{rig.NoFaults}
 		rep := run(t, c)
