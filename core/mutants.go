@@ -72,6 +72,11 @@ type mutants struct {
 	// server on the caller's goroutine, within the caller's budget, which
 	// a down first node spends.
 	checkInline bool
+	// stayOnMaster: a Sentinel failover client's shard stays subscribed on
+	// the server it connected to after a failover made that server a
+	// replica (go-redis moves its command connections, not Pub/Sub ones),
+	// so grants reach it only once that replica syncs, if it ever does.
+	stayOnMaster bool
 	// wakeOnIdle: releasing the Locker's last hold always wakes the
 	// watchdog's scheduler, so one caller's every lock and unlock costs a
 	// goroutine wake-up.
@@ -144,6 +149,8 @@ func parseMutants(list string) (mutants, error) {
 			m.loadSlots = true
 		case "check-inline":
 			m.checkInline = true
+		case "stay-on-master":
+			m.stayOnMaster = true
 		case "wake-on-idle":
 			m.wakeOnIdle = true
 		default:

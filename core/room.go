@@ -32,6 +32,9 @@ import (
 type waitRoom struct {
 	client  redis.UniversalClient
 	cluster *redis.ClusterClient // client, when it is a Cluster client
+	// failover: client is a Sentinel failover client, whose shard follows
+	// the master (see followMaster)
+	failover bool
 	clock   func() int64         // the Locker's monotonic clock (ns)
 	mut     *mutants
 
@@ -90,6 +93,7 @@ type grant struct {
 func newWaitRoom(c redis.UniversalClient, clock func() int64, mut *mutants) *waitRoom {
 	r := &waitRoom{client: c, clock: clock, mut: mut, chans: map[string]*lockWaiters{}, shards: map[string]*shard{}}
 	r.cluster, _ = c.(*redis.ClusterClient)
+	r.failover = isFailoverClient(c) && !mut.stayOnMaster
 	r.ctx, r.stop = context.WithCancel(context.Background())
 	return r
 }

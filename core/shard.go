@@ -75,8 +75,9 @@ func (r *waitRoom) run(sh *shard) {
 		if !ok {
 			return
 		}
+		master := r.masterAddr() // before the dial: see followMaster
 		ps := r.client.SSubscribe(r.ctx, first)
-		err := r.serve(sh, ps, first, func() { backoff = minBackoff })
+		err := r.serve(sh, ps, first, master, func() { backoff = minBackoff })
 		ps.Close()
 		if err == nil || r.ctx.Err() != nil {
 			continue // nothing wanted for a while: wanted decides
@@ -190,15 +191,20 @@ func (s *subscription) commands(chs []string) [][]string {
 }
 
 // serve keeps ps subscribed to sh.want (first is subscribed already) and
-// dispatches what arrives, until the connection fails or a channel's slot
-// moves (the error), or sh has wanted nothing for linger, or the room
-// closes (nil). ok is called at each confirmation.
-func (r *waitRoom) serve(sh *shard, ps *redis.PubSub, first string, ok func()) error {
+// dispatches what arrives, until the connection fails, a channel's slot
+// moves or (a Sentinel failover client) the master is no longer master,
+// the error; or sh has wanted nothing for linger, or the room closes (nil).
+// ok is called at each confirmation.
+func (r *waitRoom) serve(sh *shard, ps *redis.PubSub, first, master string, ok func()) error {
 	in := make(chan any, 1024)
 	done := make(chan struct{})
 	defer close(done)
 	r.wg.Add(1)
 	go r.read(ps, in, done)
+	if master != "" {
+		r.wg.Add(1)
+		go r.followMaster(master, in, done)
+	}
 	sub := &subscription{r: r, sh: sh, ps: ps, have: map[string]bool{first: true}, unsub: map[string]int{}}
 	have, unsub := sub.have, sub.unsub
 	if err := sub.sync(); err != nil {
@@ -279,6 +285,59 @@ func (r *waitRoom) read(ps *redis.PubSub, in chan<- any, done <-chan struct{}) {
 		select {
 		case in <- m:
 		case <-done:
+			return
+		}
+	}
+}
+
+// errMasterMoved: a Sentinel failover client's master is another server
+// than the one the shard subscribed on.
+var errMasterMoved = errors.New("the master moved to another server")
+
+// followEvery is how often a Sentinel failover client's shard asks which
+// server its commands reach.
+const followEvery = time.Second
+
+// masterAddr is the address of the server a Sentinel failover client's
+// commands reach now (CLIENT INFO's laddr), or "" for another client, or
+// when the question is not answered (a server that does not allow CLIENT
+// INFO to the user: the shard then does not follow the master).
+func (r *waitRoom) masterAddr() string {
+	if !r.failover {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, healthEvery)
+	defer cancel()
+	info, err := r.client.ClientInfo(ctx).Result()
+	if err != nil {
+		return ""
+	}
+	return info.LAddr
+}
+
+// followMaster tells serve (errMasterMoved on in) when the commands of a
+// Sentinel failover client reach another server than master, the one
+// they reached before the shard dialled. go-redis moves its command
+// connections to the new master at a failover, but not a Pub/Sub one:
+// subscribed on the old master, now a replica, the shard would get the new
+// master's grants only once that replica syncs, seconds later or, cut off
+// from the new master, never. The shard then subscribes again on the new
+// master and the room checks its locks (see check).
+func (r *waitRoom) followMaster(master string, in chan<- any, done <-chan struct{}) {
+	defer r.wg.Done()
+	t := time.NewTicker(followEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		if now := r.masterAddr(); now != "" && now != master {
+			select {
+			case in <- errMasterMoved:
+			case <-done:
+			}
 			return
 		}
 	}

@@ -222,3 +222,69 @@ func TestClusterWaitWithoutSlotMapKeepsBudget(t *testing.T) {
 		}
 	}
 }
+
+// A waiter's notifications follow a Sentinel failover client's master even
+// while the old master has not been made a replica (here it refuses
+// Sentinel's REPLICAOF, so Sentinel never kills its clients): the Locker
+// sees its commands reach another server and subscribes there, and the
+// holder's release on the new master hands the waiter the lock within its
+// budget (its next refresh is 20s away). Control: the stay-on-master
+// mutant, subscribed on the old master still, ends busy.
+func TestWaitFollowsMasterNotReconfigured(t *testing.T) {
+	t.Parallel()
+	for _, mutant := range []string{"", "stay-on-master"} {
+		t.Run("mutant="+mutant, func(t *testing.T) {
+			t.Parallel()
+			st := redistest.StartSentinel(t)
+			hc := st.Client(t)
+			holder := locktest.Locker(t, hc)
+			waiter := locktest.Locker(t, st.Client(t), core.WithMutants(mutant))
+			direct := st.Client(t)
+			ctx := locktest.Context(t)
+			if err := st.Master.Client(t).Do(ctx, "ACL", "SETUSER", "default", "-replicaof", "-slaveof").Err(); err != nil {
+				t.Fatal(err)
+			}
+			const key = "unreconfigured"
+			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := waitFor(ctx, waiter, key, 12*time.Second)
+			waitQueued(t, direct, key, 1)
+			if err := st.Failover(10 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			// The old master, never made a replica, still takes writes:
+			// the release goes to the new one once the holder's client
+			// has moved there.
+			waitReaches(t, hc, st.Master.Addr)
+			if err := s.Unlock(ctx); err != nil {
+				t.Fatalf("the holder's release on the new master: %v", err)
+			}
+			r := <-got
+			if mutant != "" {
+				if !errors.Is(r.err, core.ErrNotObtained) {
+					t.Fatalf("control: subscribed on the old master, the waiter = %v, want busy", r.err)
+				}
+				return
+			}
+			if r.err != nil || !r.inTime {
+				t.Fatalf("waiter after the failover = %v (in time: %v), want the lock from the release", r.err, r.inTime)
+			}
+		})
+	}
+}
+
+// waitReaches waits (up to 10s) until c's commands reach the server at
+// addr (CLIENT INFO's laddr): a failover client that has moved to a new
+// master.
+func waitReaches(t *testing.T, c redis.UniversalClient, addr string) {
+	t.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if info, err := c.ClientInfo(ctx).Result(); err == nil && info.LAddr == addr {
+			return
+		}
+	}
+	t.Fatalf("the client's commands did not reach %s within 10s", addr)
+}
