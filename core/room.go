@@ -35,8 +35,8 @@ type waitRoom struct {
 	// failover: client is a Sentinel failover client, whose shard follows
 	// the master (see followMaster)
 	failover bool
-	clock   func() int64         // the Locker's monotonic clock (ns)
-	mut     *mutants
+	clock    func() int64 // the Locker's monotonic clock (ns)
+	mut      *mutants
 
 	mu     sync.Mutex
 	chans  map[string]*lockWaiters // by channel (the lock hash's key)
