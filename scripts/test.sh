@@ -33,7 +33,9 @@ one() {
   echo "== $m: go vet"
   beat "$m: go vet" &
   local b=$!
-  (cd "$m" && $go vet ./...)
+  # -race: vet then compiles what go test -race builds next, and the build
+  # cache serves the tests (a plain vet compiled every package twice).
+  (cd "$m" && $go vet -race ./...)
   local rc=$?
   kill "$b" 2>/dev/null
   wait "$b" 2>/dev/null
