@@ -17,7 +17,10 @@ import (
 // gRPC-Web over HTTP/1.1.
 func TestSuite(t *testing.T) {
 	for _, p := range []protocol{connectHTTP1, grpcH2C, grpcWebHTTP1} {
-		t.Run(p.name, func(t *testing.T) { rpcsuite.Run(t, connectStack(p)) })
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			rpcsuite.Run(t, connectStack(p))
+		})
 	}
 }
 

@@ -39,6 +39,9 @@ func run(t *testing.T, s Stack) {
 		t.Fatal("httpsuite: a Stack needs a Name and a Serve")
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { c.run(t, s) })
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case on redis-servers of its own
+			c.run(t, s)
+		})
 	}
 }

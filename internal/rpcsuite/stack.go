@@ -289,7 +289,10 @@ func (c Code) String() string {
 func Run(t *testing.T, s Stack) {
 	t.Helper()
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { c.run(t, s) })
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case on redis-servers of its own
+			c.run(t, s)
+		})
 	}
 }
 
