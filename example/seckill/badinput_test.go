@@ -141,6 +141,7 @@ func TestOutOfStock(t *testing.T) {
 // 429 with Retry-After; a lock service that is down is 503; in both cases
 // the handler does not run (nothing written). On every HTTP stack.
 func TestBusyAndUnavailable(t *testing.T) {
+	t.Parallel()
 	for _, stack := range Stacks {
 		t.Run(stack, func(t *testing.T) {
 			srv := redistest.Start(t)

@@ -43,6 +43,7 @@ var (
 // its context re-enters; once A is released it is served (200), and the
 // same B then passes the lock (400 already purchased: A's order).
 func TestNoOwnerFromRequest(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rc := srv.Client(t)
 	for _, stack := range append(append([]string{}, Stacks...), "grpc", "connect") {

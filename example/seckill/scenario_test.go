@@ -23,6 +23,7 @@ const (
 // one order across the nodes, none is oversold, and each order carries its
 // lease's fence. Run on every HTTP stack.
 func TestScenarioRedisLock(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	for _, stack := range Stacks {
 		t.Run(stack, func(t *testing.T) {

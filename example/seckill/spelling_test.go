@@ -68,6 +68,7 @@ func orderSpelled(t *testing.T, targets []string, users int) map[int]int {
 // user's orders: the fence-ordered transaction takes SQLite's write lock
 // for its check, which would serialise them whatever their lock keys.
 func TestSpellingsOfOneUser(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const users = 30
 	run := func(t *testing.T, stack, template string) (Report, *Store) {

@@ -70,6 +70,7 @@ func TestServeHelpDocumentsEachFlag(t *testing.T) {
 // TestSeedReport: seed then report print their results; report's line is
 // exactly "orders=N duplicates=N oversold=N".
 func TestSeedReport(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "s.db")
 	if out, err := seckillCmd(context.Background(), t, "seed", "-db", db, "-voucher", "3", "-stock", "5").CombinedOutput(); err != nil {
 		t.Fatalf("seed: %v\n%s", err, out)
@@ -104,6 +105,7 @@ var (
 // order per user (20) and no duplicate, and chaos=unfenced, its control,
 // with duplicates.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := seckillCmd(ctx, t, "demo", "-users", "40", "-dup", "4", "-stock", "30")
@@ -187,6 +189,7 @@ func TestDemo(t *testing.T) {
 // TestDemoInterrupt: Ctrl-C during the load stops the demo, its nodes and
 // its Redis, and exits 130.
 func TestDemoInterrupt(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := seckillCmd(ctx, t, "demo", "-users", "100000", "-dup", "8", "-stock", "10")

@@ -53,6 +53,7 @@ func (p *serveProc) rpcAddrs(t *testing.T) (string, string) {
 // annotation's key template. Without -connect-addr nothing listens for
 // Connect (the log says connect="").
 func TestServeConnect(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p := startServeProc(t, srv.URL(), "-grpc-addr", "127.0.0.1:0", "-connect-addr", "127.0.0.1:0", "-http", seckill.StackGin)
 	grpcAddr, connectAddr := p.rpcAddrs(t)

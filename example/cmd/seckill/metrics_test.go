@@ -169,6 +169,7 @@ func (p *serveProc) orders(t *testing.T, c *http.Client) {
 // of the requests (the key is never a label). Without -trace-stdout
 // nothing is written to stdout: no span is exported.
 func TestServeMetrics(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	for _, stack := range stacks {
 		t.Run(stack, func(t *testing.T) {
@@ -226,6 +227,7 @@ func TestServeMetrics(t *testing.T) {
 // span, outcome acquired. Nothing on stdout carries the user id. serve
 // still exits 0 on SIGTERM (the tracer provider shuts down).
 func TestServeTraceStdout(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	// The route as each stack spells it.
 	routes := map[string]string{}
