@@ -3,8 +3,8 @@ package otellock_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/lockgate/lockgate/internal/locktest"
 )
 
 // TestMain fails the run if any goroutine is left behind.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { locktest.VerifyTestMain(m) }

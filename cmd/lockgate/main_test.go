@@ -4,7 +4,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
+
+	"github.com/lockgate/lockgate/internal/locktest"
 )
 
 // TestMain quiets go-redis as main does, and fails the run if a test
@@ -12,5 +13,5 @@ import (
 // tests or by run).
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{})
-	goleak.VerifyTestMain(m)
+	locktest.VerifyTestMain(m)
 }

@@ -4,10 +4,12 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/lockgate/lockgate/internal/locktest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
+	locktest.VerifyTestMain(m,
 		// fasthttp (under fiber) starts one process-wide goroutine that
 		// refreshes the Date header every second and never stops.
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),

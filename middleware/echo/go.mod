@@ -6,7 +6,6 @@ require (
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/lockgate/lockgate v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
-	go.uber.org/goleak v1.3.0
 )
 
 require (
@@ -18,6 +17,7 @@ require (
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect

@@ -3,7 +3,7 @@ package echolock_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/lockgate/lockgate/internal/locktest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { locktest.VerifyTestMain(m) }

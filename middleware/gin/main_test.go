@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/gin-gonic/gin"
-	"go.uber.org/goleak"
+
+	"github.com/lockgate/lockgate/internal/locktest"
 )
 
 // TestMain keeps Gin quiet (test mode: no debug route dump; recovery's
@@ -14,5 +15,5 @@ import (
 func TestMain(m *testing.M) {
 	gin.SetMode(gin.TestMode)
 	gin.DefaultErrorWriter = io.Discard // read by gin.Recovery() when it is built
-	goleak.VerifyTestMain(m)
+	locktest.VerifyTestMain(m)
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/lockgate/lockgate/internal/locktest"
 )
 
 // TestMain doubles as the seckill binary: with SECKILL_TEST_MAIN=1 the
@@ -15,7 +17,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SECKILL_TEST_MAIN") == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
-	goleak.VerifyTestMain(m,
+	locktest.VerifyTestMain(m,
 		// The in-process servers of hostile_test.go: fasthttp (under fiber)
 		// starts one process-wide goroutine that refreshes the Date header
 		// every second and never stops, and its worker-pool cleaner sleeps
