@@ -18,13 +18,15 @@ STOCK ?= 200
 # `make` alone runs test (the first target below); `make help` lists the targets.
 .PHONY: test help lint fmt staticcheck redis demo seckill proto bench bench-core torture torture-all failover
 
-## test: (the default) ensure redis-server, then go vet and go test -race in every module (TEST_JOBS=2: two at a time)
+## test: (the default) ensure redis-server, then go vet and go test -race in every module, one at a time (TEST_JOBS=2: two)
 # scripts/test.sh runs the modules, the longest first; go test -json goes through scripts/testprogress.go: a line
 # as each package starts and ends (ok/FAIL, time; for a package of a minute or more its slowest tests), a
 # heartbeat while go builds, and on FAIL the failed tests' output; a green run prints no test's output. It closes
 # with the count of top-level tests of all modules: "tests: N passed, N failed, N skipped".
-# One module at a time by default: two at a time took 1006s against 1075s one at a time on the loaded 2-core
-# machine, and the fault tests' strict budgets then saw their processes go unscheduled.
+# Within a module the tests run side by side (TEST_PARALLEL, default 8: each has redis-servers of its own, and
+# most of a fault test's time is waiting). One module at a time by default: two at a time took 1006s against 1075s
+# one at a time on the loaded 2-core machine (before the tests ran side by side), and the fault tests' strict
+# budgets then saw their processes go unscheduled.
 TEST_JOBS ?= 1
 # The longest first: the root module, the fault rig, the example, the benchmarks.
 TEST_ORDER = . torture example bench $(filter-out . torture example bench,$(MODULES))
