@@ -56,6 +56,7 @@ func TestRefusalDuringFailover(t *testing.T) {
 	t.Parallel()
 	for _, topo := range []string{"sentinel", "cluster"} {
 		t.Run(topo, func(t *testing.T) {
+			t.Parallel()
 			rounds := failoverRounds(t)
 			total := newRefusalFigures()
 			for r := 0; r < rounds; r++ {
