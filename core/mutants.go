@@ -72,6 +72,11 @@ type mutants struct {
 	// server on the caller's goroutine, within the caller's budget, which
 	// a down first node spends.
 	checkInline bool
+	// forgetFree: the room does not note when a lock was last said free,
+	// so a Redlock waiter that joins just after that message (its attempt
+	// answered busy before the release) waits for its fallback timer, the
+	// holder's TTL.
+	forgetFree bool
 	// stayOnMaster: a Sentinel failover client's shard stays subscribed on
 	// the server it connected to after a failover made that server a
 	// replica (go-redis moves its command connections, not Pub/Sub ones),
@@ -149,6 +154,8 @@ func parseMutants(list string) (mutants, error) {
 			m.loadSlots = true
 		case "check-inline":
 			m.checkInline = true
+		case "forget-free":
+			m.forgetFree = true
 		case "stay-on-master":
 			m.stayOnMaster = true
 		case "wake-on-idle":

@@ -61,6 +61,11 @@ type lockWaiters struct {
 	// (0: none was).
 	early   []earlyGrant
 	dropped int64
+	// freed is when the latest "f" (free, no queued waiter to hand it to)
+	// arrived (0: none did): a waiter that does not queue (Redlock's)
+	// whose attempt was sent before then joins after the message, which
+	// woke no one for it, and looks again.
+	freed int64
 }
 
 type earlyGrant struct {
@@ -140,7 +145,7 @@ func (r *waitRoom) add(w *waiter, sent int64) bool {
 		// The confirmation to come is checked (check), w included.
 	case lw.takeEarly(w):
 	case r.mut.dropEarly:
-	case lw.since > sent || lw.dropped >= sent:
+	case lw.since > sent || lw.dropped >= sent || lw.freed >= sent && lw.freed > 0:
 		signal(w.wake)
 	}
 	return true
@@ -237,6 +242,9 @@ func (r *waitRoom) deliver(ch, payload string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if lw := r.chans[ch]; lw != nil {
+			if !r.mut.forgetFree {
+				lw.freed = r.clock()
+			}
 			for _, w := range lw.waiters {
 				signal(w.wake)
 			}

@@ -76,3 +76,105 @@ func TestGrantWhileLastWaiterLeaves(t *testing.T) {
 		t.Logf("control: %d of %d waiters stalled", n, rounds)
 	}
 }
+
+// A "free" message that arrives while a waiter's attempt, answered busy
+// before the release, is on its way back wakes that waiter when it joins:
+// a Redlock waiter does not queue, so nothing else would tell it before its
+// fallback timer, the holder's TTL (a LockMulti over Redlock once ended
+// busy after a 10s wait so: the lock's last waiter had just left, and the
+// shard had not unsubscribed yet). Each round: C waits (subscribed,
+// confirmed) and stays, as that subscription does; A's attempt is sent;
+// the lock is freed ("f", no owner in Redis), which wakes C; A joins and
+// must be woken. Control: with the message not noted (forget-free), A is
+// not: every round stalls.
+func TestFreeBeforeWaiterJoins(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	const rounds = 5
+	ctx := context.Background()
+	stalls := func(name string, mut mutants) int {
+		epoch := time.Now()
+		r := newWaitRoom(client, func() int64 { return int64(time.Since(epoch)) }, &mut)
+		defer r.close()
+		n := 0
+		for i := range rounds {
+			ch := fmt.Sprintf("lockgate:{%s-%d}", name, i)
+			// C holds the lock at first: the check after the
+			// subscription is confirmed wakes C, which tells that it is.
+			if err := client.HSet(ctx, ch, "owner", "C").Err(); err != nil {
+				t.Fatal(err)
+			}
+			c := newWaiter(ch, "C")
+			if !r.add(c, r.clock()) {
+				t.Fatal("room closed")
+			}
+			select {
+			case <-c.wake: // the check after the confirmation
+			case <-time.After(5 * time.Second):
+				t.Fatal("the subscription was not confirmed and checked in 5s")
+			}
+			sent := r.clock() // A's attempt, answered busy
+			if err := client.Del(ctx, ch).Err(); err != nil {
+				t.Fatal(err)
+			}
+			r.deliver(ch, "f")
+			select {
+			case <-c.wake:
+			default:
+				t.Fatal("the free message did not wake the waiter in the room")
+			}
+			a := newWaiter(ch, "A")
+			if !r.add(a, sent) {
+				t.Fatal("room closed")
+			}
+			select {
+			case <-a.wake:
+			case <-time.After(time.Second):
+				n++
+			}
+			r.leave(a)
+			r.leave(c)
+		}
+		return n
+	}
+	if n := stalls("fixed", mutants{}); n > 0 {
+		t.Errorf("%d of %d waiters were not woken by the lock freed before they joined", n, rounds)
+	}
+	if n := stalls("control", mutants{forgetFree: true}); n != rounds {
+		t.Errorf("control: with the free message not noted, %d of %d waiters stalled, want all", n, rounds)
+	}
+}
+
+// A room closed while a waiter is still in it (Close racing a Lock that
+// waits, which leaves the room only after) stops its shard at once: the
+// shard no longer subscribes again and again, a new connection a turn,
+// until the waiter leaves. (Before, with a waiter that never left, close
+// waited forever while the shard spun: a test timed out after 10 minutes.)
+func TestCloseWithWaiterInRoom(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	var mut mutants
+	epoch := time.Now()
+	r := newWaitRoom(srv.Client(t), func() int64 { return int64(time.Since(epoch)) }, &mut)
+	w := newWaiter("lockgate:{close}", "A")
+	if !r.add(w, r.clock()) {
+		t.Fatal("room closed")
+	}
+	select {
+	case <-w.wake: // subscribed and checked: the shard is serving
+	case <-time.After(5 * time.Second):
+		t.Fatal("the subscription was not confirmed and checked in 5s")
+	}
+	closed := make(chan struct{})
+	go func() {
+		r.close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("close did not return within 5s with a waiter in the room")
+	}
+	r.leave(w)
+}

@@ -104,6 +104,9 @@ func (r *waitRoom) wanted(sh *shard) (string, bool) {
 	idle := time.NewTimer(linger)
 	defer idle.Stop()
 	for {
+		if r.ctx.Err() != nil {
+			return "", false // closed, though a waiter may not have left yet
+		}
 		r.mu.Lock()
 		for ch := range sh.want {
 			r.mu.Unlock()
