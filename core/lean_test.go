@@ -179,7 +179,7 @@ func TestUncontendedCycleLeavesNothingOnCluster(t *testing.T) {
 // time when that timer fires). Control: with the wake put back
 // ("wake-on-idle"), every unlock wakes it.
 func TestUncontendedCycleWakesNoGoroutine(t *testing.T) {
-	t.Parallel()
+	// Alone, not side by side: it bounds a time tightly (see TestMain).
 	srv := redistest.Start(t)
 	const n = 100
 	passes := func(mutants string) int64 {

@@ -14,8 +14,8 @@ import (
 // The tests run side by side (t.Parallel), each on redis-servers of its
 // own: most of their time is waiting (a failover, a TTL, a paused server).
 // The few that count the process's goroutines or allocations, measure
-// latency in round trips, or change a package setting (SetIdleStop) run
-// alone, before the others.
+// latency in round trips or bound a time within tens of milliseconds, or
+// change a package setting (SetIdleStop) run alone, before the others.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if benchSrv != nil {

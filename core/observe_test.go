@@ -126,7 +126,7 @@ func TestHolderTagReachesTheWaiter(t *testing.T) {
 // bound it documents (probe: the estimate moves by about that much, so it
 // reads the reply's timing and is not a constant).
 func TestClockOffsetEstimate(t *testing.T) {
-	t.Parallel()
+	// Alone, not side by side: it bounds a time tightly (see TestMain).
 	srv := redistest.Start(t)
 	proxy := redistest.StartProxy(t, srv.Addr)
 	rec := &locktest.Events{}

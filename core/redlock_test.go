@@ -312,7 +312,7 @@ func TestRedlockRestartAndFences(t *testing.T) {
 // per-node timeout (50ms, the floor), and renewals keep the lease for
 // several TTL/3 rounds.
 func TestRedlockHungNode(t *testing.T) {
-	t.Parallel()
+	// Alone, not side by side: it bounds a time tightly (see TestMain).
 	srvs, _ := masters(t, 3)
 	l := redlockOn(t, srvs)
 	ctx := locktest.Context(t)
@@ -586,7 +586,7 @@ func TestRedlockFenceFloorOnAnyQuorum(t *testing.T) {
 // time; the attempt then waits the per-node timeout and ends unavailable,
 // naming the nodes.
 func TestRedlockBusyMajorityDecides(t *testing.T) {
-	t.Parallel()
+	// Alone, not side by side: it bounds a time tightly (see TestMain).
 	srvs, cs := masters(t, 3)
 	holder := redlockOn(t, srvs)
 	proxies := make([]*redistest.Proxy, 3)
@@ -636,7 +636,7 @@ func TestRedlockBusyMajorityDecides(t *testing.T) {
 // 100s TTL. Control: with the give-back taken out (the keep-straggler
 // mutant), node 2 still names the TryLock's owner a second later.
 func TestRedlockBusyGivesBackStraggler(t *testing.T) {
-	t.Parallel()
+	// Alone, not side by side: it bounds a time tightly (see TestMain).
 	srvs, cs := masters(t, 3)
 	holder := redlockOn(t, srvs)
 	ctx := locktest.Context(t)

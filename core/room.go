@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,6 +36,9 @@ type waitRoom struct {
 	// failover: client is a Sentinel failover client, whose shard follows
 	// the master (see followMaster)
 	failover bool
+	// noClientInfo: the server refused CLIENT INFO (an ACL without
+	// +client|info, a renamed command): the shard does not follow the master
+	noClientInfo atomic.Bool
 	clock    func() int64 // the Locker's monotonic clock (ns)
 	mut      *mutants
 

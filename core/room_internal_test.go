@@ -178,3 +178,30 @@ func TestCloseWithWaiterInRoom(t *testing.T) {
 	}
 	r.leave(w)
 }
+
+// A server that refuses CLIENT INFO to the Locker's user (an ACL without
+// +client|info) turns following the master off for the room, after one
+// refusal: it is not asked every second, to be refused every second.
+// Control: the same server, the command allowed, answers its address.
+func TestMasterAddrRefused(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	var mut mutants
+	room := func() *waitRoom {
+		r := newWaitRoom(client, func() int64 { return 0 }, &mut)
+		r.failover = true // as for a Sentinel failover client
+		t.Cleanup(r.close)
+		return r
+	}
+	if r := room(); r.masterAddr() != srv.Addr || r.noClientInfo.Load() {
+		t.Fatalf("control: CLIENT INFO allowed, masterAddr = %q (noClientInfo %v), want %s", r.masterAddr(), r.noClientInfo.Load(), srv.Addr)
+	}
+	if err := client.Do(context.Background(), "ACL", "SETUSER", "default", "-client|info").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := room()
+	if got := r.masterAddr(); got != "" || !r.noClientInfo.Load() {
+		t.Fatalf("CLIENT INFO refused: masterAddr = %q, noClientInfo %v; want \"\", true", got, r.noClientInfo.Load())
+	}
+}

@@ -407,7 +407,7 @@ func testRWOrder(t *testing.T, c redis.UniversalClient) {
 // read lock is not upgraded). Control: Lock of the name in a context of
 // its own waits for the reader and is busy at its budget's end.
 func TestRLockReentry(t *testing.T) {
-	t.Parallel()
+	// Alone, not side by side: it bounds a time tightly (see TestMain).
 	srv := redistest.Start(t)
 	l, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)

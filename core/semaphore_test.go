@@ -652,7 +652,7 @@ func TestSemaphoreDeadHolderExpires(t *testing.T) {
 // than the holders' (ErrInvalid naming both; accepted again once they are
 // gone), Redlock (ErrUnsupported, nothing sent), a closed Locker.
 func TestSemaphoreOutcomes(t *testing.T) {
-	t.Parallel()
+	// Alone, not side by side: it bounds a time tightly (see TestMain).
 	srv := redistest.Start(t)
 	l, _ := locktest.NewLocker(t, srv)
 	other, _ := locktest.NewLocker(t, srv)

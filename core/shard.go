@@ -204,7 +204,7 @@ func (r *waitRoom) serve(sh *shard, ps *redis.PubSub, first, master string, ok f
 	defer close(done)
 	r.wg.Add(1)
 	go r.read(ps, in, done)
-	if master != "" {
+	if r.failover && !r.noClientInfo.Load() {
 		r.wg.Add(1)
 		go r.followMaster(master, in, done)
 	}
@@ -302,16 +302,21 @@ var errMasterMoved = errors.New("the master moved to another server")
 const followEvery = time.Second
 
 // masterAddr is the address of the server a Sentinel failover client's
-// commands reach now (CLIENT INFO's laddr), or "" for another client, or
-// when the question is not answered (a server that does not allow CLIENT
-// INFO to the user: the shard then does not follow the master).
+// commands reach now (CLIENT INFO's laddr); "" for another client, when
+// the call failed (the shard's follower then asks again), or when the
+// server refused it: an error reply (no permission, a renamed command)
+// turns following off for the room, since it would be refused again.
 func (r *waitRoom) masterAddr() string {
-	if !r.failover {
+	if !r.failover || r.noClientInfo.Load() {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, healthEvery)
 	defer cancel()
 	info, err := r.client.ClientInfo(ctx).Result()
+	var refused redis.Error
+	if errors.As(err, &refused) {
+		r.noClientInfo.Store(true)
+	}
 	if err != nil {
 		return ""
 	}
@@ -320,7 +325,9 @@ func (r *waitRoom) masterAddr() string {
 
 // followMaster tells serve (errMasterMoved on in) when the commands of a
 // Sentinel failover client reach another server than master, the one
-// they reached before the shard dialled. go-redis moves its command
+// they reached before the shard dialled ("" when that was not answered:
+// the first answer then counts as a move, so the shard dials again and
+// knows where it is). go-redis moves its command
 // connections to the new master at a failover, but not a Pub/Sub one:
 // subscribed on the old master, now a replica, the shard would get the new
 // master's grants only once that replica syncs, seconds later or, cut off
@@ -335,6 +342,9 @@ func (r *waitRoom) followMaster(master string, in chan<- any, done <-chan struct
 		case <-done:
 			return
 		case <-t.C:
+		}
+		if r.noClientInfo.Load() {
+			return
 		}
 		if now := r.masterAddr(); now != "" && now != master {
 			select {

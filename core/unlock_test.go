@@ -89,7 +89,7 @@ func testUnlockRetryAfterFailure(t *testing.T, ctxTimeout bool) {
 // without a round trip (before: a hung Redis added the release timeout to
 // every response after the handler).
 func TestUnlockOfLostLeaseIsImmediate(t *testing.T) {
-	t.Parallel()
+	// Alone, not side by side: it bounds a time tightly (see TestMain).
 	srv := redistest.Start(t)
 	c := defaultsClient(t, srv)
 	hook := &countingHook{}

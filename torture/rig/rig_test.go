@@ -193,7 +193,9 @@ func TestRigMulti(t *testing.T) {
 // with a workload that meets it. Each runs the same workload without the
 // mutant as its own control of the checker: clean.
 func TestRigMutants(t *testing.T) {
-	t.Parallel()
+	// Not side by side with the other rig tests (its mutants' runs are, with
+	// each other): the binary is built alone, and the controls' timing
+	// (liveness bounds of 150ms) is judged beside fewer runs.
 	bin := filepath.Join(t.TempDir(), "torture-mutants")
 	build := exec.Command("go", "build", "-tags", "lockgate_mutants", "-o", bin, "../cmd/torture")
 	if out, err := build.CombinedOutput(); err != nil {
