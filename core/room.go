@@ -39,8 +39,8 @@ type waitRoom struct {
 	// noClientInfo: the server refused CLIENT INFO (an ACL without
 	// +client|info, a renamed command): the shard does not follow the master
 	noClientInfo atomic.Bool
-	clock    func() int64 // the Locker's monotonic clock (ns)
-	mut      *mutants
+	clock        func() int64 // the Locker's monotonic clock (ns)
+	mut          *mutants
 
 	mu     sync.Mutex
 	chans  map[string]*lockWaiters // by channel (the lock hash's key)
