@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockgate/lockgate/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // A grant that arrives after the last waiter of a lock left the room and
@@ -27,26 +28,11 @@ func TestGrantWhileLastWaiterLeaves(t *testing.T) {
 	const rounds = 10
 	ctx := context.Background()
 	stalls := func(name string, mut mutants) int {
-		epoch := time.Now()
-		r := newWaitRoom(client, func() int64 { return int64(time.Since(epoch)) }, &mut)
-		defer r.close()
+		r := testRoom(t, client, mut)
 		n := 0
 		for i := range rounds {
 			ch := fmt.Sprintf("lockgate:{%s-%d}", name, i)
-			// B holds the lock at first: the check after the subscription
-			// is confirmed wakes B, which tells that it is.
-			if err := client.HSet(ctx, ch, "owner", "B").Err(); err != nil {
-				t.Fatal(err)
-			}
-			b := newWaiter(ch, "B")
-			if !r.add(b, r.clock()) {
-				t.Fatal("room closed")
-			}
-			select {
-			case <-b.wake:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the subscription was not confirmed and checked in 5s")
-			}
+			b := joinHolder(t, r, client, ch, "B") // B holds the lock at first
 			// B's release hands the lock to A.
 			if err := client.HSet(ctx, ch, "owner", "A").Err(); err != nil {
 				t.Fatal(err)
@@ -94,27 +80,12 @@ func TestFreeBeforeWaiterJoins(t *testing.T) {
 	const rounds = 5
 	ctx := context.Background()
 	stalls := func(name string, mut mutants) int {
-		epoch := time.Now()
-		r := newWaitRoom(client, func() int64 { return int64(time.Since(epoch)) }, &mut)
-		defer r.close()
+		r := testRoom(t, client, mut)
 		n := 0
 		for i := range rounds {
 			ch := fmt.Sprintf("lockgate:{%s-%d}", name, i)
-			// C holds the lock at first: the check after the
-			// subscription is confirmed wakes C, which tells that it is.
-			if err := client.HSet(ctx, ch, "owner", "C").Err(); err != nil {
-				t.Fatal(err)
-			}
-			c := newWaiter(ch, "C")
-			if !r.add(c, r.clock()) {
-				t.Fatal("room closed")
-			}
-			select {
-			case <-c.wake: // the check after the confirmation
-			case <-time.After(5 * time.Second):
-				t.Fatal("the subscription was not confirmed and checked in 5s")
-			}
-			sent := r.clock() // A's attempt, answered busy
+			c := joinHolder(t, r, client, ch, "C") // C holds the lock at first
+			sent := r.clock()                      // A's attempt, answered busy
 			if err := client.Del(ctx, ch).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -154,18 +125,9 @@ func TestFreeBeforeWaiterJoins(t *testing.T) {
 func TestCloseWithWaiterInRoom(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	var mut mutants
-	epoch := time.Now()
-	r := newWaitRoom(srv.Client(t), func() int64 { return int64(time.Since(epoch)) }, &mut)
-	w := newWaiter("lockgate:{close}", "A")
-	if !r.add(w, r.clock()) {
-		t.Fatal("room closed")
-	}
-	select {
-	case <-w.wake: // subscribed and checked: the shard is serving
-	case <-time.After(5 * time.Second):
-		t.Fatal("the subscription was not confirmed and checked in 5s")
-	}
+	client := srv.Client(t)
+	r := testRoom(t, client, mutants{})
+	w := joinHolder(t, r, client, "lockgate:{close}", "A") // the shard is serving
 	closed := make(chan struct{})
 	go func() {
 		r.close()
@@ -187,11 +149,9 @@ func TestMasterAddrRefused(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	client := srv.Client(t)
-	var mut mutants
 	room := func() *waitRoom {
-		r := newWaitRoom(client, func() int64 { return 0 }, &mut)
+		r := testRoom(t, client, mutants{})
 		r.failover = true // as for a Sentinel failover client
-		t.Cleanup(r.close)
 		return r
 	}
 	if r := room(); r.masterAddr() != srv.Addr || r.noClientInfo.Load() {
@@ -204,4 +164,33 @@ func TestMasterAddrRefused(t *testing.T) {
 	if got := r.masterAddr(); got != "" || !r.noClientInfo.Load() {
 		t.Fatalf("CLIENT INFO refused: masterAddr = %q, noClientInfo %v; want \"\", true", got, r.noClientInfo.Load())
 	}
+}
+
+// testRoom is a wait room on client with mut, closed at the end of the
+// test, on a clock from its making.
+func testRoom(t *testing.T, client redis.UniversalClient, mut mutants) *waitRoom {
+	epoch := time.Now()
+	r := newWaitRoom(client, func() int64 { return int64(time.Since(epoch)) }, &mut)
+	t.Cleanup(r.close)
+	return r
+}
+
+// joinHolder makes owner the holder of ch in Redis and adds its waiter to
+// r, returning once the subscription is confirmed and checked (the check
+// wakes the waiter that holds the lock).
+func joinHolder(t *testing.T, r *waitRoom, client redis.UniversalClient, ch, owner string) *waiter {
+	t.Helper()
+	if err := client.HSet(context.Background(), ch, "owner", owner).Err(); err != nil {
+		t.Fatal(err)
+	}
+	w := newWaiter(ch, owner)
+	if !r.add(w, r.clock()) {
+		t.Fatal("room closed")
+	}
+	select {
+	case <-w.wake:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the subscription was not confirmed and checked in 5s")
+	}
+	return w
 }

@@ -148,24 +148,9 @@ func TestWaitFollowsSentinelFailover(t *testing.T) {
 	for _, release := range []bool{true, false} {
 		t.Run(fmt.Sprintf("release=%v", release), func(t *testing.T) {
 			st := redistest.StartSentinel(t)
-			holder := locktest.Locker(t, st.Client(t))
 			waiter := locktest.Locker(t, st.Client(t))
-			direct := st.Client(t)
 			ctx := locktest.Context(t)
-			const key = "failover"
-			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The budget outlasts what the failover may take (10s; in a
-			// loaded run it took nearly all of an earlier 5s budget, and the
-			// release came after it), yet ends before the waiter's first
-			// refresh (20s): only the release can hand it the lock.
-			got := waitFor(ctx, waiter, key, 12*time.Second)
-			waitQueued(t, direct, key, 1)
-			if err := st.Failover(10 * time.Second); err != nil { // the fault
-				t.Fatal(err)
-			}
+			s, got := queuedThroughFailover(t, st, st.Client(t), waiter, "failover")
 			if release {
 				if err := s.Unlock(ctx); err != nil {
 					t.Fatalf("the holder's release on the new master: %v", err)
@@ -237,23 +222,12 @@ func TestWaitFollowsMasterNotReconfigured(t *testing.T) {
 			t.Parallel()
 			st := redistest.StartSentinel(t)
 			hc := st.Client(t)
-			holder := locktest.Locker(t, hc)
 			waiter := locktest.Locker(t, st.Client(t), core.WithMutants(mutant))
-			direct := st.Client(t)
 			ctx := locktest.Context(t)
 			if err := st.Master.Client(t).Do(ctx, "ACL", "SETUSER", "default", "-replicaof", "-slaveof").Err(); err != nil {
 				t.Fatal(err)
 			}
-			const key = "unreconfigured"
-			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := waitFor(ctx, waiter, key, 12*time.Second)
-			waitQueued(t, direct, key, 1)
-			if err := st.Failover(10 * time.Second); err != nil {
-				t.Fatal(err)
-			}
+			s, got := queuedThroughFailover(t, st, hc, waiter, "unreconfigured")
 			// The old master, never made a replica, still takes writes:
 			// the release goes to the new one once the holder's client
 			// has moved there.
@@ -287,4 +261,26 @@ func waitReaches(t *testing.T, c redis.UniversalClient, addr string) {
 		}
 	}
 	t.Fatalf("the client's commands did not reach %s within 10s", addr)
+}
+
+// queuedThroughFailover: a holder on client hc takes key for a minute, and
+// waiter queues for it with a budget that outlasts what the failover may
+// take (10s; in a loaded run it took nearly all of an earlier 5s budget,
+// and the release came after it), yet ends before the waiter's first
+// refresh (20s): only a release can hand it the lock. Then the sentinels
+// fail over (the fault). It returns the holder's lease and the waiter's
+// result to come.
+func queuedThroughFailover(t *testing.T, st *redistest.Sentinel, hc redis.UniversalClient, waiter *core.Locker, key string) (*core.Lease, <-chan waitResult) {
+	t.Helper()
+	ctx := locktest.Context(t)
+	s, err := locktest.Locker(t, hc).Lock(ctx, key, core.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(ctx, waiter, key, 12*time.Second)
+	waitQueued(t, st.Client(t), key, 1)
+	if err := st.Failover(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return s, got
 }
