@@ -448,12 +448,20 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 		}
 		// The undo can run once Redis answers and the worker runs: after
 		// the call, after every hang that starts before the undo is done,
-		// and after its own pauses. A worker killed first never undoes: the
-		// lock expires by itself, TTL after Redis ran the attempt.
+		// after its own pauses, and after the faults that slow, hold or cut
+		// its replies (an undo is a call too). A worker killed first never
+		// undoes: the lock expires by itself, TTL after Redis ran the
+		// attempt.
 		end := c.End
+		delays := append(append([]interval(nil), hung...), frozen[c.proc()]...)
+		for _, f := range faults {
+			if slowOn(f, c.proc()) || f.Kind == FaultLateReply || f.Kind == FaultCut || f.Kind == FaultNodeNet {
+				delays = append(delays, interval{f.Start, f.End})
+			}
+		}
 		for moved := true; moved; {
 			moved = false
-			for _, h := range append(append([]interval(nil), hung...), frozen[c.proc()]...) {
+			for _, h := range delays {
 				if h.start <= end+int64(lim.Undo) && h.end > end && h.end >= c.Start {
 					end, moved = h.end, true
 				}

@@ -86,6 +86,14 @@ func TestCheckRules(t *testing.T) {
 		if r := Check(append(ev[:2:2], unknown, busy("b", 3300, 3301)), nil, nil, lim); len(r.Deadlocks) != 1 {
 			t.Fatalf("deadlocks %v: busy long after the unknown attempt could have been undone", r.Deadlocks)
 		}
+		// The undo is a call too: c's replies slowed to 3400 (its path, or
+		// every worker's replies held) may hold the unknown attempt's lock
+		// until then.
+		for _, f := range []Fault{{Kind: FaultWorkerLatency, Target: "c", Start: ms(2750), End: ms(3400)}, {Kind: FaultLateReply, Start: ms(2750), End: ms(3400)}} {
+			if r := Check(append(ev[:2:2], unknown, busy("b", 3300, 3301)), nil, []Fault{f}, lim); len(r.Deadlocks) != 0 {
+				t.Fatalf("deadlocks %v: busy while %s delayed the unknown attempt's undo", r.Deadlocks, f.Kind)
+			}
+		}
 	})
 	t.Run("Redlock minority left by a release", func(t *testing.T) {
 		// a's release ran while a node hung (to 1000): that node may keep a's
