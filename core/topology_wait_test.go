@@ -148,9 +148,16 @@ func TestWaitFollowsSentinelFailover(t *testing.T) {
 	for _, release := range []bool{true, false} {
 		t.Run(fmt.Sprintf("release=%v", release), func(t *testing.T) {
 			st := redistest.StartSentinel(t)
-			waiter := locktest.Locker(t, st.Client(t))
+			wc := st.Client(t)
+			waiter := locktest.Locker(t, wc)
 			ctx := locktest.Context(t)
 			s, got := queuedThroughFailover(t, st, st.Client(t), waiter, "failover")
+			// Not yet made a replica, the old master still takes writes:
+			// the release and the waiter's claim go to the new one once
+			// both clients have moved there (a release on the old master
+			// granted it there, and the waiter's Unlock on the new one
+			// found nothing: "not held").
+			waitReaches(t, wc, st.Master.Addr)
 			if release {
 				if err := s.Unlock(ctx); err != nil {
 					t.Fatalf("the holder's release on the new master: %v", err)
@@ -228,10 +235,6 @@ func TestWaitFollowsMasterNotReconfigured(t *testing.T) {
 				t.Fatal(err)
 			}
 			s, got := queuedThroughFailover(t, st, hc, waiter, "unreconfigured")
-			// The old master, never made a replica, still takes writes:
-			// the release goes to the new one once the holder's client
-			// has moved there.
-			waitReaches(t, hc, st.Master.Addr)
 			if err := s.Unlock(ctx); err != nil {
 				t.Fatalf("the holder's release on the new master: %v", err)
 			}
@@ -282,5 +285,8 @@ func queuedThroughFailover(t *testing.T, st *redistest.Sentinel, hc redis.Univer
 	if err := st.Failover(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// The old master may take writes until Sentinel makes it a replica:
+	// the holder's release goes to the new one once its client moved.
+	waitReaches(t, hc, st.Master.Addr)
 	return s, got
 }
