@@ -43,7 +43,8 @@ var (
 // its context re-enters; once A is released it is served (200), and the
 // same B then passes the lock (400 already purchased: A's order).
 func TestNoOwnerFromRequest(t *testing.T) {
-	t.Parallel()
+	// Alone, not side by side: beside the other tests its first order once
+	// answered 503 in a clean-clone run (not explained).
 	srv := redistest.Start(t)
 	rc := srv.Client(t)
 	for _, stack := range append(append([]string{}, Stacks...), "grpc", "connect") {
