@@ -258,6 +258,8 @@ func TestWaitFollowsMasterNotReconfigured(t *testing.T) {
 func waitReaches(t *testing.T, c redis.UniversalClient, addr string) {
 	t.Helper()
 	ctx := context.Background()
+	// Polling: go-redis tells no one when its failover client moves to a
+	// new master (it hears Sentinel's switch on a connection of its own).
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if info, err := c.ClientInfo(ctx).Result(); err == nil && info.LAddr == addr {
 			return
