@@ -7,6 +7,7 @@ import (
 	"net"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -68,7 +69,7 @@ func newProber(c redis.UniversalClient, reached func() bool, sentinels []string)
 				return master(ctx)
 			}
 		}
-		return &prober{dial: dial, idle: func() bool { return c.PoolStats().TotalConns == 0 }}
+		return &prober{dial: dial, idle: poolIdle(c)}
 	case *redis.ClusterClient:
 		o := c.Options()
 		if reflect.ValueOf(o.NewClient).Pointer() != reflect.ValueOf(redis.NewClient).Pointer() {
@@ -86,6 +87,30 @@ func newProber(c redis.UniversalClient, reached func() bool, sentinels []string)
 		}
 	}
 	return &prober{}
+}
+
+// idleFresh is how long poolIdle's answer stands: reading the pool's
+// stats takes its lock twice and allocates, on every bounded call.
+const idleFresh = time.Millisecond
+
+// poolIdle reports whether c has no connection, as its pool's stats said
+// at most idleFresh ago. A call made within that stretch after the pool
+// emptied (its connections cut) is not probed: it is bounded by its budget
+// as every call is, only not ended early by a refused dial.
+func poolIdle(c *redis.Client) func() bool {
+	start := time.Now()
+	var at atomic.Int64 // when the stats were last read: ns since start, +1 (0: never)
+	var idle atomic.Bool
+	return func() bool {
+		now := int64(time.Since(start)) + 1
+		if last := at.Load(); last != 0 && now-last < int64(idleFresh) {
+			return idle.Load()
+		}
+		v := c.PoolStats().TotalConns == 0
+		idle.Store(v)
+		at.Store(now)
+		return v
+	}
 }
 
 type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
