@@ -18,9 +18,9 @@ import (
 // test can drive any interleaving of callers (and re-sends) and look at
 // Redis after each call.
 type rwScripts struct {
-	c                          *redis.Client
-	acq, rel, racq, rrel       *redis.Script
-	hash, floor, q, qt, prefix string
+	c                    *redis.Client
+	acq, rel, racq, rrel *redis.Script
+	hash, floor, q, qt   string
 }
 
 func newRWScripts(t *testing.T, c *redis.Client, name, racq string) *rwScripts {
