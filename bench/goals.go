@@ -84,26 +84,26 @@ func (r *Report) goals() []goal {
 	if fig, ahead := r.aheadOfPeers(1); fig != "" {
 		lg := r.unc("lockgate", 1).ratioMed()
 		add("uncontended, 1 caller: ≥ 0.9× the floor and ≥ every peer", fig+" (× floor)", lg >= 0.9 && ahead,
-			"a cycle is two scripts whose server time is well above the floor's (the server CPU column; docs/performance.md has the commandstats profile): the fence's TIME and floor write, the check for a queue or done marker and the hash's HSET and PEXPIRE run inside them, and a script's own running costs more than its commands. What would close it: fewer, shorter scripts — one string key carrying owner and fence, the queue looked at only when the lock is flagged as waited for.")
+			"a cycle is two script calls, and a script call costs Redis 3.1–3.5 µs before its first command (a script that only returns, with the acquire's keys and arguments: docs/performance.md): the two cost more than the floor's whole cycle, and the fence (TIME, SET…GET of the slot's floor), the check for a queue or done marker (EXISTS) and the hash's HSET and PEXPIRE add 5.4 µs. What would close it: one script call a cycle, which needs a compare-and-delete command Redis 7.0 does not have, or dropping the fence or the queue check, which the README promises.")
 	}
 	for _, conc := range []int{16, 64} {
 		if fig, ahead := r.aheadOfPeers(conc); fig != "" {
 			add(fmt.Sprintf("uncontended, %d callers: ≥ every peer, rueidislock tuned included", conc), fig+" (× floor)", ahead,
-				"at 16 and more callers Redis's single thread is the limit: rueidislock pipelines every caller's commands over one connection, and each lockgate cycle costs the server more than a peer's (the server CPU column). go-redis's own auto-pipelining was measured for the scripts and did not beat lockgate's coalescer (docs/performance.md); what would close it is the shorter scripts above.")
+				"at 16 and more callers Redis's single thread is the limit: rueidislock pipelines every caller's commands over one connection, and each lockgate cycle costs the server more than a peer's (the server CPU column): two script calls, as above. go-redis's own auto-pipelining was measured for the scripts and did not beat lockgate's coalescer (docs/performance.md); what would close it is one script call a cycle, as above.")
 		}
 	}
 	if lg, fl := r.unc("lockgate", 1), r.unc("floor", 1); lg != nil && fl != nil {
 		cmds := lg.med(func(x uncResult) float64 { return x.ServerCmds })
 		add("≤ 6 server commands per uncontended cycle", fmt.Sprintf("lockgate %.1f, floor %.1f", cmds, fl.med(func(x uncResult) float64 { return x.ServerCmds })), cmds <= 6,
-			"2 EVALSHA and 7 inside them: EXISTS (lock, done marker, queue), TIME and SET…GET for the fence (a server-clock fence survives failovers and empty restarts, which a counter alone does not), HSET and PEXPIRE of the hash, then HMGET and DEL. A string lock value would save one; Redis 7.0 has no single command for the rest.")
+			"2 EVALSHA and 7 inside them: EXISTS (lock, done marker, queue), TIME and SET…GET for the fence (a server-clock fence survives failovers and empty restarts, which a counter alone does not), HSET and PEXPIRE of the hash, then HMGET and DEL. A string lock value would save one command but no server time (HSET and PEXPIRE cost 1.46 µs, one SET … PX about as much); Redis 7.0 has no single command for the rest.")
 		us, fus := lg.med(func(x uncResult) float64 { return x.ServerTime }), fl.med(func(x uncResult) float64 { return x.ServerTime })
 		add("≤ 2× the floor's server time per uncontended cycle (INFO commandstats µs)", fmt.Sprintf("lockgate %.1f µs, floor %.1f µs (%.2f×)", us, fus, us/max(fus, 0.001)), us <= 2*fus,
-			"the acquire script's seven commands and the script's own running: a script call costs Redis several µs beyond its commands (docs/performance.md). Fewer, shorter scripts would close it. (Counted by the servers' whole CPU time, INFO cpu, which network I/O dominates, the ratio is smaller: the server CPU column.)")
+			"two script calls cost 6.2–6.9 µs before their first command (a script that only returns, with the same keys and arguments, 3.1–3.5 µs a call), more than 2× the floor's whole cycle would leave room for; the commands inside add 5.4 µs (SET…GET 1.72, EXISTS 1.27, HSET 0.78, PEXPIRE 0.68, HMGET 0.50, DEL 0.29, TIME 0.17). What would close it: one script call a cycle, as above. (Counted by the servers' whole CPU time, INFO cpu, which network I/O dominates, the ratio is smaller: the server CPU column.)")
 	}
 	if lg, rl := r.unc("lockgate", 1), r.unc("redislock", 1); lg != nil && rl != nil {
 		a, b := lg.med(func(x uncResult) float64 { return x.Allocs }), rl.med(func(x uncResult) float64 { return x.Allocs })
 		add("allocations per uncontended cycle ≤ redislock's", fmt.Sprintf("lockgate %.1f, redislock %.1f", a, b), a <= b,
-			"the two calls' deadline contexts (8: a budget is a hard bound whatever the client's timeouts), the lock's key names boxed for the scripts (6), the owner (4), the lease and its context (5), the prober's pool-stats read (4); what would close it is a deadline without a context per call, which the standard library does not offer.")
+			"the two calls' deadline contexts (10 with their timers and Done channels: a budget is a hard bound whatever the client's timeouts, the wait for a pooled connection included), the lock's key names boxed for the scripts (6), the owner (3), the acquisition, lease and its context (5); what would close it is a deadline without a context per call, which the standard library does not offer.")
 	}
 	if lg, fl := r.namesOf("lockgate"), r.namesOf("floor"); lg != nil && fl != nil {
 		add("what released locks leave is bounded by the deployment, not the names", fmt.Sprintf("%s names: lockgate %d keys, %+.2f MB; floor %d keys, %+.2f MB", fmtRate(float64(lg.Names)), lg.Keys, float64(lg.Memory)/(1<<20), fl.Keys, float64(fl.Memory)/(1<<20)), lg.Keys <= 16384, "")
