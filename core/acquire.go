@@ -51,10 +51,16 @@ type acquisition struct {
 	sampled   bool // offset is an estimate of the server's clock
 }
 
-// busy is the error of a call that last saw the lock busy.
+// busy is the error of a call that last saw the lock busy. Its hint goes
+// by the holder's TTL as last seen, or, once that has run out (the holder
+// renewed, or the budget ended as it ran out), by the whole of it.
 func (a *acquisition) busy() error {
 	left := max(a.holder-time.Since(a.holderAt), 0)
-	return &BusyError{Key: a.key, RetryAfter: a.l.holdTimes.hint(left), HolderTTL: left, Permits: a.keys.permits}
+	by := left
+	if by == 0 {
+		by = a.holder
+	}
+	return &BusyError{Key: a.key, RetryAfter: a.l.holdTimes.hint(by), HolderTTL: left, Permits: a.keys.permits}
 }
 
 // expired is the error of a call whose deadline passed while no attempt

@@ -157,48 +157,66 @@ func TestWaiterThatLeavesIsSkipped(t *testing.T) {
 // A waiter whose Locker is gone without leaving (closed while its network
 // refuses it: a crash, for Redis) is handed the lock only until its queue
 // entry would have expired, one and a half refresh intervals (TTL/2) after
-// its last refresh; then the next waiter gets it.
+// its last refresh; then the next waiter gets it: the grant told the next
+// waiter's room how long the crashed waiter has, and that comes before the
+// next waiter's own refresh (10s), so the room wakes it. Control: the room
+// wakes no one for another waiter's grant (no-nudge); the next waiter, with
+// a 3s budget, is still waiting for its refresh when it ends.
 func TestCrashedWaiterCostsOneEntry(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	holder, direct := locktest.NewLocker(t, srv)
-	next, _ := locktest.NewLocker(t, srv)
-	ctx := locktest.Context(t)
-	p := redistest.StartProxy(t, srv.Addr)
-	o := srv.Options()
-	o.Addr = p.Addr
-	c := redis.NewClient(o)
-	t.Cleanup(func() { c.Close() })
-	crashed := core.Must(core.New(c))
-	warm(t, crashed)
+	for _, mutant := range []string{"", "no-nudge"} {
+		t.Run("mutant="+mutant, func(t *testing.T) {
+			srv := redistest.Start(t)
+			holder, direct := locktest.NewLocker(t, srv)
+			next, _ := locktest.NewLocker(t, srv, core.WithMutants(mutant))
+			ctx := locktest.Context(t)
+			p := redistest.StartProxy(t, srv.Addr)
+			o := srv.Options()
+			o.Addr = p.Addr
+			c := redis.NewClient(o)
+			t.Cleanup(func() { c.Close() })
+			crashed := core.Must(core.New(c))
+			warm(t, crashed)
 
-	const ttl = 900 * time.Millisecond // entry 450ms
-	s, err := holder.Lock(ctx, "crash", core.WithTTL(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := make(chan error, 1)
-	go func() {
-		_, err := crashed.Lock(ctx, "crash", core.WithWait(10*time.Second), core.WithTTL(ttl))
-		gone <- err
-	}()
-	waitQueued(t, direct, "crash", 1)
-	res := waitFor(ctx, next, "crash", 10*time.Second)
-	waitQueueLen(t, direct, "crash", 2)
-	p.SetRefuse(true) // the crash: from now on nothing of it reaches Redis
-	crashed.Close()
-	if err := <-gone; !errors.Is(err, core.ErrClosed) {
-		t.Fatalf("the crashed waiter's Lock: %v", err)
-	}
-	released := time.Now()
-	if err := s.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	checkWoken(t, res, "crash")
-	took := time.Since(released)
-	t.Logf("next waiter got the lock %v after the release; the crashed waiter's entry lives %v", took, ttl/2)
-	if took > ttl/2+500*time.Millisecond {
-		t.Fatalf("a crashed waiter cost %v, want at most its entry's life %v (+500ms)", took, ttl/2)
+			const ttl = 900 * time.Millisecond // entry 450ms
+			s, err := holder.Lock(ctx, "crash", core.WithTTL(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gone := make(chan error, 1)
+			go func() {
+				_, err := crashed.Lock(ctx, "crash", core.WithWait(10*time.Second), core.WithTTL(ttl))
+				gone <- err
+			}()
+			waitQueued(t, direct, "crash", 1)
+			wait := 10 * time.Second
+			if mutant != "" {
+				wait = 3 * time.Second
+			}
+			res := waitFor(ctx, next, "crash", wait)
+			waitQueueLen(t, direct, "crash", 2)
+			p.SetRefuse(true) // the crash: from now on nothing of it reaches Redis
+			crashed.Close()
+			if err := <-gone; !errors.Is(err, core.ErrClosed) {
+				t.Fatalf("the crashed waiter's Lock: %v", err)
+			}
+			released := time.Now()
+			if err := s.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if mutant != "" {
+				if r := <-res; r.err == nil {
+					t.Fatalf("control: with no waiter woken by another's grant, the next waiter still got the lock %v after the release", time.Since(released))
+				}
+				return
+			}
+			checkWoken(t, res, "crash")
+			took := time.Since(released)
+			t.Logf("next waiter got the lock %v after the release; the crashed waiter's entry lives %v", took, ttl/2)
+			if took > ttl/2+500*time.Millisecond {
+				t.Fatalf("a crashed waiter cost %v, want at most its entry's life %v (+500ms)", took, ttl/2)
+			}
+		})
 	}
 }
 

@@ -32,10 +32,14 @@ type mutants struct {
 	// staySubscribed: a channel the server unsubscribed (its slot moved)
 	// is taken as still subscribed, as go-redis's own Pub/Sub does.
 	staySubscribed bool
-	// restartRefresh: every event a waiter wakes for (another waiter
-	// handed the lock) puts its next refresh a whole interval later, so
-	// that it never refreshes while handovers come quicker than that.
+	// restartRefresh: every grant to another waiter puts a waiter's next
+	// refresh a whole interval later (from the grant), so that it never
+	// refreshes while handovers come quicker than that.
 	restartRefresh bool
+	// noNudge: a grant to another waiter wakes no waiter of the lock, though
+	// the new holder's first expiry comes before their next wake: a granted
+	// waiter that is gone holds the others up until their next refresh.
+	noNudge bool
 	// noTurns: every Redlock waiter of a lock tries at each release (no
 	// turns), as before turns.go.
 	noTurns bool
@@ -136,6 +140,8 @@ func parseMutants(list string) (mutants, error) {
 			m.checkOwner = true
 		case "restart-refresh":
 			m.restartRefresh = true
+		case "no-nudge":
+			m.noNudge = true
 		case "no-turns":
 			m.noTurns = true
 		case "no-monitor":

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,8 +20,11 @@ import (
 // leaving, or an acquire that finds the holder gone) grants it to that
 // waiter in Redis and publishes "g <waiter> <fence> <seq> <ms>" on the
 // lock's channel, on the node that holds it; the room passes it to that
-// waiter. "f" (free, no queued waiter to hand it to) wakes every waiter of
-// the lock.
+// waiter, and notes the handover for the lock's other waiters, who read it
+// when they next wake (handoverOf); it wakes one of them only when the new
+// holder's first expiry comes before that waiter's next wake (if the new
+// holder is gone, the lock is free then). "f" (free, no queued waiter to
+// hand it to) wakes every waiter of the lock.
 //
 // A waiter learns of its grant whatever the order of the grant's message,
 // the reply to its queueing attempt and its joining the room: a message
@@ -70,7 +74,22 @@ type lockWaiters struct {
 	// whose attempt was sent before then joins after the message, which
 	// woke no one for it, and looks again.
 	freed int64
+	// last is the latest grant's handover; soonest, of the grants seen,
+	// the one whose first expiry comes first and has not passed (what a
+	// semaphore's waiters go by: any permit may free). Waiters read them
+	// when they wake (handoverOf) instead of being woken by every grant.
+	last, soonest handover
 }
+
+// handover is a grant to a waiter as the lock's other waiters see it: when
+// its message arrived, and how long that holder has before its first
+// expiry (if it is gone, the lock is free for them then).
+type handover struct {
+	at   time.Time
+	life time.Duration
+}
+
+func (h handover) ends() time.Time { return h.at.Add(h.life) }
 
 type earlyGrant struct {
 	g  grant
@@ -85,8 +104,12 @@ const maxEarly = 32
 type waiter struct {
 	ch, owner string
 	granted   chan grant    // capacity 1: the lock was handed to this waiter
-	handed    chan grant    // capacity 1: the lock was handed to another waiter (the latest)
 	wake      chan struct{} // capacity 1: a grant to this waiter may have been missed: look now
+	// nudge (capacity 1): the lock was handed to another waiter whose first
+	// expiry comes before until, when this waiter planned to wake next (the
+	// room's clock, ns): it looks at the handover and sleeps again
+	nudge chan struct{}
+	until atomic.Int64
 }
 
 // grant is what a release told: the waiter it handed the lock to, the fence
@@ -108,7 +131,9 @@ func newWaitRoom(c redis.UniversalClient, clock func() int64, mut *mutants) *wai
 }
 
 func newWaiter(ch, owner string) *waiter {
-	return &waiter{ch: ch, owner: owner, granted: make(chan grant, 1), handed: make(chan grant, 1), wake: make(chan struct{}, 1)}
+	w := &waiter{ch: ch, owner: owner, granted: make(chan grant, 1), wake: make(chan struct{}, 1), nudge: make(chan struct{}, 1)}
+	w.until.Store(math.MaxInt64) // until it plans a wake, every handover nudges it
+	return w
 }
 
 // add adds w, whose queueing attempt was sent at sent (the room's clock),
@@ -237,8 +262,8 @@ var noLoad = func() context.Context {
 }()
 
 // deliver hands a grant message to its waiter, or keeps it for a waiter
-// that has not joined yet, and tells the lock's other waiters how long the
-// new holder has for now (if it is gone, the lock is free for them then).
+// that has not joined yet, and notes the handover for the lock's other
+// waiters (see handover).
 func (r *waitRoom) deliver(ch, payload string) {
 	if payload == "f" {
 		// Free, and no queued waiter to hand it to: waiters that do not
@@ -265,23 +290,44 @@ func (r *waitRoom) deliver(ch, payload string) {
 	if lw == nil {
 		return
 	}
-	if lw.waiters[g.owner] == nil && !r.mut.dropEarly {
-		lw.keepEarly(g, r.clock())
+	h := handover{at: time.Now(), life: g.life}
+	lw.last = h
+	if lw.soonest.at.IsZero() || !lw.soonest.ends().After(h.at) || h.ends().Before(lw.soonest.ends()) {
+		lw.soonest = h
 	}
-	for owner, w := range lw.waiters {
-		to := w.handed
-		if owner == g.owner {
-			to = w.granted
-		}
-		select {
-		case <-w.handed: // only the latest handover counts
-		default:
-		}
-		select {
-		case to <- g:
-		default:
+	ends := r.clock() + int64(g.life)
+	for owner, o := range lw.waiters {
+		if owner != g.owner && ends < o.until.Load() && !r.mut.noNudge {
+			signal(o.nudge)
 		}
 	}
+	w := lw.waiters[g.owner]
+	if w == nil {
+		if !r.mut.dropEarly {
+			lw.keepEarly(g, r.clock())
+		}
+		return
+	}
+	select {
+	case w.granted <- g:
+	default:
+	}
+}
+
+// handoverOf returns the handover of w's lock that w goes by (the latest;
+// with soonest, the one that ends first), false when the room saw none.
+func (r *waitRoom) handoverOf(w *waiter, soonest bool) (handover, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lw := r.chans[w.ch]
+	if lw == nil {
+		return handover{}, false
+	}
+	h := lw.last
+	if soonest {
+		h = lw.soonest
+	}
+	return h, !h.at.IsZero()
 }
 
 // confirmed records that sh's subscription to ch was confirmed; false if
@@ -382,6 +428,18 @@ func (l *Locker) join(ch, owner string, sent int64) *waiter {
 		}
 	}
 	return w
+}
+
+// handoverOf is the newest handover of w's lock in any of l's rooms (see
+// waitRoom.handoverOf), false when none saw one.
+func (l *Locker) handoverOf(w *waiter, soonest bool) (handover, bool) {
+	var last handover
+	for _, r := range l.waitRooms {
+		if h, ok := r.handoverOf(w, soonest); ok && h.at.After(last.at) {
+			last = h
+		}
+	}
+	return last, !last.at.IsZero()
 }
 
 // leave removes w from every room.

@@ -82,9 +82,12 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 		remaining := time.Until(a.deadline)
 		if remaining <= 0 {
 			a.undo() // leave the queue (and pass the lock on, if it came meanwhile)
+			a.sawHandover(w)
 			return nil, a.expired()
 		}
-		sleep := a.sleep(remaining)
+		a.sawHandover(w)
+		sleep := a.sleep(w, remaining)
+		w.until.Store(l.clock() + int64(sleep))
 		timer.Reset(sleep)
 		select {
 		case <-ctx.Done():
@@ -98,13 +101,10 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 				return s, err
 			}
 			continue
-		case g := <-w.handed:
-			// Another waiter has it: if that one is gone, the lock is free
-			// when its first expiry passes. A semaphore's other permits
-			// may free sooner: the earliest known expiry stands.
-			if !a.keys.semaphore() || !a.busySeen || g.life < a.holder-time.Since(a.holderAt) {
-				a.busySeen, a.holder, a.holderAt = true, g.life, time.Now()
-			}
+		case <-w.nudge:
+			// Another waiter was handed the lock, and its first expiry
+			// comes before this one's next wake: if it is gone, the lock
+			// is free then (sawHandover, at the top).
 			continue
 		case <-w.wake:
 			if !l.be.queues() {
@@ -116,6 +116,9 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 		case <-timer.C:
 			if !time.Now().Before(a.deadline) {
 				continue // the budget's end: no attempt, it would have none left
+			}
+			if a.sawHandover(w) && a.sleep(w, time.Until(a.deadline)) > 0 {
+				continue // the lock was handed on since: nothing is due yet
 			}
 		}
 		s, err := a.attempt(ctx)
@@ -132,18 +135,17 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 	}
 }
 
-// sleep is how long a queued waiter sleeps before its next attempt unless
-// something wakes it, at most remaining (the budget's end).
-func (a *acquisition) sleep(remaining time.Duration) time.Duration {
+// sleep is how long the queued waiter w sleeps before its next attempt
+// unless something wakes it, at most remaining (the budget's end).
+func (a *acquisition) sleep(w *waiter, remaining time.Duration) time.Duration {
 	l := a.l
 	every := refresh(a.o.ttl)
 	// The next refresh is due every after the last one was sent, however
-	// often other events (handovers to other waiters) come in between: a
-	// waiter that refreshed only after a quiet spell would lose its place
-	// while the lock passes quickly from waiter to waiter.
+	// often the lock passes from waiter to waiter ahead of this one: a
+	// waiter that refreshed only after a quiet spell would lose its place.
 	sleep := min(remaining, time.Duration(a.sentAt[len(a.sentAt)-1]+int64(every)-l.clock()))
-	if l.mut.restartRefresh {
-		sleep = min(remaining, every)
+	if h, ok := l.handoverOf(w, false); ok && l.mut.restartRefresh {
+		sleep = max(sleep, min(remaining, time.Until(h.at.Add(every))))
 	}
 	if a.busySeen {
 		// The holder's TTL runs out then, unless renewed: the lock is free
@@ -156,6 +158,25 @@ func (a *acquisition) sleep(remaining time.Duration) time.Duration {
 		sleep = min(sleep, max(time.Until(a.nextTry), 0))
 	}
 	return sleep
+}
+
+// sawHandover brings what the call knows of the holder up to date with the
+// grants to other waiters that w's rooms saw after it last heard (the
+// latest: the holder now; for a semaphore the soonest to end, since any
+// permit may free first), and reports whether it changed. The rooms wake
+// no one for another waiter's grant: a waiter reads it when its timer
+// fires, here.
+func (a *acquisition) sawHandover(w *waiter) bool {
+	sem := a.keys.semaphore()
+	h, ok := a.l.handoverOf(w, sem)
+	if !ok || !h.at.After(a.holderAt) {
+		return false
+	}
+	if sem && a.busySeen && !h.ends().Before(a.holderAt.Add(a.holder)) {
+		return false // a permit it knew of frees first
+	}
+	a.busySeen, a.holder, a.holderAt = true, h.life, h.at
+	return true
 }
 
 // granted builds the lease a release handed to this waiter: its hold
