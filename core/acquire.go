@@ -51,16 +51,16 @@ type acquisition struct {
 	sampled   bool // offset is an estimate of the server's clock
 }
 
-// busy is the error of a call that last saw the lock busy. Its hint goes
-// by the holder's TTL as last seen, or, once that has run out (the holder
-// renewed, or the budget ended as it ran out), by the whole of it.
+// busy is the error of a call that last saw the lock busy. Once the
+// holder's TTL as last seen has run out (it renewed, or the budget ended
+// as it ran out), the hint is no longer than the whole of that TTL.
 func (a *acquisition) busy() error {
 	left := max(a.holder-time.Since(a.holderAt), 0)
-	by := left
-	if by == 0 {
-		by = a.holder
+	hint := a.l.holdTimes.hint(left)
+	if left == 0 && a.holder > 0 {
+		hint = min(hint, a.holder)
 	}
-	return &BusyError{Key: a.key, RetryAfter: a.l.holdTimes.hint(by), HolderTTL: left, Permits: a.keys.permits}
+	return &BusyError{Key: a.key, RetryAfter: hint, HolderTTL: left, Permits: a.keys.permits}
 }
 
 // expired is the error of a call whose deadline passed while no attempt

@@ -65,8 +65,10 @@ type BusyError struct {
 	// Key is the lock name as given to Lock.
 	Key string
 	// RetryAfter is when the lock is likely free: the mean time this
-	// Locker's own leases were held (or, before it has released any, 1s),
-	// capped by HolderTTL. It is an estimate, not a promise.
+	// Locker's own leases were held (or, before it has released any,
+	// HolderTTL, or 1s when that is unknown), capped by HolderTTL (once
+	// that has run out, by the holder's whole TTL as last seen). It is an
+	// estimate, not a promise.
 	RetryAfter time.Duration
 	// HolderTTL is the holder's remaining time to live in Redis as last
 	// seen: an upper bound on the wait while the holder is not renewing.

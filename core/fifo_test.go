@@ -159,9 +159,10 @@ func TestWaiterThatLeavesIsSkipped(t *testing.T) {
 // entry would have expired, one and a half refresh intervals (TTL/2) after
 // its last refresh; then the next waiter gets it: the grant told the next
 // waiter's room how long the crashed waiter has, and that comes before the
-// next waiter's own refresh (10s), so the room wakes it. Control: the room
-// wakes no one for another waiter's grant (no-nudge); the next waiter, with
-// a 3s budget, is still waiting for its refresh when it ends.
+// next waiter's own next wake (its refresh, 20s: TTL 1 minute), so the room
+// wakes it. Control: the room wakes no one for another waiter's grant
+// (no-nudge); the next waiter, with a 3s budget, is still waiting when it
+// ends, busy.
 func TestCrashedWaiterCostsOneEntry(t *testing.T) {
 	t.Parallel()
 	for _, mutant := range []string{"", "no-nudge"} {
@@ -205,8 +206,12 @@ func TestCrashedWaiterCostsOneEntry(t *testing.T) {
 				t.Fatal(err)
 			}
 			if mutant != "" {
-				if r := <-res; r.err == nil {
+				r := <-res
+				if r.err == nil {
 					t.Fatalf("control: with no waiter woken by another's grant, the next waiter still got the lock %v after the release", time.Since(released))
+				}
+				if !errors.Is(r.err, core.ErrNotObtained) {
+					t.Fatalf("control: the next waiter = %v, want busy at its budget's end", r.err)
 				}
 				return
 			}

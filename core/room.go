@@ -20,11 +20,11 @@ import (
 // leaving, or an acquire that finds the holder gone) grants it to that
 // waiter in Redis and publishes "g <waiter> <fence> <seq> <ms>" on the
 // lock's channel, on the node that holds it; the room passes it to that
-// waiter, and notes the handover for the lock's other waiters, who read it
-// when they next wake (handoverOf); it wakes one of them only when the new
-// holder's first expiry comes before that waiter's next wake (if the new
-// holder is gone, the lock is free then). "f" (free, no queued waiter to
-// hand it to) wakes every waiter of the lock.
+// waiter, and leaves the handover with the lock's other waiters, who read
+// it when they next wake; it wakes those of them whose next wake comes
+// after the new holder's first expiry (if the new holder is gone, the lock
+// is free then). "f" (free, no queued waiter to hand it to) wakes every
+// waiter of the lock.
 //
 // A waiter learns of its grant whatever the order of the grant's message,
 // the reply to its queueing attempt and its joining the room: a message
@@ -74,11 +74,6 @@ type lockWaiters struct {
 	// whose attempt was sent before then joins after the message, which
 	// woke no one for it, and looks again.
 	freed int64
-	// last is the latest grant's handover; soonest, of the grants seen,
-	// the one whose first expiry comes first and has not passed (what a
-	// semaphore's waiters go by: any permit may free). Waiters read them
-	// when they wake (handoverOf) instead of being woken by every grant.
-	last, soonest handover
 }
 
 // handover is a grant to a waiter as the lock's other waiters see it: when
@@ -107,9 +102,13 @@ type waiter struct {
 	wake      chan struct{} // capacity 1: a grant to this waiter may have been missed: look now
 	// nudge (capacity 1): the lock was handed to another waiter whose first
 	// expiry comes before until, when this waiter planned to wake next (the
-	// room's clock, ns): it looks at the handover and sleeps again
+	// room's clock, ns): it reads handed and sleeps again
 	nudge chan struct{}
 	until atomic.Int64
+	mu    sync.Mutex
+	// handed is the latest handover to another waiter that this one has not
+	// read yet (at zero: none), left by the room without waking it
+	handed handover
 }
 
 // grant is what a release told: the waiter it handed the lock to, the fence
@@ -291,13 +290,15 @@ func (r *waitRoom) deliver(ch, payload string) {
 		return
 	}
 	h := handover{at: time.Now(), life: g.life}
-	lw.last = h
-	if lw.soonest.at.IsZero() || !lw.soonest.ends().After(h.at) || h.ends().Before(lw.soonest.ends()) {
-		lw.soonest = h
-	}
 	ends := r.clock() + int64(g.life)
 	for owner, o := range lw.waiters {
-		if owner != g.owner && ends < o.until.Load() && !r.mut.noNudge {
+		if owner == g.owner {
+			continue
+		}
+		o.mu.Lock()
+		o.handed = h
+		o.mu.Unlock()
+		if ends < o.until.Load() && !r.mut.noNudge {
 			signal(o.nudge)
 		}
 	}
@@ -314,19 +315,13 @@ func (r *waitRoom) deliver(ch, payload string) {
 	}
 }
 
-// handoverOf returns the handover of w's lock that w goes by (the latest;
-// with soonest, the one that ends first), false when the room saw none.
-func (r *waitRoom) handoverOf(w *waiter, soonest bool) (handover, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	lw := r.chans[w.ch]
-	if lw == nil {
-		return handover{}, false
-	}
-	h := lw.last
-	if soonest {
-		h = lw.soonest
-	}
+// takeHandover returns the handover left for w since it last read one,
+// false when none was.
+func (w *waiter) takeHandover() (handover, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.handed
+	w.handed = handover{}
 	return h, !h.at.IsZero()
 }
 
@@ -428,18 +423,6 @@ func (l *Locker) join(ch, owner string, sent int64) *waiter {
 		}
 	}
 	return w
-}
-
-// handoverOf is the newest handover of w's lock in any of l's rooms (see
-// waitRoom.handoverOf), false when none saw one.
-func (l *Locker) handoverOf(w *waiter, soonest bool) (handover, bool) {
-	var last handover
-	for _, r := range l.waitRooms {
-		if h, ok := r.handoverOf(w, soonest); ok && h.at.After(last.at) {
-			last = h
-		}
-	}
-	return last, !last.at.IsZero()
 }
 
 // leave removes w from every room.

@@ -86,8 +86,14 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 			return nil, a.expired()
 		}
 		a.sawHandover(w)
-		sleep := a.sleep(w, remaining)
+		sleep := a.sleep(remaining)
 		w.until.Store(l.clock() + int64(sleep))
+		if a.sawHandover(w) {
+			// Left while until still said the last wake (a grant that
+			// came then nudged no one): this wake is planned on it.
+			sleep = a.sleep(remaining)
+			w.until.Store(l.clock() + int64(sleep))
+		}
 		timer.Reset(sleep)
 		select {
 		case <-ctx.Done():
@@ -117,7 +123,7 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 			if !time.Now().Before(a.deadline) {
 				continue // the budget's end: no attempt, it would have none left
 			}
-			if a.sawHandover(w) && a.sleep(w, time.Until(a.deadline)) > 0 {
+			if a.sawHandover(w) && a.sleep(time.Until(a.deadline)) > 0 {
 				continue // the lock was handed on since: nothing is due yet
 			}
 		}
@@ -135,17 +141,19 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 	}
 }
 
-// sleep is how long the queued waiter w sleeps before its next attempt
-// unless something wakes it, at most remaining (the budget's end).
-func (a *acquisition) sleep(w *waiter, remaining time.Duration) time.Duration {
+// sleep is how long a queued waiter sleeps before its next attempt unless
+// something wakes it, at most remaining (the budget's end).
+func (a *acquisition) sleep(remaining time.Duration) time.Duration {
 	l := a.l
 	every := refresh(a.o.ttl)
 	// The next refresh is due every after the last one was sent, however
 	// often the lock passes from waiter to waiter ahead of this one: a
 	// waiter that refreshed only after a quiet spell would lose its place.
 	sleep := min(remaining, time.Duration(a.sentAt[len(a.sentAt)-1]+int64(every)-l.clock()))
-	if h, ok := l.handoverOf(w, false); ok && l.mut.restartRefresh {
-		sleep = max(sleep, min(remaining, time.Until(h.at.Add(every))))
+	if l.mut.restartRefresh {
+		// the defect: the refresh counted from the latest news of the
+		// holder, a handover to another waiter included
+		sleep = max(sleep, min(remaining, time.Until(a.holderAt.Add(every))))
 	}
 	if a.busySeen {
 		// The holder's TTL runs out then, unless renewed: the lock is free
@@ -160,20 +168,17 @@ func (a *acquisition) sleep(w *waiter, remaining time.Duration) time.Duration {
 	return sleep
 }
 
-// sawHandover brings what the call knows of the holder up to date with the
-// grants to other waiters that w's rooms saw after it last heard (the
-// latest: the holder now; for a semaphore the soonest to end, since any
-// permit may free first), and reports whether it changed. The rooms wake
-// no one for another waiter's grant: a waiter reads it when its timer
-// fires, here.
+// sawHandover reads the latest grant to another waiter that the rooms left
+// for w (see deliver), if any: that waiter has the lock, and if it is gone
+// the lock is free when its first expiry passes. A semaphore's other
+// permits may free sooner: the earliest known expiry stands. It reports
+// whether what the call knows of the holder changed. The rooms wake a
+// waiter for another's grant only when that expiry comes before its next
+// wake; it reads the rest when it wakes, here.
 func (a *acquisition) sawHandover(w *waiter) bool {
-	sem := a.keys.semaphore()
-	h, ok := a.l.handoverOf(w, sem)
-	if !ok || !h.at.After(a.holderAt) {
+	h, ok := w.takeHandover()
+	if !ok || a.keys.semaphore() && a.busySeen && !h.ends().Before(a.holderAt.Add(a.holder)) {
 		return false
-	}
-	if sem && a.busySeen && !h.ends().Before(a.holderAt.Add(a.holder)) {
-		return false // a permit it knew of frees first
 	}
 	a.busySeen, a.holder, a.holderAt = true, h.life, h.at
 	return true
