@@ -119,62 +119,50 @@ func (m *mutants) scriptSet() *scripts {
 	return &queueScripts
 }
 
+// mutantFlags are the mutants that set a flag, by name.
+var mutantFlags = map[string]func(*mutants){
+	"late-grant":         func(m *mutants) { m.lateGrant = true },
+	"drop-early":         func(m *mutants) { m.dropEarly = true },
+	"forget-left":        func(m *mutants) { m.forgetLeft = true },
+	"merge-subs":         func(m *mutants) { m.mergeSubs = true },
+	"stay-subscribed":    func(m *mutants) { m.staySubscribed = true },
+	"check-owner":        func(m *mutants) { m.checkOwner = true },
+	"restart-refresh":    func(m *mutants) { m.restartRefresh = true },
+	"no-nudge":           func(m *mutants) { m.noNudge = true },
+	"no-turns":           func(m *mutants) { m.noTurns = true },
+	"no-monitor":         func(m *mutants) { m.noMonitor = true },
+	"refusal-definitive": func(m *mutants) { m.refusalDefinitive = true },
+	"no-slot-reload":     func(m *mutants) { m.noSlotReload = true },
+	"keep-entry":         func(m *mutants) { m.keepEntry = true },
+	"keep-straggler":     func(m *mutants) { m.keepStraggler = true },
+	"retry-stray":        func(m *mutants) { m.retryStray = true },
+	"load-slots":         func(m *mutants) { m.loadSlots = true },
+	"check-inline":       func(m *mutants) { m.checkInline = true },
+	"forget-free":        func(m *mutants) { m.forgetFree = true },
+	"stay-on-master":     func(m *mutants) { m.stayOnMaster = true },
+	"wake-on-idle":       func(m *mutants) { m.wakeOnIdle = true },
+}
+
 // parseMutants reads a comma-separated list of mutant names.
 func parseMutants(list string) (mutants, error) {
 	var m mutants
 	q := queueSrc
 	for _, name := range strings.Split(list, ",") {
-		switch name = strings.TrimSpace(name); name {
-		case "":
-		case "late-grant":
-			m.lateGrant = true
-		case "drop-early":
-			m.dropEarly = true
-		case "forget-left":
-			m.forgetLeft = true
-		case "merge-subs":
-			m.mergeSubs = true
-		case "stay-subscribed":
-			m.staySubscribed = true
-		case "check-owner":
-			m.checkOwner = true
-		case "restart-refresh":
-			m.restartRefresh = true
-		case "no-nudge":
-			m.noNudge = true
-		case "no-turns":
-			m.noTurns = true
-		case "no-monitor":
-			m.noMonitor = true
-		case "refusal-definitive":
-			m.refusalDefinitive = true
-		case "no-slot-reload":
-			m.noSlotReload = true
-		case "keep-entry":
-			m.keepEntry = true
-		case "keep-straggler":
-			m.keepStraggler = true
-		case "retry-stray":
-			m.retryStray = true
-		case "load-slots":
-			m.loadSlots = true
-		case "check-inline":
-			m.checkInline = true
-		case "forget-free":
-			m.forgetFree = true
-		case "stay-on-master":
-			m.stayOnMaster = true
-		case "wake-on-idle":
-			m.wakeOnIdle = true
-		default:
-			e, ok := mutantEdits[name]
-			if !ok || !strings.Contains(q, e[0]) {
-				return mutants{}, fmt.Errorf("lockgate: unknown mutant %q", name)
-			}
-			q = strings.Replace(q, e[0], e[1], 1)
-			if name == "sweep-64" {
-				q = strings.Replace(q, "redis.call('ZRANGE', KEYS[4], 0, 99)", "redis.call('ZRANGE', KEYS[4], 0, 15)", 1)
-			}
+		name = strings.TrimSpace(name)
+		if set, ok := mutantFlags[name]; ok {
+			set(&m)
+			continue
+		}
+		if name == "" {
+			continue
+		}
+		e, ok := mutantEdits[name]
+		if !ok || !strings.Contains(q, e[0]) {
+			return mutants{}, fmt.Errorf("lockgate: unknown mutant %q", name)
+		}
+		q = strings.Replace(q, e[0], e[1], 1)
+		if name == "sweep-64" {
+			q = strings.Replace(q, "redis.call('ZRANGE', KEYS[4], 0, 99)", "redis.call('ZRANGE', KEYS[4], 0, 15)", 1)
 		}
 	}
 	if q != queueSrc {

@@ -209,7 +209,7 @@ func (r *waitRoom) serve(sh *shard, ps *redis.PubSub, first, master string, ok f
 		go r.followMaster(master, in, done)
 	}
 	sub := &subscription{r: r, sh: sh, ps: ps, have: map[string]bool{first: true}, unsub: map[string]int{}}
-	have, unsub := sub.have, sub.unsub
+	have := sub.have
 	if err := sub.sync(); err != nil {
 		return err
 	}
@@ -243,22 +243,34 @@ func (r *waitRoom) serve(sh *shard, ps *redis.PubSub, first, master string, ok f
 			case *redis.Message:
 				r.deliver(m.Channel, m.Payload)
 			case *redis.Subscription:
-				switch {
-				case m.Kind == "ssubscribe" || m.Kind == "subscribe":
-					if r.confirmed(sh, m.Channel) {
-						confirmed = append(confirmed, m.Channel)
-						ok()
-					}
-				case unsub[m.Channel] > 0:
-					if unsub[m.Channel]--; unsub[m.Channel] == 0 {
-						delete(unsub, m.Channel)
-					}
-				case have[m.Channel] && !r.mut.staySubscribed:
-					return errMoved // the server dropped it: its slot is elsewhere now
+				var err error
+				if confirmed, err = sub.answered(m, confirmed, ok); err != nil {
+					return err
 				}
 			}
 		}
 	}
+}
+
+// answered takes in the server's answer m to a (un)subscription: a
+// confirmed channel is added to confirmed (and ok called); an
+// unsubscription the server made itself (its slot moved) is errMoved.
+func (s *subscription) answered(m *redis.Subscription, confirmed []string, ok func()) ([]string, error) {
+	r, unsub := s.r, s.unsub
+	switch {
+	case m.Kind == "ssubscribe" || m.Kind == "subscribe":
+		if r.confirmed(s.sh, m.Channel) {
+			confirmed = append(confirmed, m.Channel)
+			ok()
+		}
+	case unsub[m.Channel] > 0:
+		if unsub[m.Channel]--; unsub[m.Channel] == 0 {
+			delete(unsub, m.Channel)
+		}
+	case s.have[m.Channel] && !r.mut.staySubscribed:
+		return confirmed, errMoved // the server dropped it: its slot is elsewhere now
+	}
+	return confirmed, nil
 }
 
 // read passes what ps receives to in until done is closed, and the

@@ -85,16 +85,7 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 			a.sawHandover(w)
 			return nil, a.expired()
 		}
-		a.sawHandover(w)
-		sleep := a.sleep(remaining)
-		w.until.Store(l.clock() + int64(sleep))
-		if a.sawHandover(w) {
-			// Left while until still said the last wake (a grant that
-			// came then nudged no one): this wake is planned on it.
-			sleep = a.sleep(remaining)
-			w.until.Store(l.clock() + int64(sleep))
-		}
-		timer.Reset(sleep)
+		timer.Reset(a.planWake(w, remaining))
 		select {
 		case <-ctx.Done():
 			a.undo()
@@ -107,10 +98,7 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 				return s, err
 			}
 			continue
-		case <-w.nudge:
-			// Another waiter was handed the lock, and its first expiry
-			// comes before this one's next wake: if it is gone, the lock
-			// is free then (sawHandover, at the top).
+		case <-w.nudge: // a handover that ends before this wake: see planWake
 			continue
 		case <-w.wake:
 			if !l.be.queues() {
@@ -139,6 +127,22 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 		default:
 		}
 	}
+}
+
+// planWake is how long the queued waiter w sleeps, with what the rooms
+// left for it read (sawHandover), and tells the rooms when it wakes
+// (w.until): a grant to another waiter whose first expiry comes before then
+// nudges it (if that waiter is gone, the lock is free then). A grant left
+// while until still said the last wake nudged no one: it reads again.
+func (a *acquisition) planWake(w *waiter, remaining time.Duration) time.Duration {
+	a.sawHandover(w)
+	sleep := a.sleep(remaining)
+	w.until.Store(a.l.clock() + int64(sleep))
+	if a.sawHandover(w) {
+		sleep = a.sleep(remaining)
+		w.until.Store(a.l.clock() + int64(sleep))
+	}
+	return sleep
 }
 
 // sleep is how long a queued waiter sleeps before its next attempt unless
