@@ -261,8 +261,8 @@ var noLoad = func() context.Context {
 }()
 
 // deliver hands a grant message to its waiter, or keeps it for a waiter
-// that has not joined yet, and notes the handover for the lock's other
-// waiters (see handover).
+// that has not joined yet, and leaves the handover with the lock's other
+// waiters, nudging those whose next wake comes after its first expiry.
 func (r *waitRoom) deliver(ch, payload string) {
 	if payload == "f" {
 		// Free, and no queued waiter to hand it to: waiters that do not
