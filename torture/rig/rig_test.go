@@ -194,7 +194,9 @@ func TestRigMulti(t *testing.T) {
 	t.Run("loopmulti", func(t *testing.T) {
 		t.Parallel()
 		c := cfg
-		c.Lock = rig.LockLoopMulti
+		// 25s, not lockgate's 15s: in one clean-clone run 15s of it (26
+		// multi calls, a worker unscheduled for up to 1.4s) met no cycle.
+		c.Lock, c.Duration = rig.LockLoopMulti, 25*time.Second
 		if rep := run(t, c); len(rep.Deadlocks)+len(rep.Stalls) == 0 {
 			t.Error("loopmulti: no deadlock or stall found")
 		}
