@@ -41,6 +41,9 @@ func TestShortWaiterKeepsLongWaitersPlace(t *testing.T) {
 			t.Cleanup(func() { c.Close() })
 			long := locktest.Locker(t, c, core.WithMutants(mutant))
 			warm(t, long)
+			// The short waiter's 30ms would not cover a Locker's first lock
+			// (its server check and script load) beside other tests.
+			warm(t, short)
 			ctx := locktest.Context(t)
 			const key = "place"
 			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
