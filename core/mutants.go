@@ -40,6 +40,11 @@ type mutants struct {
 	// the new holder's first expiry comes before their next wake: a granted
 	// waiter that is gone holds the others up until their next refresh.
 	noNudge bool
+	// lateJoinBlind: a waiter that joins the room after a grant to another
+	// waiter (its attempt's reply or its subscription came late) is not
+	// told of it, nor of the holder the check after its subscription
+	// finds: it sleeps by what its attempt saw.
+	lateJoinBlind bool
 	// noTurns: every Redlock waiter of a lock tries at each release (no
 	// turns), as before turns.go.
 	noTurns bool
@@ -129,6 +134,7 @@ var mutantFlags = map[string]func(*mutants){
 	"check-owner":        func(m *mutants) { m.checkOwner = true },
 	"restart-refresh":    func(m *mutants) { m.restartRefresh = true },
 	"no-nudge":           func(m *mutants) { m.noNudge = true },
+	"late-join-blind":    func(m *mutants) { m.lateJoinBlind = true },
 	"no-turns":           func(m *mutants) { m.noTurns = true },
 	"no-monitor":         func(m *mutants) { m.noMonitor = true },
 	"refusal-definitive": func(m *mutants) { m.refusalDefinitive = true },

@@ -74,12 +74,19 @@ type lockWaiters struct {
 	// whose attempt was sent before then joins after the message, which
 	// woke no one for it, and looks again.
 	freed int64
+	// last is the latest handover the room saw for this lock (a grant to a
+	// waiter, or the holder a check found), lastAt when (0: none): a
+	// waiter whose attempt was sent before then and that joins after it
+	// is told of it (see add).
+	last   handover
+	lastAt int64
 }
 
 // handover is a grant to a waiter as the lock's other waiters see it: when
 // its message arrived, and how long that holder has before its first
 // expiry (if it is gone, the lock is free for them then).
 type handover struct {
+	to   string // the new holder (owner)
 	at   time.Time
 	life time.Duration
 }
@@ -175,6 +182,11 @@ func (r *waitRoom) add(w *waiter, sent int64) bool {
 	case r.mut.dropEarly:
 	case lw.since > sent || lw.dropped >= sent || lw.freed >= sent && lw.freed > 0:
 		signal(w.wake)
+	}
+	if lw.lastAt >= sent && lw.lastAt > 0 && lw.last.to != w.owner && !r.mut.lateJoinBlind {
+		// A handover since its attempt was sent, which its reply may not
+		// know of: the lock may be free sooner than that reply said.
+		w.leaveHandover(lw.last)
 	}
 	return true
 }
@@ -289,19 +301,7 @@ func (r *waitRoom) deliver(ch, payload string) {
 	if lw == nil {
 		return
 	}
-	h := handover{at: time.Now(), life: g.life}
-	ends := r.clock() + int64(g.life)
-	for owner, o := range lw.waiters {
-		if owner == g.owner {
-			continue
-		}
-		o.mu.Lock()
-		o.handed = h
-		o.mu.Unlock()
-		if ends < o.until.Load() && !r.mut.noNudge {
-			signal(o.nudge)
-		}
-	}
+	r.handOver(lw, handover{to: g.owner, at: time.Now(), life: g.life})
 	w := lw.waiters[g.owner]
 	if w == nil {
 		if !r.mut.dropEarly {
@@ -313,6 +313,30 @@ func (r *waitRoom) deliver(ch, payload string) {
 	case w.granted <- g:
 	default:
 	}
+}
+
+// handOver leaves h with the lock's waiters but its new holder, and nudges
+// those whose next wake comes after its first expiry (r.mu held).
+func (r *waitRoom) handOver(lw *lockWaiters, h handover) {
+	now := r.clock()
+	lw.last, lw.lastAt = h, now
+	ends := now + int64(h.life)
+	for o, w := range lw.waiters {
+		if o == h.to {
+			continue
+		}
+		w.leaveHandover(h)
+		if ends < w.until.Load() && !r.mut.noNudge {
+			signal(w.nudge)
+		}
+	}
+}
+
+// leaveHandover leaves h for w to read when it next wakes.
+func (w *waiter) leaveHandover(h handover) {
+	w.mu.Lock()
+	w.handed = h
+	w.mu.Unlock()
 }
 
 // takeHandover returns the handover left for w since it last read one,
@@ -340,10 +364,13 @@ func (r *waitRoom) confirmed(sh *shard, ch string) bool {
 
 // check is run for channels whose subscription was just confirmed (first
 // subscribed, or again after a reconnect): a grant published before then was
-// missed, so it asks, in one pipeline, who holds each lock, and wakes that
-// waiter if it is one of ours (its next attempt finds it holds the lock and
-// claims it); a lock that no one holds (its holder gone without a release,
-// or Redis restarted empty) wakes every waiter of it, whose attempts take it
+// missed, so it asks, in one pipeline, who holds each lock and for how long.
+// It wakes the holder if it is one of ours (its next attempt finds it holds
+// the lock and claims it), and leaves the hold as a handover with the other
+// waiters (if its holder is a waiter that is gone, the lock is free when
+// that TTL ends; a grant that arrived after the question is newer and
+// stands). A lock that no one holds (its holder gone without a release, or
+// Redis restarted empty) wakes every waiter of it, whose attempts take it
 // or hand it to the first live waiter. A grant published after the
 // confirmation reaches the room. If the check fails, every waiter of those
 // locks is woken.
@@ -353,9 +380,11 @@ func (r *waitRoom) check(chs []string) {
 		defer r.wg.Done()
 		ctx, cancel := context.WithTimeout(r.ctx, checkTimeout)
 		defer cancel()
+		asked, at := r.clock(), time.Now()
 		cmds, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, ch := range chs {
 				p.HGet(ctx, ch, "owner")
+				p.PTTL(ctx, ch)
 			}
 			return nil
 		})
@@ -369,18 +398,22 @@ func (r *waitRoom) check(chs []string) {
 			if lw == nil {
 				continue
 			}
-			owner := ""
+			h := handover{at: at}
 			if cmds != nil {
-				owner = cmds[i].(*redis.StringCmd).Val()
+				h.to = cmds[2*i].(*redis.StringCmd).Val()
+				h.life = cmds[2*i+1].(*redis.DurationCmd).Val()
 			}
-			if owner == "" && !r.mut.checkOwner {
+			if h.to == "" && !r.mut.checkOwner {
 				for _, w := range lw.waiters {
 					signal(w.wake)
 				}
 				continue
 			}
-			if w := lw.waiters[owner]; w != nil {
+			if w := lw.waiters[h.to]; w != nil {
 				signal(w.wake)
+			}
+			if h.life > 0 && lw.lastAt < asked && !r.mut.lateJoinBlind {
+				r.handOver(lw, h)
 			}
 		}
 	}()

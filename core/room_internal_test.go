@@ -194,3 +194,98 @@ func joinHolder(t *testing.T, r *waitRoom, client redis.UniversalClient, ch, own
 	}
 	return w
 }
+
+// A waiter that joins the room after a grant to another waiter it could
+// not have heard of is told of that handover, on one server and on a
+// Cluster: then, if the new holder is gone, it tries when that holder's
+// first expiry passes, not at its own next refresh (its attempt's reply
+// still names the earlier holder and its TTL). Two ways in:
+//   - its attempt's reply came after the grant, on a subscription already
+//     confirmed for a waiter before it (the room keeps the lock's latest
+//     handover);
+//   - its own subscription came after the grant (the check after the
+//     confirmation reads the holder's TTL, and nudges it).
+//
+// Control: with late joiners told nothing (late-join-blind), neither hears.
+func TestLateJoinerHearsOfHandover(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	cl := redistest.StartCluster(t, 3)
+	for _, c := range []struct {
+		name   string
+		client redis.UniversalClient
+	}{{"single", srv.Client(t)}, {"cluster", cl.Client(t)}} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, blind := range []bool{false, true} {
+				mut := mutants{lateJoinBlind: blind}
+				r := testRoom(t, c.client, mut)
+				replyLate := lateReplyHears(t, r, c.client, fmt.Sprintf("lockgate:{reply-%v}", blind))
+				subLate := lateSubscriptionHears(t, r, c.client, fmt.Sprintf("lockgate:{sub-%v}", blind))
+				if blind {
+					if replyLate || subLate {
+						t.Errorf("control: late joiners told nothing, yet the late reply's waiter heard %v, the late subscriber %v", replyLate, subLate)
+					}
+					continue
+				}
+				if !replyLate {
+					t.Error("a waiter whose attempt's reply came after a grant to another was not told of it")
+				}
+				if !subLate {
+					t.Error("a waiter subscribed after a grant to another was not told of the new holder's TTL")
+				}
+			}
+		})
+	}
+}
+
+// lateReplyHears: C waits (subscribed, confirmed); A's attempt is sent;
+// the lock is granted to X (no waiter of this room); A joins. Reports
+// whether A finds X's handover.
+func lateReplyHears(t *testing.T, r *waitRoom, client redis.UniversalClient, ch string) bool {
+	t.Helper()
+	c := joinHolder(t, r, client, ch, "C")
+	defer r.leave(c)
+	sent := r.clock() // A's attempt, answered busy before the grant
+	r.deliver(ch, "g X 7 1 450")
+	a := newWaiter(ch, "A")
+	if !r.add(a, sent) {
+		t.Fatal("room closed")
+	}
+	defer r.leave(a)
+	h, ok := a.takeHandover()
+	if ok && (h.to != "X" || h.life != 450*time.Millisecond) {
+		t.Fatalf("handover %+v, want X's, 450ms", h)
+	}
+	return ok
+}
+
+// lateSubscriptionHears: X, a waiter of another Locker, was granted the
+// lock for 2s; A is the first waiter of this room, so it subscribes only
+// now. Reports whether A is nudged with X's handover.
+func lateSubscriptionHears(t *testing.T, r *waitRoom, client redis.UniversalClient, ch string) bool {
+	t.Helper()
+	ctx := context.Background()
+	if err := client.HSet(ctx, ch, "owner", "X").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.PExpire(ctx, ch, 2*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	a := newWaiter(ch, "A")
+	if !r.add(a, r.clock()) {
+		t.Fatal("room closed")
+	}
+	defer r.leave(a)
+	select {
+	case <-a.nudge:
+	case <-a.wake:
+		t.Fatal("the check woke A, which does not hold the lock")
+	case <-time.After(time.Second):
+		return false
+	}
+	h, ok := a.takeHandover()
+	if !ok || h.to != "X" || h.life <= 0 || h.life > 2*time.Second {
+		t.Fatalf("nudged with handover %+v (%v), want X's, within 2s", h, ok)
+	}
+	return true
+}
