@@ -125,7 +125,7 @@ func TestWaiterThatLeavesIsSkipped(t *testing.T) {
 		stalled := redis.NewClient(o)
 		t.Cleanup(func() { stalled.Close() })
 		gone := locktest.Locker(t, stalled)
-		warm(t, gone)
+		locktest.Warm(t, gone)
 		s, err := holder.Lock(ctx, "handed", core.WithTTL(time.Minute))
 		if err != nil {
 			t.Fatal(err)
@@ -168,8 +168,8 @@ func TestWaiterThatLeavesIsSkipped(t *testing.T) {
 //     waiter's TTL and wakes it then. Control: late joiners are told
 //     nothing (late-join-blind).
 //
-// Each control's next waiter, with a 3s budget, is still waiting when it
-// ends, busy. (The late case failed once in a clean-clone run, before the
+// Each control's next waiter, with a budget 1.5s past the crashed waiter's
+// entry, is still waiting when it ends, busy. (The late case failed once in a clean-clone run, before the
 // check read the TTL: under load, the next waiter had subscribed after the
 // release.)
 func TestCrashedWaiterCostsOneEntry(t *testing.T) {
@@ -191,26 +191,18 @@ func crashedWaiterCost(t *testing.T, late bool, mutant string) {
 	srv := redistest.Start(t)
 	holder, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
-	proxied := func(opts ...core.Option) (*core.Locker, *redistest.Proxy) {
-		p := redistest.StartProxy(t, srv.Addr)
-		o := srv.Options()
-		o.Addr = p.Addr
-		o.ReadTimeout = 5 * time.Second // a reply held 1s is late, not lost
-		c := redis.NewClient(o)
-		t.Cleanup(func() { c.Close() })
-		l := core.Must(core.New(c, opts...))
-		t.Cleanup(func() { l.Close() })
-		warm(t, l)
-		return l, p
-	}
-	crashed, pc := proxied()
-	next, pn := proxied(core.WithMutants(mutant))
+	crashed, pc := locktest.ProxiedLocker(t, srv)
+	next, pn := locktest.ProxiedLocker(t, srv, core.WithMutants(mutant))
+	locktest.Warm(t, crashed)
+	locktest.Warm(t, next)
 
 	ttl := 900 * time.Millisecond // entry 450ms
 	if late {
-		// The next waiter's reply is held 1s: the crashed waiter's hold
-		// outlives that, so the check finds it held.
-		ttl = 4 * time.Second
+		// The next waiter's reply is held 1s from Redis's answer: the
+		// crashed waiter's grant, which lasts what is left of its entry
+		// (4.5s from its last refresh), outlives that by far, so the
+		// check after the next waiter's subscription finds it held.
+		ttl = 9 * time.Second
 	}
 	s, err := holder.Lock(ctx, "crash", core.WithTTL(time.Minute))
 	if err != nil {
@@ -228,7 +220,7 @@ func crashedWaiterCost(t *testing.T, late bool, mutant string) {
 	}
 	wait := 10 * time.Second
 	if mutant != "" {
-		wait = 3 * time.Second
+		wait = ttl/2 + 1500*time.Millisecond // past the entry's life
 	}
 	res := waitFor(ctx, next, "crash", wait)
 	waitQueueLen(t, direct, "crash", 2)
@@ -610,6 +602,6 @@ func proxiedLocker(t *testing.T, srv *redistest.Server) (*redistest.Proxy, *core
 	c := redis.NewClient(&redis.Options{Addr: p.Addr})
 	t.Cleanup(func() { c.Close() })
 	l := locktest.Locker(t, c)
-	warm(t, l)
+	locktest.Warm(t, l)
 	return p, l
 }

@@ -82,13 +82,17 @@ type lockWaiters struct {
 	lastAt int64
 }
 
-// handover is a grant to a waiter as the lock's other waiters see it: when
-// its message arrived, and how long that holder has before its first
-// expiry (if it is gone, the lock is free for them then).
+// handover is a change of holder as the lock's other waiters see it: when
+// it was learnt, and how long that holder has before its first expiry (if
+// it is gone, the lock is free for them then). Told by a grant's message,
+// or found by a check (see check): a found one is the hold's TTL when the
+// check asked, and may be older than a waiter's own reply, so it only
+// ever shortens what the waiter knows of the holder.
 type handover struct {
-	to   string // the new holder (owner)
-	at   time.Time
-	life time.Duration
+	to    string // the holder (owner)
+	at    time.Time
+	life  time.Duration
+	found bool
 }
 
 func (h handover) ends() time.Time { return h.at.Add(h.life) }
@@ -301,7 +305,7 @@ func (r *waitRoom) deliver(ch, payload string) {
 	if lw == nil {
 		return
 	}
-	r.handOver(lw, handover{to: g.owner, at: time.Now(), life: g.life})
+	r.handOver(lw, handover{to: g.owner, at: time.Now(), life: g.life}, r.clock())
 	w := lw.waiters[g.owner]
 	if w == nil {
 		if !r.mut.dropEarly {
@@ -315,10 +319,10 @@ func (r *waitRoom) deliver(ch, payload string) {
 	}
 }
 
-// handOver leaves h with the lock's waiters but its new holder, and nudges
-// those whose next wake comes after its first expiry (r.mu held).
-func (r *waitRoom) handOver(lw *lockWaiters, h handover) {
-	now := r.clock()
+// handOver leaves h, learnt at now (the room's clock), with the lock's
+// waiters but its holder, and nudges those whose next wake comes after its
+// first expiry (r.mu held).
+func (r *waitRoom) handOver(lw *lockWaiters, h handover, now int64) {
 	lw.last, lw.lastAt = h, now
 	ends := now + int64(h.life)
 	for o, w := range lw.waiters {
@@ -398,7 +402,7 @@ func (r *waitRoom) check(chs []string) {
 			if lw == nil {
 				continue
 			}
-			h := handover{at: at}
+			h := handover{at: at, found: true}
 			if cmds != nil {
 				h.to = cmds[2*i].(*redis.StringCmd).Val()
 				h.life = cmds[2*i+1].(*redis.DurationCmd).Val()
@@ -413,7 +417,7 @@ func (r *waitRoom) check(chs []string) {
 				signal(w.wake)
 			}
 			if h.life > 0 && lw.lastAt < asked && !r.mut.lateJoinBlind {
-				r.handOver(lw, h)
+				r.handOver(lw, h, asked)
 			}
 		}
 	}()

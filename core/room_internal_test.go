@@ -220,7 +220,7 @@ func TestLateJoinerHearsOfHandover(t *testing.T) {
 				mut := mutants{lateJoinBlind: blind}
 				r := testRoom(t, c.client, mut)
 				replyLate := lateReplyHears(t, r, c.client, fmt.Sprintf("lockgate:{reply-%v}", blind))
-				subLate := lateSubscriptionHears(t, r, c.client, fmt.Sprintf("lockgate:{sub-%v}", blind))
+				subLate := lateSubscriptionHears(t, r, c.client, fmt.Sprintf("lockgate:{sub-%v}", blind), blind)
 				if blind {
 					if replyLate || subLate {
 						t.Errorf("control: late joiners told nothing, yet the late reply's waiter heard %v, the late subscriber %v", replyLate, subLate)
@@ -260,15 +260,17 @@ func lateReplyHears(t *testing.T, r *waitRoom, client redis.UniversalClient, ch 
 }
 
 // lateSubscriptionHears: X, a waiter of another Locker, was granted the
-// lock for 2s; A is the first waiter of this room, so it subscribes only
-// now. Reports whether A is nudged with X's handover.
-func lateSubscriptionHears(t *testing.T, r *waitRoom, client redis.UniversalClient, ch string) bool {
+// lock (for 30s); A is the first waiter of this room, so it subscribes only
+// now. Reports whether A is nudged with X's handover: within 5s, or, for
+// a room of the control (blind), by 300ms after the subscription is
+// confirmed (nothing will come).
+func lateSubscriptionHears(t *testing.T, r *waitRoom, client redis.UniversalClient, ch string, blind bool) bool {
 	t.Helper()
 	ctx := context.Background()
 	if err := client.HSet(ctx, ch, "owner", "X").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := client.PExpire(ctx, ch, 2*time.Second).Err(); err != nil {
+	if err := client.PExpire(ctx, ch, 30*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
 	a := newWaiter(ch, "A")
@@ -276,16 +278,32 @@ func lateSubscriptionHears(t *testing.T, r *waitRoom, client redis.UniversalClie
 		t.Fatal("room closed")
 	}
 	defer r.leave(a)
+	wait := time.After(5 * time.Second)
+	if blind {
+		for i := 0; ; i++ {
+			r.mu.Lock()
+			since := r.chans[ch].since
+			r.mu.Unlock()
+			if since != 0 {
+				break
+			}
+			if i == 500 {
+				t.Fatal("the subscription was not confirmed in 5s")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		wait = time.After(300 * time.Millisecond)
+	}
 	select {
 	case <-a.nudge:
 	case <-a.wake:
 		t.Fatal("the check woke A, which does not hold the lock")
-	case <-time.After(time.Second):
+	case <-wait:
 		return false
 	}
 	h, ok := a.takeHandover()
-	if !ok || h.to != "X" || h.life <= 0 || h.life > 2*time.Second {
-		t.Fatalf("nudged with handover %+v (%v), want X's, within 2s", h, ok)
+	if !ok || h.to != "X" || !h.found || h.life <= 0 || h.life > 30*time.Second {
+		t.Fatalf("nudged with handover %+v (%v), want X's as found, within 30s", h, ok)
 	}
 	return true
 }
