@@ -31,7 +31,7 @@ func TestSingleAttemptsOnHungRedis(t *testing.T) {
 			srv := redistest.Start(t)
 			l := locktest.Locker(t, defaultsClient(t, srv), tc.opts...)
 			ctx := context.Background() // no deadline: only the Locker bounds the calls
-			warm(t, l)
+			locktest.Warm(t, l)
 			held, err := l.Lock(ctx, "attempt:held", core.WithTTL(time.Minute))
 			if err != nil {
 				t.Fatal(err)

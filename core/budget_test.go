@@ -63,7 +63,7 @@ func testHungRedisWithinBudget(t *testing.T, kind string) {
 	l := locktest.Locker(t, c)
 	holder, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
-	warm(t, l)
+	locktest.Warm(t, l)
 
 	t.Run("control: busy", func(t *testing.T) {
 		s, err := holder.Lock(ctx, "busy")
@@ -246,7 +246,7 @@ func testUndoOutlastsOutage(t *testing.T, ctxTimeout bool) {
 	l := locktest.Locker(t, c)
 	_, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
-	warm(t, l)
+	locktest.Warm(t, l)
 	h := p.HoldReply(script(t, "acquire", "outage"), 5*time.Second)
 	got := make(chan error, 1)
 	go func() {

@@ -198,7 +198,7 @@ func TestQueuedCallWithinBudget(t *testing.T) {
 			t.Cleanup(func() { c.Close() })
 			l := locktest.Locker(t, c)
 			ctx := locktest.Context(t)
-			warm(t, l)
+			locktest.Warm(t, l)
 			var holds []*redistest.Hold
 			for i := 0; i < 4; i++ {
 				holds = append(holds, p.HoldReply(redistest.MatchCommand("evalsha", "lockgate:{slow:"), time.Second))

@@ -80,7 +80,7 @@ func TestDefinitiveFailuresEndAtOnce(t *testing.T) {
 	t.Run("control: hung, not refused", func(t *testing.T) {
 		srv := redistest.Start(t)
 		l := locktest.Locker(t, defaultsClient(t, srv))
-		warm(t, l)
+		locktest.Warm(t, l)
 		pause(t, srv)
 		start := time.Now()
 		_, err := l.Lock(locktest.Context(t), "k", core.WithWait(budget))

@@ -327,7 +327,7 @@ func refusalRound(t *testing.T, topo string) *refusalFigures {
 	probeNames := dep.names("probe", 1)
 	for _, p := range refusalPolicies {
 		l := locktest.Locker(t, dep.client(), core.WithMutants(p.mutants))
-		warm(t, l)
+		locktest.Warm(t, l)
 		names := dep.names("fo-"+p.name+"-", len(refusalKinds))
 		for k := range refusalKinds {
 			key := &refusalKey{name: names[k]}
@@ -606,7 +606,7 @@ func TestRefusalBeforeReached(t *testing.T) {
 	}
 
 	reached := locktest.Locker(t, cl.Client(t))
-	warm(t, reached)
+	locktest.Warm(t, reached)
 	for _, s := range cl.Servers {
 		s.Stop()
 	}

@@ -84,8 +84,8 @@ func failoverRound(t *testing.T, trigger string, r int) (plainLost, ackedKept bo
 	acked := locktest.Locker(t, sen.Client(t), core.WithReplicaAck(1, 300*time.Millisecond))
 	plain := locktest.Locker(t, sen.Client(t))
 	ctx := locktest.Context(t)
-	warm(t, acked)
-	warm(t, plain)
+	locktest.Warm(t, acked)
+	locktest.Warm(t, plain)
 	if _, err := acked.Lock(ctx, "fo:acked"); err != nil {
 		t.Fatalf("round %d: acknowledged lock: %v", r, err)
 	}

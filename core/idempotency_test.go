@@ -71,7 +71,7 @@ func testLateReplyFreshLock(t *testing.T, ctxTimeout bool) {
 	l := locktest.Locker(t, c)
 	other, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
-	warm(t, l) // the server check and script load, so the hold hits the acquire
+	locktest.Warm(t, l) // the server check and script load, so the hold hits the acquire
 
 	acquire := script(t, "acquire", "k")
 	runs := p.Watch(acquire)
@@ -118,7 +118,7 @@ func TestLateReplyUnlock(t *testing.T) {
 	l := locktest.Locker(t, c)
 	other, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
-	warm(t, l)
+	locktest.Warm(t, l)
 
 	s, err := l.Lock(ctx, "k", core.WithReleaseTimeout(5*time.Second))
 	if err != nil {
@@ -173,7 +173,7 @@ func TestLateReplyInnerUnlock(t *testing.T) {
 	l := locktest.Locker(t, c)
 	other, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
-	warm(t, l)
+	locktest.Warm(t, l)
 
 	outer, err := l.Lock(ctx, "k", core.WithReleaseTimeout(5*time.Second))
 	if err != nil {
@@ -222,7 +222,7 @@ func testAbandonedNestedLock(t *testing.T, ctxTimeout bool) {
 	l := locktest.Locker(t, c)
 	other, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
-	warm(t, l)
+	locktest.Warm(t, l)
 
 	outer, err := l.Lock(ctx, "order:1")
 	if err != nil {
@@ -272,20 +272,6 @@ func testAbandonedNestedLock(t *testing.T, ctxTimeout bool) {
 	s.Unlock(ctx)
 }
 
-// warm makes one Lock and Unlock so that the Locker has checked its server
-// and Redis has the scripts cached.
-func warm(t *testing.T, l *core.Locker) {
-	t.Helper()
-	ctx := locktest.Context(t)
-	s, err := l.Lock(ctx, "warm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // The client never re-sends a lock script behind the Locker's back: a
 // TryLock whose reply comes later than the client's read timeout reaches
 // Redis once (go-redis, with its default retries, would send it again), is
@@ -299,7 +285,7 @@ func TestLateReplyIsNotResent(t *testing.T) {
 	l := locktest.Locker(t, c)
 	other, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
-	warm(t, l)
+	locktest.Warm(t, l)
 
 	acquire := script(t, "acquire", "once")
 	runs := p.Watch(acquire)

@@ -189,7 +189,7 @@ func TestSlowRepliesWhenGranted(t *testing.T) {
 			srv := redistest.Start(t)
 			holder, direct := locktest.NewLocker(t, srv)
 			waiter, p := locktest.ProxiedLocker(t, srv, core.WithMutants(mutant))
-			warm(t, waiter)
+			locktest.Warm(t, waiter)
 			ctx := locktest.Context(t)
 			failed := 0
 			const rounds = 3
@@ -250,7 +250,7 @@ func TestGrantBehindManyOthers(t *testing.T) {
 			holder, direct := locktest.NewLocker(t, srv)
 			others, _ := locktest.NewLocker(t, srv)
 			l, p := locktest.ProxiedLocker(t, srv, core.WithMutants(mutant))
-			warm(t, l)
+			locktest.Warm(t, l)
 			ctx := locktest.Context(t)
 			const key, ahead = "behind", 70
 			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
@@ -372,7 +372,7 @@ func TestReentryThroughAnotherPrefix(t *testing.T) {
 	a, direct := locktest.NewLocker(t, srv, core.WithPrefix("a:"))
 	p, c := lateClient(t, srv, 300*time.Millisecond)
 	b := locktest.Locker(t, c, core.WithPrefix("b:"))
-	warm(t, b)
+	locktest.Warm(t, b)
 	ctx := locktest.Context(t)
 	outer, err := a.Lock(ctx, "shared")
 	if err != nil {

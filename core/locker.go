@@ -107,7 +107,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		mut:              mut,
 	}
 	l.waitRooms = []*waitRoom{newWaitRoom(client, l.clock, &l.mut)}
-	l.prober = newProber(client, l.reached.Load, o.sentinels)
+	l.prober = newProber(client, l.reached.Load, o.sentinels, l.clock)
 	l.wd = newWatchdog(l)
 	if be.pipe != nil {
 		be.pipe.spawn = l.goBackground

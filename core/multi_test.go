@@ -293,7 +293,7 @@ func TestLockMultiLateReply(t *testing.T) {
 	l, p := locktest.ProxiedLocker(t, srv)
 	_, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
-	warm(t, l)
+	locktest.Warm(t, l)
 	h := p.HoldReply(script(t, "acquire", "late:b"), time.Second)
 	const budget = 300 * time.Millisecond
 	start := time.Now()
@@ -333,7 +333,7 @@ func TestLockMultiHungGiveBack(t *testing.T) {
 	})))
 	other, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
-	warm(t, l)
+	locktest.Warm(t, l)
 	held, err := other.Lock(ctx, "hung:b")
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +366,7 @@ func TestLockMultiOverlappingClose(t *testing.T) {
 	l, p := locktest.ProxiedLocker(t, srv)
 	direct := srv.Client(t)
 	ctx := locktest.Context(t)
-	warm(t, l)
+	locktest.Warm(t, l)
 	h := p.HoldReply(script(t, "acquire", "close:b"), 300*time.Millisecond)
 	res := make(chan error, 1)
 	go func() {

@@ -40,10 +40,10 @@ func TestShortWaiterKeepsLongWaitersPlace(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: p.Addr})
 			t.Cleanup(func() { c.Close() })
 			long := locktest.Locker(t, c, core.WithMutants(mutant))
-			warm(t, long)
+			locktest.Warm(t, long)
 			// The short waiter's 30ms would not cover a Locker's first lock
 			// (its server check and script load) beside other tests.
-			warm(t, short)
+			locktest.Warm(t, short)
 			ctx := locktest.Context(t)
 			const key = "place"
 			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
@@ -109,7 +109,7 @@ func TestDeadWaitersDoNotBlockAFreeLock(t *testing.T) {
 			pc := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
 			t.Cleanup(func() { pc.Close() })
 			dead := locktest.Locker(t, pc, core.WithMutants(c.mutant))
-			warm(t, dead)
+			locktest.Warm(t, dead)
 			ctx := locktest.Context(t)
 			const key, n = "graveyard", 80
 			ttl := core.WithTTL(500 * time.Millisecond)

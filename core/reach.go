@@ -44,8 +44,9 @@ type prober struct {
 
 // newProber makes the prober of client c; reached reports whether the
 // Locker has had an answer from the deployment; sentinels are the
-// addresses of a failover client's sentinels, if the Locker was told them.
-func newProber(c redis.UniversalClient, reached func() bool, sentinels []string) *prober {
+// addresses of a failover client's sentinels, if the Locker was told them;
+// clock is the Locker's (ns).
+func newProber(c redis.UniversalClient, reached func() bool, sentinels []string, clock func() int64) *prober {
 	switch c := c.(type) {
 	case *redis.Client:
 		o := c.Options()
@@ -69,7 +70,7 @@ func newProber(c redis.UniversalClient, reached func() bool, sentinels []string)
 				return master(ctx)
 			}
 		}
-		return &prober{dial: dial, idle: poolIdle(c)}
+		return &prober{dial: dial, idle: poolIdle(c, clock)}
 	case *redis.ClusterClient:
 		o := c.Options()
 		if reflect.ValueOf(o.NewClient).Pointer() != reflect.ValueOf(redis.NewClient).Pointer() {
@@ -97,12 +98,11 @@ const idleFresh = time.Millisecond
 // at most idleFresh ago. A call made within that stretch after the pool
 // emptied (its connections cut) is not probed: it is bounded by its budget
 // as every call is, only not ended early by a refused dial.
-func poolIdle(c *redis.Client) func() bool {
-	start := time.Now()
-	var at atomic.Int64 // when the stats were last read: ns since start, +1 (0: never)
+func poolIdle(c *redis.Client, clock func() int64) func() bool {
+	var at atomic.Int64 // when the stats were last read (clock), +1 (0: never)
 	var idle atomic.Bool
 	return func() bool {
-		now := int64(time.Since(start)) + 1
+		now := clock() + 1
 		if last := at.Load(); last != 0 && now-last < int64(idleFresh) {
 			return idle.Load()
 		}

@@ -228,7 +228,7 @@ func TestRedlockQuorumDown(t *testing.T) {
 	srvs, _ := masters(t, 5)
 	l := redlockOn(t, srvs)
 	ctx := locktest.Context(t)
-	warm(t, l)
+	locktest.Warm(t, l)
 	for _, s := range srvs[:3] {
 		s.Stop()
 	}
@@ -316,7 +316,7 @@ func TestRedlockHungNode(t *testing.T) {
 	srvs, _ := masters(t, 3)
 	l := redlockOn(t, srvs)
 	ctx := locktest.Context(t)
-	warm(t, l)
+	locktest.Warm(t, l)
 	if err := srvs[2].Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -593,7 +593,7 @@ func TestRedlockBusyMajorityDecides(t *testing.T) {
 	proxies := make([]*redistest.Proxy, 3)
 	l := redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool { proxies[i] = p; return i > 0 })
 	ctx := locktest.Context(t)
-	warm(t, l)
+	locktest.Warm(t, l)
 	const ttl = 100 * time.Second
 	s, err := holder.Lock(ctx, "rl:busy", core.WithTTL(ttl))
 	if err != nil {
@@ -645,7 +645,7 @@ func TestRedlockBusyGivesBackStraggler(t *testing.T) {
 	for _, mutant := range []string{"", "keep-straggler"} {
 		var slow *redistest.Proxy
 		l := redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool { slow = p; return i == 2 }, core.WithMutants(mutant))
-		warm(t, l)
+		locktest.Warm(t, l)
 		s, err := holder.Lock(ctx, key, core.WithTTL(ttl))
 		if err != nil {
 			t.Fatal(err)
@@ -724,7 +724,7 @@ func TestRedlockSplitTellsHolderTTL(t *testing.T) {
 	holder := redlockOn(t, srvs)
 	proxies := make([]*redistest.Proxy, 3)
 	l := redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool { proxies[i] = p; return i != 1 })
-	warm(t, l)
+	locktest.Warm(t, l)
 	ctx := locktest.Context(t)
 	for _, ttl := range []time.Duration{30 * time.Second, 2 * time.Second} {
 		s, err := holder.Lock(ctx, "rl:split", core.WithTTL(ttl), core.WithoutWatchdog())
@@ -783,7 +783,7 @@ func TestRedlockStrayGrantWaits(t *testing.T) {
 			}
 		})
 		l := redlockOn(t, srvs, core.WithObserver(obs), core.WithMutants(mutant))
-		warm(t, l)
+		locktest.Warm(t, l)
 		s, err := holder.Lock(ctx, "rl:stray", core.WithTTL(10*time.Second), core.WithoutWatchdog())
 		if err != nil {
 			t.Fatal(err)

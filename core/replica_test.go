@@ -29,8 +29,8 @@ func TestReplicaAck(t *testing.T) {
 	master, replica := sen.Master.Client(t), sen.Replica.Client(t)
 	ctx := locktest.Context(t)
 	waitReplicaAcks(t, master)
-	warm(t, acked)
-	warm(t, plain)
+	locktest.Warm(t, acked)
+	locktest.Warm(t, plain)
 
 	t.Run("grant on the replica", func(t *testing.T) {
 		s, err := acked.Lock(ctx, "ra:grant")

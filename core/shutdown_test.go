@@ -25,7 +25,7 @@ func TestLockRacingClose(t *testing.T) {
 	}
 	_, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
-	warm(t, l)
+	locktest.Warm(t, l)
 
 	h := p.HoldReply(script(t, "acquire", "k"), 300*time.Millisecond)
 	type res struct {

@@ -43,13 +43,7 @@ func (e *env) twoInstances(h Handler, bare bool, o Options) []string {
 		// (a 503 among a burst's answers, in a clean-clone run). What the
 		// warm-up leaves in Redis (its slot's fence floor) goes.
 		for _, l := range lockers {
-			s, err := l.Lock(e.ctx, "warm")
-			if err == nil {
-				err = s.Unlock(e.ctx)
-			}
-			if err != nil {
-				e.t.Fatal(err)
-			}
+			locktest.Warm(e.t, l)
 		}
 		if err := e.rdb.FlushAll(e.ctx).Err(); err != nil {
 			e.t.Fatal(err)
