@@ -2,8 +2,10 @@ package rig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,8 +32,10 @@ type chaos struct {
 	mu     sync.Mutex
 	counts map[string]int
 	// master guards the Sentinel's Master, which a failover swaps while
-	// another lane looks for the current master.
-	master sync.Mutex
+	// another lane looks for the current master, and lookedAt, when the
+	// rig last learnt which node is the master (see reconcile).
+	master   sync.Mutex
+	lookedAt int64
 }
 
 // lane is a set of fault kinds injected one after another, with gaps.
@@ -116,6 +120,7 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 	frac := func(lo, hi float64) time.Duration { return time.Duration(float64(rt) * (lo + (hi-lo)*rng.Float64())) }
 	srvs := c.dep.srvs
 	node := rng.IntN(len(srvs))
+	var failed error // a fault that could not be applied: not logged
 	switch kind {
 	case FaultPause:
 		f.Target = c.procs.pause(rng.IntN(c.cfg.Workers), time.Duration(float64(ttl)*(1.5+1.5*rng.Float64())))
@@ -177,21 +182,30 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 	case FaultRestart:
 		srvs[0].Restart()
 	case FaultHangShort:
-		f.Start = hang(srvs[0], frac(0.3, 0.8), f.Start)
+		f.Start, failed = hang(srvs[0], frac(0.3, 0.8), f.Start)
 	case FaultHangLong:
-		f.Start = hang(srvs[0], frac(1.5, 3), f.Start)
+		f.Start, failed = hang(srvs[0], frac(1.5, 3), f.Start)
 	case FaultLateReply, FaultCut, FaultLatency:
 		f.D = network(c.dep.proxiesOf(0), kind, rng, rt, frac)
 	case FaultFailover:
 		c.master.Lock()
+		c.reconcile()
 		c.dep.st.Failover(10 * time.Second)
+		c.lookedAt = now()
 		c.master.Unlock()
 	case FaultMasterHang:
 		c.master.Lock()
-		_ = c.dep.st.Reconcile(time.Second) // (unanswered: the last known master)
+		moved := c.reconcile() // (unanswered: the last known master)
 		m := c.dep.st.Master
 		c.master.Unlock()
-		f.Start = hang(m, frac(0.5, 2), f.Start)
+		if moved {
+			// The clients may still be on the old master: busy answers
+			// from it would be judged as a hung Redis's.
+			failed = errors.New("the sentinel has just failed the master over")
+			break
+		}
+		f.Target = m.Addr
+		f.Start, failed = hang(m, frac(0.5, 2), f.Start)
 	case FaultNodeRestart:
 		// Killed, and started empty the longest lease later: redis.io's
 		// "delayed restart" for a Redlock master without persistence, so
@@ -202,11 +216,11 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		srvs[node].Restart()
 	case FaultNodeHang:
 		f.Target = srvs[node].Addr
-		f.Start = hang(srvs[node], frac(0.3, 3), f.Start)
+		f.Start, failed = hang(srvs[node], frac(0.3, 3), f.Start)
 	case FaultNodeNet:
 		if c.dep.st != nil {
 			c.master.Lock()
-			_ = c.dep.st.Reconcile(time.Second)
+			c.reconcile()
 			node = 0
 			if c.dep.st.Master == srvs[1] {
 				node = 1
@@ -217,7 +231,7 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		f.D = network(c.dep.proxiesOf(node), []string{FaultLateReply, FaultCut, FaultLatency}[rng.IntN(3)], rng, rt, frac)
 	case FaultMasterPause:
 		f.Target = srvs[node].Addr
-		f.Start = hang(srvs[node], frac(0.3, 2), f.Start)
+		f.Start, failed = hang(srvs[node], frac(0.3, 2), f.Start)
 	case FaultMasterRestart:
 		f.Target = srvs[node].Addr
 		srvs[node].Restart()
@@ -234,10 +248,37 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		c.dep.cluster.MigrateSlot(slot, to, 10*time.Second)
 	}
 	f.End = now()
+	if failed != nil {
+		// Logged, a hang that did not take would be judged as one: busy
+		// answers during it as answers of a hung Redis.
+		fmt.Fprintf(os.Stderr, "rig: %s not applied: %v\n", kind, failed)
+		return
+	}
 	c.log.add(f, true)
 	c.mu.Lock()
 	c.counts[kind]++
 	c.mu.Unlock()
+}
+
+// reconcile asks the sentinel which node is the master (c.master held).
+// If it moved since the rig last knew, without a forced failover, the
+// sentinel failed the master over by itself (it answered no PING for the
+// sentinel's down-after: paused, or hangs in a row): that is logged as a
+// failover from the last look to now, so that the checker allows what any
+// failover may lose or keep. Not counted as an injected fault. It reports
+// whether the master moved so.
+func (c *chaos) reconcile() bool {
+	before := c.dep.st.Master
+	if c.dep.st.Reconcile(time.Second) != nil {
+		return false
+	}
+	moved := c.dep.st.Master != before && c.lookedAt != 0
+	if moved {
+		fmt.Fprintf(os.Stderr, "rig: the sentinel failed the master over by itself, to %s\n", c.dep.st.Master.Addr)
+		c.log.add(Fault{Kind: FaultFailover, Target: "by the sentinel", Start: c.lookedAt, End: now()}, true)
+	}
+	c.lookedAt = now()
+	return moved
 }
 
 // network applies one network fault of kind to the proxies of a server
@@ -332,15 +373,16 @@ func commandLatency(ps []*redistest.Proxy, rng *rand.Rand, d, lasting time.Durat
 // hang pauses s for d and returns when the pause began: once SIGSTOP was
 // sent, not when the fault was drawn (finding a Sentinel's master first
 // can take a while on a loaded machine, and Redis answers meanwhile). If
-// the pause fails it returns drawn.
-func hang(s *redistest.Server, d time.Duration, drawn int64) int64 {
-	if s.Pause() != nil {
-		return drawn
+// the pause fails it returns drawn and the error (inject then logs no
+// fault).
+func hang(s *redistest.Server, d time.Duration, drawn int64) (int64, error) {
+	if err := s.Pause(); err != nil {
+		return drawn, err
 	}
 	start := now()
 	time.Sleep(d)
 	s.Resume()
-	return start
+	return start, nil
 }
 
 func (c *chaos) total() int {
