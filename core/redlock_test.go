@@ -636,47 +636,28 @@ func TestRedlockBusyMajorityDecides(t *testing.T) {
 // once, and node 2's late grant is released soon after, not kept to its
 // 100s TTL. Control: with the give-back taken out (the keep-straggler
 // mutant), node 2 still names the TryLock's owner a second later.
+//
+// A round in which node 2 never grants proves nothing and is run again (3
+// rounds at most): on a loaded machine the give-back can reach node 2
+// before the TryLock's own acquire does (its goroutine not yet run), and
+// the give-back's done marker then makes the acquire a no-op, as it should
+// (seen once in a clean-clone run).
 func TestRedlockBusyGivesBackStraggler(t *testing.T) {
 	// Alone, not side by side: it bounds a time tightly (see TestMain).
 	srvs, cs := masters(t, 3)
 	holder := redlockOn(t, srvs)
-	ctx := locktest.Context(t)
-	const key, hash, ttl = "rl:straggle", "lockgate:{rl:straggle}", 100 * time.Second
 	for _, mutant := range []string{"", "keep-straggler"} {
 		var slow *redistest.Proxy
 		l := redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool { slow = p; return i == 2 }, core.WithMutants(mutant))
 		locktest.Warm(t, l)
-		s, err := holder.Lock(ctx, key, core.WithTTL(ttl))
-		if err != nil {
-			t.Fatal(err)
-		}
-		holderOwner := heldEverywhere(t, cs, hash)
-		cs[2].Del(ctx, hash)
-		slow.SetLatency(300 * time.Millisecond)
-		start := time.Now()
-		if _, err := l.TryLock(ctx, key, core.WithTTL(ttl), core.WithAttemptTimeout(5*time.Second)); !errors.Is(err, core.ErrNotObtained) {
-			t.Fatalf("%q: TryLock with two nodes busy = %v, want busy", mutant, err)
-		}
-		if took := time.Since(start); took >= 300*time.Millisecond {
-			t.Fatalf("%q: TryLock took %v: it waited for the slow node", mutant, took)
-		}
-		// Node 2's grant to the TryLock's owner shows, then is given back.
 		var granted, gone time.Duration
-		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && gone == 0; {
-			owner := cs[2].HGet(ctx, hash, "owner").Val()
-			switch {
-			case owner != "" && owner != holderOwner && granted == 0:
-				granted = time.Since(start)
-			case owner == "" && granted > 0:
-				gone = time.Since(start)
+		for round := 1; round <= 3; round++ {
+			granted, gone = straggle(t, holder, l, slow, cs, mutant)
+			if granted != 0 {
+				break
 			}
-			time.Sleep(5 * time.Millisecond) // polling Redis: nothing signals a key's change
+			t.Logf("%q, round %d: node 2 never granted the TryLock's owner", mutant, round)
 		}
-		slow.SetLatency(0)
-		if err := s.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		cs[2].Del(ctx, hash)
 		switch {
 		case mutant == "" && (granted == 0 || gone == 0):
 			t.Fatalf("the slow node's grant: seen after %v, given back after %v (0: never within 3s)", granted, gone)
@@ -687,6 +668,65 @@ func TestRedlockBusyGivesBackStraggler(t *testing.T) {
 		}
 		t.Logf("%q: slow node granted after %v, given back after %v", mutant, granted, gone)
 	}
+}
+
+// straggle is one round of TestRedlockBusyGivesBackStraggler: how long
+// after the TryLock node 2 named its owner, and how long until it named
+// none (0: not within 3s).
+func straggle(t *testing.T, holder, l *core.Locker, slow *redistest.Proxy, cs []redis.UniversalClient, mutant string) (granted, gone time.Duration) {
+	t.Helper()
+	ctx := locktest.Context(t)
+	const key, hash, ttl = "rl:straggle", "lockgate:{rl:straggle}", 100 * time.Second
+	s, err := holder.Lock(ctx, key, core.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	holderOwner := heldEverywhere(t, cs, hash)
+	cs[2].Del(ctx, hash)
+	// Node 2's changes to the lock, as they happen: the grant's HSET, the
+	// give-back's DEL (a few ms apart; polling missed them once).
+	if err := cs[2].ConfigSet(ctx, "notify-keyspace-events", "Kgh").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ps := cs[2].Subscribe(ctx, "__keyspace@0__:"+hash)
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	events := ps.Channel()
+	slow.SetLatency(300 * time.Millisecond)
+	start := time.Now()
+	if _, err := l.TryLock(ctx, key, core.WithTTL(ttl), core.WithAttemptTimeout(5*time.Second)); !errors.Is(err, core.ErrNotObtained) {
+		t.Fatalf("%q: TryLock with two nodes busy = %v, want busy", mutant, err)
+	}
+	if took := time.Since(start); took >= 300*time.Millisecond {
+		t.Fatalf("%q: TryLock took %v: it waited for the slow node", mutant, took)
+	}
+	// Node 2's grant to the TryLock's owner shows, then is given back.
+	timeout := time.After(3 * time.Second)
+	for gone == 0 {
+		select {
+		case m := <-events:
+			switch {
+			case m.Payload == "hset" && granted == 0:
+				if owner := cs[2].HGet(ctx, hash, "owner").Val(); owner == holderOwner {
+					t.Fatalf("node 2 names the holder again")
+				}
+				granted = time.Since(start)
+			case m.Payload == "del" && granted > 0:
+				gone = time.Since(start)
+			}
+			continue
+		case <-timeout:
+		}
+		break
+	}
+	slow.SetLatency(0)
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cs[2].Del(ctx, hash)
+	return granted, gone
 }
 
 // heldEverywhere waits until every node names one owner of the lock hash
