@@ -261,9 +261,8 @@ func lateReplyHears(t *testing.T, r *waitRoom, client redis.UniversalClient, ch 
 
 // lateSubscriptionHears: X, a waiter of another Locker, was granted the
 // lock (for 30s); A is the first waiter of this room, so it subscribes only
-// now. Reports whether A is nudged with X's handover: within 5s, or, for
-// a room of the control (blind), by 300ms after the subscription is
-// confirmed (nothing will come).
+// now. Reports whether A is nudged with X's handover: within 5s, or 2s
+// for a room of the control (blind).
 func lateSubscriptionHears(t *testing.T, r *waitRoom, client redis.UniversalClient, ch string, blind bool) bool {
 	t.Helper()
 	ctx := context.Background()
@@ -280,19 +279,9 @@ func lateSubscriptionHears(t *testing.T, r *waitRoom, client redis.UniversalClie
 	defer r.leave(a)
 	wait := time.After(5 * time.Second)
 	if blind {
-		for i := 0; ; i++ {
-			r.mu.Lock()
-			since := r.chans[ch].since
-			r.mu.Unlock()
-			if since != 0 {
-				break
-			}
-			if i == 500 {
-				t.Fatal("the subscription was not confirmed in 5s")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		wait = time.After(300 * time.Millisecond)
+		// Nothing will come: the subscription and its check take a few
+		// ms; 2s is the control's margin for a loaded machine.
+		wait = time.After(2 * time.Second)
 	}
 	select {
 	case <-a.nudge:
