@@ -20,10 +20,10 @@ import (
 // leaving, or an acquire that finds the holder gone) grants it to that
 // waiter in Redis and publishes "g <waiter> <fence> <seq> <ms>" on the
 // lock's channel, on the node that holds it; the room passes it to that
-// waiter, and leaves the handover with the lock's other waiters, who read
-// it when they next wake; it wakes those of them whose next wake comes
-// after the new holder's first expiry (if the new holder is gone, the lock
-// is free then). "f" (free, no queued waiter to hand it to) wakes every
+// waiter, and keeps it as the lock's latest handover, which the lock's
+// other waiters read when they next wake; it nudges those of them whose
+// next wake comes after the new holder's first expiry (if the new holder
+// is gone, the lock is free then). "f" (free, no queued waiter to hand it to) wakes every
 // waiter of the lock.
 //
 // A waiter learns of its grant whatever the order of the grant's message,
@@ -57,8 +57,11 @@ type waitRoom struct {
 }
 
 type lockWaiters struct {
-	shard   *shard
-	waiters map[string]*waiter // by owner
+	shard *shard
+	// waiters is a slice, so that a grant's scan of them (handOver) costs
+	// about a nanosecond a waiter; at indexes it by owner
+	waiters []*waiter
+	at      map[string]int
 	// since is when the channel's subscription was last confirmed (on the
 	// room's clock), 0 while it is not (being made, or its connection
 	// lost): every grant published after the confirmation reaches the room.
@@ -75,11 +78,10 @@ type lockWaiters struct {
 	// woke no one for it, and looks again.
 	freed int64
 	// last is the latest handover the room saw for this lock (a grant to a
-	// waiter, or the holder a check found), lastAt when (0: none): a
-	// waiter whose attempt was sent before then and that joins after it
-	// is told of it (see add).
-	last   handover
-	lastAt int64
+	// waiter, or the holder a check found; nil: none). Waiters read it
+	// when they wake (readHandovers); one that joins after it, with an
+	// attempt sent before it, is told of it (see add).
+	last atomic.Pointer[handover]
 }
 
 // handover is a change of holder as the lock's other waiters see it: when
@@ -89,10 +91,11 @@ type lockWaiters struct {
 // check asked, and may be older than a waiter's own reply, so it only
 // ever shortens what the waiter knows of the holder.
 type handover struct {
-	to    string // the holder (owner)
-	at    time.Time
-	life  time.Duration
-	found bool
+	to     string // the holder (owner)
+	at     time.Time
+	life   time.Duration
+	found  bool
+	learnt int64 // at, on the room's clock
 }
 
 func (h handover) ends() time.Time { return h.at.Add(h.life) }
@@ -113,13 +116,18 @@ type waiter struct {
 	wake      chan struct{} // capacity 1: a grant to this waiter may have been missed: look now
 	// nudge (capacity 1): the lock was handed to another waiter whose first
 	// expiry comes before until, when this waiter planned to wake next (the
-	// room's clock, ns): it reads handed and sleeps again
+	// room's clock, ns): it reads the handover and sleeps again
 	nudge chan struct{}
 	until atomic.Int64
-	mu    sync.Mutex
-	// handed is the latest handover to another waiter that this one has not
-	// read yet (at zero: none), left by the room without waking it
-	handed handover
+	// views are the lock's entries in the rooms w is in (one per Redis
+	// deployment) and the handover w last read from each; only w's own
+	// goroutine uses them
+	views []handoverView
+}
+
+type handoverView struct {
+	lw   *lockWaiters
+	seen *handover
 }
 
 // grant is what a release told: the waiter it handed the lock to, the fence
@@ -167,7 +175,7 @@ func (r *waitRoom) add(w *waiter, sent int64) bool {
 	lw := r.chans[w.ch]
 	switch {
 	case lw == nil:
-		lw = &lockWaiters{waiters: map[string]*waiter{}}
+		lw = &lockWaiters{at: map[string]int{}}
 		r.chans[w.ch] = lw
 		r.assign(w.ch, lw, node)
 	case len(lw.waiters) == 0 && r.shards[node] != lw.shard:
@@ -178,7 +186,7 @@ func (r *waitRoom) add(w *waiter, sent int64) bool {
 		lw.shard.want[w.ch] = true
 		signal(lw.shard.kick)
 	}
-	lw.waiters[w.owner] = w
+	lw.add(w)
 	switch {
 	case lw.since == 0:
 		// The confirmation to come is checked (check), w included.
@@ -187,12 +195,48 @@ func (r *waitRoom) add(w *waiter, sent int64) bool {
 	case lw.since > sent || lw.dropped >= sent || lw.freed >= sent && lw.freed > 0:
 		signal(w.wake)
 	}
-	if lw.lastAt >= sent && lw.lastAt > 0 && lw.last.to != w.owner && !r.mut.lateJoinBlind {
+	v := handoverView{lw: lw, seen: lw.last.Load()}
+	if v.seen != nil && v.seen.learnt >= sent && !r.mut.lateJoinBlind {
 		// A handover since its attempt was sent, which its reply may not
 		// know of: the lock may be free sooner than that reply said.
-		w.leaveHandover(lw.last)
+		v.seen = nil
 	}
+	w.views = append(w.views, v)
 	return true
+}
+
+// add adds w (r.mu held).
+func (lw *lockWaiters) add(w *waiter) {
+	if i, ok := lw.at[w.owner]; ok {
+		lw.waiters[i] = w
+		return
+	}
+	lw.at[w.owner] = len(lw.waiters)
+	lw.waiters = append(lw.waiters, w)
+}
+
+// remove removes w, moving the last waiter into its place; false if w is
+// not here (r.mu held).
+func (lw *lockWaiters) remove(w *waiter) bool {
+	i, ok := lw.at[w.owner]
+	if !ok || lw.waiters[i] != w {
+		return false
+	}
+	last := len(lw.waiters) - 1
+	moved := lw.waiters[last]
+	lw.waiters[i], lw.at[moved.owner] = moved, i
+	lw.waiters[last] = nil
+	lw.waiters = lw.waiters[:last]
+	delete(lw.at, w.owner)
+	return true
+}
+
+// waiter returns the waiter of owner, nil if none (r.mu held).
+func (lw *lockWaiters) waiter(owner string) *waiter {
+	if i, ok := lw.at[owner]; ok {
+		return lw.waiters[i]
+	}
+	return nil
 }
 
 // takeEarly hands w the early grant to its owner, if there is one.
@@ -227,10 +271,9 @@ func (r *waitRoom) leave(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	lw := r.chans[w.ch]
-	if lw == nil || lw.waiters[w.owner] != w {
+	if lw == nil || !lw.remove(w) {
 		return
 	}
-	delete(lw.waiters, w.owner)
 	if len(lw.waiters) > 0 {
 		return
 	}
@@ -277,8 +320,8 @@ var noLoad = func() context.Context {
 }()
 
 // deliver hands a grant message to its waiter, or keeps it for a waiter
-// that has not joined yet, and leaves the handover with the lock's other
-// waiters, nudging those whose next wake comes after its first expiry.
+// that has not joined yet, and makes it the lock's latest handover for its
+// other waiters (handOver).
 func (r *waitRoom) deliver(ch, payload string) {
 	if payload == "f" {
 		// Free, and no queued waiter to hand it to: waiters that do not
@@ -305,8 +348,8 @@ func (r *waitRoom) deliver(ch, payload string) {
 	if lw == nil {
 		return
 	}
-	r.handOver(lw, handover{to: g.owner, at: time.Now(), life: g.life}, r.clock())
-	w := lw.waiters[g.owner]
+	r.handOver(lw, &handover{to: g.owner, at: time.Now(), life: g.life, learnt: r.clock()})
+	w := lw.waiter(g.owner)
 	if w == nil {
 		if !r.mut.dropEarly {
 			lw.keepEarly(g, r.clock())
@@ -319,38 +362,37 @@ func (r *waitRoom) deliver(ch, payload string) {
 	}
 }
 
-// handOver leaves h, learnt at now (the room's clock), with the lock's
-// waiters but its holder, and nudges those whose next wake comes after its
-// first expiry (r.mu held).
-func (r *waitRoom) handOver(lw *lockWaiters, h handover, now int64) {
-	lw.last, lw.lastAt = h, now
-	ends := now + int64(h.life)
-	for o, w := range lw.waiters {
-		if o == h.to {
-			continue
-		}
-		w.leaveHandover(h)
-		if ends < w.until.Load() && !r.mut.noNudge {
+// handOver makes h the lock's latest handover, for its other waiters to
+// read when they next wake, and nudges those whose next wake comes after
+// its first expiry (r.mu held).
+func (r *waitRoom) handOver(lw *lockWaiters, h *handover) {
+	lw.last.Store(h)
+	if r.mut.noNudge {
+		return
+	}
+	ends := h.learnt + int64(h.life)
+	for _, w := range lw.waiters {
+		if ends < w.until.Load() && w.owner != h.to {
 			signal(w.nudge)
 		}
 	}
 }
 
-// leaveHandover leaves h for w to read when it next wakes.
-func (w *waiter) leaveHandover(h handover) {
-	w.mu.Lock()
-	w.handed = h
-	w.mu.Unlock()
-}
-
-// takeHandover returns the handover left for w since it last read one,
-// false when none was.
-func (w *waiter) takeHandover() (handover, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	h := w.handed
-	w.handed = handover{}
-	return h, !h.at.IsZero()
+// readHandovers calls f with each handover to another waiter that the
+// rooms learnt since w last read them (the latest, per room). Only w's own
+// goroutine calls it.
+func (w *waiter) readHandovers(f func(handover)) {
+	for i := range w.views {
+		v := &w.views[i]
+		h := v.lw.last.Load()
+		if h == nil || h == v.seen {
+			continue
+		}
+		v.seen = h
+		if h.to != w.owner {
+			f(*h)
+		}
+	}
 }
 
 // confirmed records that sh's subscription to ch was confirmed; false if
@@ -402,7 +444,7 @@ func (r *waitRoom) check(chs []string) {
 			if lw == nil {
 				continue
 			}
-			h := handover{at: at, found: true}
+			h := &handover{at: at, found: true, learnt: asked}
 			if cmds != nil {
 				h.to = cmds[2*i].(*redis.StringCmd).Val()
 				h.life = cmds[2*i+1].(*redis.DurationCmd).Val()
@@ -413,11 +455,11 @@ func (r *waitRoom) check(chs []string) {
 				}
 				continue
 			}
-			if w := lw.waiters[h.to]; w != nil {
+			if w := lw.waiter(h.to); w != nil {
 				signal(w.wake)
 			}
-			if h.life > 0 && lw.lastAt < asked && !r.mut.lateJoinBlind {
-				r.handOver(lw, h, asked)
+			if last := lw.last.Load(); h.life > 0 && (last == nil || last.learnt < asked) && !r.mut.lateJoinBlind {
+				r.handOver(lw, h)
 			}
 		}
 	}()

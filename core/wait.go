@@ -172,21 +172,25 @@ func (a *acquisition) sleep(remaining time.Duration) time.Duration {
 	return sleep
 }
 
-// sawHandover reads the latest handover that the rooms left for w (see
-// handOver), if any: another waiter has the lock, and if it is gone the
-// lock is free when its first expiry passes. A semaphore's other permits
+// sawHandover reads the handovers to other waiters that the rooms learnt
+// since w last looked, the latest of each room (see handOver): another
+// waiter has the lock, and if it is gone the lock is free when its first
+// expiry passes. A semaphore's other permits
 // may free sooner, and a hold a check found may be older news than the
 // call's own (on Redlock, one node's): for those the earliest known expiry
 // stands. It reports whether what the call knows of the holder changed.
 // The rooms wake a waiter for a handover only when that expiry comes
 // before its next wake; it reads the rest when it wakes, here.
 func (a *acquisition) sawHandover(w *waiter) bool {
-	h, ok := w.takeHandover()
-	if !ok || (a.keys.semaphore() || h.found) && a.busySeen && !h.ends().Before(a.holderAt.Add(a.holder)) {
-		return false
-	}
-	a.busySeen, a.holder, a.holderAt = true, h.life, h.at
-	return true
+	changed := false
+	w.readHandovers(func(h handover) {
+		if (a.keys.semaphore() || h.found) && a.busySeen && !h.ends().Before(a.holderAt.Add(a.holder)) {
+			return
+		}
+		a.busySeen, a.holder, a.holderAt = true, h.life, h.at
+		changed = true
+	})
+	return changed
 }
 
 // granted builds the lease a release handed to this waiter: its hold
