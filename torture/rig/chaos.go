@@ -106,8 +106,38 @@ func (c *chaos) run(ctx context.Context) {
 			}
 		}()
 	}
+	if c.dep.st != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.watchMaster(ctx)
+		}()
+	}
 	wg.Wait()
 	<-ctx.Done() // a run without faults (NoFaults) still runs its workload
+}
+
+// masterLook is how often watchMaster asks the sentinel for the master.
+const masterLook = 200 * time.Millisecond
+
+// watchMaster asks the sentinel which node is the master every masterLook
+// until ctx ends (reconcile), so that a failover the sentinel makes by
+// itself is logged over the look before it and the look after it: the
+// checker excuses what a failover may lose or keep over that window only,
+// not from whenever a Sentinel fault was last drawn.
+func (c *chaos) watchMaster(ctx context.Context) {
+	t := time.NewTicker(masterLook)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.master.Lock()
+		c.reconcile()
+		c.master.Unlock()
+	}
 }
 
 // inject applies one fault and logs it.
