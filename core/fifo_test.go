@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,30 +170,122 @@ func TestWaiterThatLeavesIsSkipped(t *testing.T) {
 //     nothing (late-join-blind).
 //
 // Each control's next waiter, with a budget 1.5s past the crashed waiter's
-// entry, is still waiting when it ends, busy. (The late case failed once in a clean-clone run, before the
-// check read the TTL: under load, the next waiter had subscribed after the
-// release.)
+// entry, is still waiting when it ends, busy. The same on one server, on a
+// 3-master Cluster (each waiter's Locker reaches every node through proxies
+// of its own) and under a sentinel. (The late case failed once in a
+// clean-clone run, before the check read the TTL: under load, the next
+// waiter had subscribed after the release.)
 func TestCrashedWaiterCostsOneEntry(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		late    bool
-		mutants []string
-	}{{false, []string{"", "no-nudge"}}, {true, []string{"", "late-join-blind"}}} {
-		for _, mutant := range c.mutants {
-			t.Run(fmt.Sprintf("late=%v/mutant=%s", c.late, mutant), func(t *testing.T) {
-				t.Parallel()
-				crashedWaiterCost(t, c.late, mutant)
-			})
-		}
+	for _, topo := range []string{"single", "cluster", "sentinel"} {
+		t.Run(topo, func(t *testing.T) {
+			t.Parallel()
+			d := crashDeploymentOf(t, topo)
+			for _, c := range []struct {
+				late    bool
+				mutants []string
+			}{{false, []string{"", "no-nudge"}}, {true, []string{"", "late-join-blind"}}} {
+				for _, mutant := range c.mutants {
+					t.Run(fmt.Sprintf("late=%v/mutant=%s", c.late, mutant), func(t *testing.T) {
+						t.Parallel()
+						crashedWaiterCost(t, d, fmt.Sprintf("crash-%v-%s", c.late, mutant), c.late, mutant)
+					})
+				}
+			}
+		})
 	}
 }
 
-func crashedWaiterCost(t *testing.T, late bool, mutant string) {
-	srv := redistest.Start(t)
-	holder, direct := locktest.NewLocker(t, srv)
+// crashDeployment is where crashedWaiterCost runs: one server, a 3-master
+// Cluster, or a master and replica under a sentinel.
+type crashDeployment struct {
+	holder *core.Locker
+	direct redis.UniversalClient
+	// subs is a client of the node that serves channel (for its
+	// subscribers' count)
+	subs func(channel string) *redis.Client
+	// proxied is a Locker whose client reaches every node through fault
+	// proxies of its own
+	proxied func(opts ...core.Option) (*core.Locker, []*redistest.Proxy)
+}
+
+func crashDeploymentOf(t *testing.T, topo string) *crashDeployment {
+	d := &crashDeployment{}
+	switch topo {
+	case "single":
+		srv := redistest.Start(t)
+		c := srv.Client(t)
+		d.holder, d.direct = locktest.Locker(t, c), c
+		d.subs = func(string) *redis.Client { return c }
+		d.proxied = func(opts ...core.Option) (*core.Locker, []*redistest.Proxy) {
+			l, p := locktest.ProxiedLocker(t, srv, opts...)
+			return l, []*redistest.Proxy{p}
+		}
+	case "cluster":
+		cl := redistest.StartCluster(t, 3)
+		cc := cl.Client(t)
+		d.holder, d.direct = locktest.Locker(t, cc), cc
+		d.subs = func(channel string) *redis.Client {
+			n, err := cc.MasterForKey(context.Background(), channel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		d.proxied = func(opts ...core.Option) (*core.Locker, []*redistest.Proxy) {
+			via := map[string]string{}
+			var ps []*redistest.Proxy
+			for _, a := range cl.Addrs {
+				p := redistest.StartProxy(t, a)
+				via[a], ps = p.Addr, append(ps, p)
+			}
+			o := cl.Options()
+			o.ReadTimeout, o.WriteTimeout = proxiedTimeout, proxiedTimeout
+			o.Dialer = viaProxies(via)
+			c := redis.NewClusterClient(o)
+			t.Cleanup(func() { c.Close() })
+			return locktest.Locker(t, c, opts...), ps
+		}
+	case "sentinel":
+		sen := redistest.StartSentinel(t)
+		c := sen.Client(t)
+		d.holder, d.direct = locktest.Locker(t, c), c
+		master := sen.Master.Client(t)
+		d.subs = func(string) *redis.Client { return master }
+		d.proxied = func(opts ...core.Option) (*core.Locker, []*redistest.Proxy) {
+			p := redistest.StartProxy(t, sen.Master.Addr)
+			o := sen.Options()
+			o.ReadTimeout, o.WriteTimeout = proxiedTimeout, proxiedTimeout
+			o.Dialer = viaProxies(map[string]string{sen.Master.Addr: p.Addr})
+			c := redis.NewFailoverClient(o)
+			t.Cleanup(func() { c.Close() })
+			return locktest.Locker(t, c, opts...), []*redistest.Proxy{p}
+		}
+	}
+	return d
+}
+
+// proxiedTimeout is the proxied clients' read and write timeout:
+// go-redis's default, as locktest.ProxiedLocker's, well past the late
+// case's held reply (1s), which would otherwise time out and be sent again
+// after the release, and come back in time.
+const proxiedTimeout = 3 * time.Second
+
+// viaProxies dials each address of via through its proxy, others directly.
+func viaProxies(via map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if p, ok := via[addr]; ok {
+			addr = p
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+func crashedWaiterCost(t *testing.T, d *crashDeployment, name string, late bool, mutant string) {
 	ctx := locktest.Context(t)
-	crashed, pc := locktest.ProxiedLocker(t, srv)
-	next, pn := locktest.ProxiedLocker(t, srv, core.WithMutants(mutant))
+	crashed, pc := d.proxied()
+	next, pn := d.proxied(core.WithMutants(mutant))
 	locktest.Warm(t, crashed)
 	locktest.Warm(t, next)
 
@@ -204,30 +297,35 @@ func crashedWaiterCost(t *testing.T, late bool, mutant string) {
 		// check after the next waiter's subscription finds it held.
 		ttl = 9 * time.Second
 	}
-	s, err := holder.Lock(ctx, "crash", core.WithTTL(time.Minute))
+	s, err := d.holder.Lock(ctx, name, core.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
 	gone := make(chan error, 1)
 	go func() {
-		_, err := crashed.Lock(ctx, "crash", core.WithWait(10*time.Second), core.WithTTL(ttl))
+		_, err := crashed.Lock(ctx, name, core.WithWait(10*time.Second), core.WithTTL(ttl))
 		gone <- err
 	}()
-	waitQueued(t, direct, "crash", 1)
-	var held *redistest.Hold
+	waitQueued(t, d.direct, name, 1)
+	var held []*redistest.Hold
 	if late {
-		held = pn.HoldReply(redistest.MatchCommand("EVALSHA", "{crash}"), time.Second)
+		for _, p := range pn { // only the proxy of the name's node sees it
+			held = append(held, p.HoldReply(redistest.MatchCommand("EVALSHA", "{"+name+"}"), time.Second))
+		}
 	}
 	wait := 10 * time.Second
 	if mutant != "" {
 		wait = ttl/2 + 1500*time.Millisecond // past the entry's life
 	}
-	res := waitFor(ctx, next, "crash", wait)
-	waitQueueLen(t, direct, "crash", 2)
+	res := waitFor(ctx, next, name, wait)
+	waitQueueLen(t, d.direct, name, 2)
+	channel := "lockgate:{" + name + "}"
 	if !late {
-		waitSubscribers(t, direct, "lockgate:{crash}", 2)
+		waitSubscribers(t, d.subs(channel), channel, 2)
 	}
-	pc.SetRefuse(true) // the crash: from now on nothing of it reaches Redis
+	for _, p := range pc {
+		p.SetRefuse(true) // the crash: from now on nothing of it reaches Redis
+	}
 	crashed.Close()
 	if err := <-gone; !errors.Is(err, core.ErrClosed) {
 		t.Fatalf("the crashed waiter's Lock: %v", err)
@@ -236,9 +334,9 @@ func crashedWaiterCost(t *testing.T, late bool, mutant string) {
 	if err := s.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if late {
+	for _, h := range held {
 		select {
-		case <-held.Released():
+		case <-h.Released():
 			t.Fatal("the next waiter's reply came before the release: it was not late")
 		default:
 		}
@@ -253,7 +351,7 @@ func crashedWaiterCost(t *testing.T, late bool, mutant string) {
 		}
 		return
 	}
-	checkWoken(t, res, "crash")
+	checkWoken(t, res, name)
 	took := time.Since(released)
 	t.Logf("next waiter got the lock %v after the release; the crashed waiter's entry lives %v", took, ttl/2)
 	if took > ttl/2+500*time.Millisecond {
