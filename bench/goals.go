@@ -127,7 +127,7 @@ func (r *Report) goals() []goal {
 	if c := r.con("lockgate", 0); c != nil {
 		ratio := c.med(func(x conResult) float64 { return x.Ratio })
 		add("contended, 0 ms holds: ≥ 0.5× ideal", fmt.Sprintf("%.2f× ideal", ratio), ratio >= 0.5,
-			"the ideal is one handoff per PING round trip; each handoff here is a release script, a Pub/Sub message and the waiter's goroutine waking on a 2-core machine shared with 32 goroutines and the server. An in-process hand-over to a waiter of the same Locker (a third of them here) would save the message; not built.")
+			"the ideal is one handoff per PING round trip; each handoff here is a release script, a Pub/Sub message and the waiter's goroutine waking on a 2-core machine shared with 32 goroutines and the server. A hand-over inside the process to a waiter of the same Locker, told by the release's reply instead of the message, would come no sooner: the message reaches the process first, a median 7–10µs before the reply (docs/performance.md). What is left is scheduling: each handoff wakes the releasing goroutine, the Pub/Sub reader and the waiter, on 2 cores.")
 	}
 	if c := r.con("lockgate", 2*time.Millisecond); c != nil {
 		cmds := c.med(func(x conResult) float64 { return perAcq(x.Server.total(), x.Acq) })
