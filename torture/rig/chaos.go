@@ -126,17 +126,24 @@ const masterLook = 200 * time.Millisecond
 // checker excuses what a failover may lose or keep over that window only,
 // not from whenever a Sentinel fault was last drawn.
 func (c *chaos) watchMaster(ctx context.Context) {
-	t := time.NewTicker(masterLook)
+	every(ctx, masterLook, func() {
+		c.master.Lock()
+		c.reconcile()
+		c.master.Unlock()
+	})
+}
+
+// every calls f every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			f()
 		}
-		c.master.Lock()
-		c.reconcile()
-		c.master.Unlock()
 	}
 }
 

@@ -305,14 +305,7 @@ func CheckDir(dir string, lim Limits) (*Report, error) {
 }
 
 func progress(ctx context.Context, w io.Writer, start time.Time, d time.Duration, ch *chaos, res *Resource) {
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			fmt.Fprintf(w, "torture: %v/%v faults=%d writes=%d\n", time.Since(start).Round(time.Second), d, ch.total(), res.Count())
-		}
-	}
+	every(ctx, 5*time.Second, func() {
+		fmt.Fprintf(w, "torture: %v/%v faults=%d writes=%d\n", time.Since(start).Round(time.Second), d, ch.total(), res.Count())
+	})
 }
