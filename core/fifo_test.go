@@ -169,7 +169,7 @@ func TestWaiterThatLeavesIsSkipped(t *testing.T) {
 //     waiter's TTL and wakes it then. Control: late joiners are told
 //     nothing (late-join-blind).
 //
-// Each control's next waiter, with a budget 1.5s past the crashed waiter's
+// Each control's next waiter, with a budget 3s past the crashed waiter's
 // entry, is still waiting when it ends, busy. The same on one server, on a
 // 3-master Cluster (each waiter's Locker reaches every node through proxies
 // of its own) and under a sentinel. (The late case failed once in a
@@ -203,10 +203,10 @@ type crashDeployment struct {
 	direct redis.UniversalClient
 	// subs is a client of the node that serves channel (for its
 	// subscribers' count)
-	subs func(channel string) *redis.Client
+	subs func(t *testing.T, channel string) *redis.Client
 	// proxied is a Locker whose client reaches every node through fault
-	// proxies of its own
-	proxied func(opts ...core.Option) (*core.Locker, []*redistest.Proxy)
+	// proxies of its own, closed with t
+	proxied func(t *testing.T, opts ...core.Option) (*core.Locker, []*redistest.Proxy)
 }
 
 func crashDeploymentOf(t *testing.T, topo string) *crashDeployment {
@@ -216,8 +216,8 @@ func crashDeploymentOf(t *testing.T, topo string) *crashDeployment {
 		srv := redistest.Start(t)
 		c := srv.Client(t)
 		d.holder, d.direct = locktest.Locker(t, c), c
-		d.subs = func(string) *redis.Client { return c }
-		d.proxied = func(opts ...core.Option) (*core.Locker, []*redistest.Proxy) {
+		d.subs = func(*testing.T, string) *redis.Client { return c }
+		d.proxied = func(t *testing.T, opts ...core.Option) (*core.Locker, []*redistest.Proxy) {
 			l, p := locktest.ProxiedLocker(t, srv, opts...)
 			return l, []*redistest.Proxy{p}
 		}
@@ -225,14 +225,14 @@ func crashDeploymentOf(t *testing.T, topo string) *crashDeployment {
 		cl := redistest.StartCluster(t, 3)
 		cc := cl.Client(t)
 		d.holder, d.direct = locktest.Locker(t, cc), cc
-		d.subs = func(channel string) *redis.Client {
+		d.subs = func(t *testing.T, channel string) *redis.Client {
 			n, err := cc.MasterForKey(context.Background(), channel)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return n
 		}
-		d.proxied = func(opts ...core.Option) (*core.Locker, []*redistest.Proxy) {
+		d.proxied = func(t *testing.T, opts ...core.Option) (*core.Locker, []*redistest.Proxy) {
 			via := map[string]string{}
 			var ps []*redistest.Proxy
 			for _, a := range cl.Addrs {
@@ -251,8 +251,8 @@ func crashDeploymentOf(t *testing.T, topo string) *crashDeployment {
 		c := sen.Client(t)
 		d.holder, d.direct = locktest.Locker(t, c), c
 		master := sen.Master.Client(t)
-		d.subs = func(string) *redis.Client { return master }
-		d.proxied = func(opts ...core.Option) (*core.Locker, []*redistest.Proxy) {
+		d.subs = func(*testing.T, string) *redis.Client { return master }
+		d.proxied = func(t *testing.T, opts ...core.Option) (*core.Locker, []*redistest.Proxy) {
 			p := redistest.StartProxy(t, sen.Master.Addr)
 			o := sen.Options()
 			o.ReadTimeout, o.WriteTimeout = proxiedTimeout, proxiedTimeout
@@ -266,9 +266,9 @@ func crashDeploymentOf(t *testing.T, topo string) *crashDeployment {
 }
 
 // proxiedTimeout is the proxied clients' read and write timeout:
-// go-redis's default, as locktest.ProxiedLocker's, well past the late
-// case's held reply (1s), which would otherwise time out and be sent again
-// after the release, and come back in time.
+// go-redis's default, as locktest.ProxiedLocker's, past the late case's
+// held reply (2s), which would otherwise time out and be sent again after
+// the release, and come back in time.
 const proxiedTimeout = 3 * time.Second
 
 // viaProxies dials each address of via through its proxy, others directly.
@@ -284,17 +284,19 @@ func viaProxies(via map[string]string) func(ctx context.Context, network, addr s
 
 func crashedWaiterCost(t *testing.T, d *crashDeployment, name string, late bool, mutant string) {
 	ctx := locktest.Context(t)
-	crashed, pc := d.proxied()
-	next, pn := d.proxied(core.WithMutants(mutant))
+	crashed, pc := d.proxied(t)
+	next, pn := d.proxied(t, core.WithMutants(mutant))
 	locktest.Warm(t, crashed)
 	locktest.Warm(t, next)
 
-	ttl := 900 * time.Millisecond // entry 450ms
+	// The crashed waiter's entry lives 1.5s, refreshed every second: at
+	// the crash it has 0.5s or more left, so the release grants it.
+	ttl := 3 * time.Second
 	if late {
-		// The next waiter's reply is held 1s from Redis's answer: the
+		// The next waiter's reply is held 2s from Redis's answer: the
 		// crashed waiter's grant, which lasts what is left of its entry
-		// (4.5s from its last refresh), outlives that by far, so the
-		// check after the next waiter's subscription finds it held.
+		// (4.5s from its last refresh), outlives that, so the check after
+		// the next waiter's subscription finds it held.
 		ttl = 9 * time.Second
 	}
 	s, err := d.holder.Lock(ctx, name, core.WithTTL(time.Minute))
@@ -310,18 +312,19 @@ func crashedWaiterCost(t *testing.T, d *crashDeployment, name string, late bool,
 	var held []*redistest.Hold
 	if late {
 		for _, p := range pn { // only the proxy of the name's node sees it
-			held = append(held, p.HoldReply(redistest.MatchCommand("EVALSHA", "{"+name+"}"), time.Second))
+			held = append(held, p.HoldReply(redistest.MatchCommand("EVALSHA", "{"+name+"}"), 2*time.Second))
 		}
 	}
 	wait := 10 * time.Second
 	if mutant != "" {
-		wait = ttl/2 + 1500*time.Millisecond // past the entry's life
+		wait = ttl/2 + 3*time.Second // past the entry's life
 	}
+	waitStart := time.Now()
 	res := waitFor(ctx, next, name, wait)
 	waitQueueLen(t, d.direct, name, 2)
 	channel := "lockgate:{" + name + "}"
 	if !late {
-		waitSubscribers(t, d.subs(channel), channel, 2)
+		waitSubscribers(t, d.subs(t, channel), channel, 2)
 	}
 	for _, p := range pc {
 		p.SetRefuse(true) // the crash: from now on nothing of it reaches Redis
@@ -342,6 +345,10 @@ func crashedWaiterCost(t *testing.T, d *crashDeployment, name string, late bool,
 		}
 	}
 	if mutant != "" {
+		if released.Sub(waitStart)+ttl/2+500*time.Millisecond > wait {
+			// The fixed code would not have got it within this budget either.
+			t.Fatalf("setup too slow: the release came %v into the control's %v budget, too late to show anything", released.Sub(waitStart), wait)
+		}
 		r := <-res
 		if r.err == nil {
 			t.Fatalf("control: the next waiter still got the lock %v after the release", time.Since(released))

@@ -84,7 +84,7 @@ func Warm(t testing.TB, l *core.Locker) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := l.Lock(ctx, "warm")
+	s, err := l.Lock(ctx, "warm", core.WithWait(20*time.Second)) // Lockers of one server warm up side by side
 	if err == nil {
 		err = s.Unlock(ctx)
 	}
