@@ -36,6 +36,7 @@ type chaos struct {
 	// rig last learnt which node is the master (see reconcile).
 	master   sync.Mutex
 	lookedAt int64
+	movedAt  int64 // when the rig last saw the sentinel's own failover
 }
 
 // lane is a set of fault kinds injected one after another, with gaps.
@@ -142,7 +143,9 @@ func every(ctx context.Context, d time.Duration, f func()) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			f()
+			if ctx.Err() == nil {
+				f()
+			}
 		}
 	}
 }
@@ -232,7 +235,8 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		c.master.Unlock()
 	case FaultMasterHang:
 		c.master.Lock()
-		moved := c.reconcile() // (unanswered: the last known master)
+		c.reconcile() // (unanswered: the last known master)
+		moved := c.movedAt != 0 && now()-c.movedAt < int64(failoverSettle)
 		m := c.dep.st.Master
 		c.master.Unlock()
 		if moved {
@@ -305,16 +309,17 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 // failover may lose or keep. Not counted as an injected fault. It reports
 // whether the master moved so.
 func (c *chaos) reconcile() bool {
-	before := c.dep.st.Master
+	before, asked := c.dep.st.Master, now()
 	if c.dep.st.Reconcile(time.Second) != nil {
 		return false
 	}
 	moved := c.dep.st.Master != before && c.lookedAt != 0
 	if moved {
 		fmt.Fprintf(os.Stderr, "rig: the sentinel failed the master over by itself, to %s\n", c.dep.st.Master.Addr)
-		c.log.add(Fault{Kind: FaultFailover, Target: "by the sentinel", Start: c.lookedAt, End: now()}, true)
+		c.movedAt = now()
+		c.log.add(Fault{Kind: FaultFailover, Target: "by the sentinel", Start: c.lookedAt, End: c.movedAt}, true)
 	}
-	c.lookedAt = now()
+	c.lookedAt = asked // the master it names was so when it was asked
 	return moved
 }
 
