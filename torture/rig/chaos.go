@@ -306,12 +306,12 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 // sentinel failed the master over by itself (it answered no PING for the
 // sentinel's down-after: paused, or hangs in a row): that is logged as a
 // failover from the last look to now, so that the checker allows what any
-// failover may lose or keep. Not counted as an injected fault. It reports
-// whether the master moved so.
-func (c *chaos) reconcile() bool {
+// failover may lose or keep, and remembered (movedAt). Not counted as an
+// injected fault.
+func (c *chaos) reconcile() {
 	before, asked := c.dep.st.Master, now()
 	if c.dep.st.Reconcile(time.Second) != nil {
-		return false
+		return
 	}
 	moved := c.dep.st.Master != before && c.lookedAt != 0
 	if moved {
@@ -320,7 +320,6 @@ func (c *chaos) reconcile() bool {
 		c.log.add(Fault{Kind: FaultFailover, Target: "by the sentinel", Start: c.lookedAt, End: c.movedAt}, true)
 	}
 	c.lookedAt = asked // the master it names was so when it was asked
-	return moved
 }
 
 // network applies one network fault of kind to the proxies of a server

@@ -3,6 +3,7 @@ package rig
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -165,4 +166,51 @@ func waitLogged(t *testing.T, path string, d time.Duration) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("no failover logged within %v", d)
+}
+
+// master_hang injects no hang within the checker's failover settle time
+// of a failover the sentinel made by itself (the clients may still be on
+// the old master, whose busy answers would be judged as a hung Redis's),
+// and hangs the master otherwise: the control, the same draw without such
+// a failover, logs one hang.
+func TestMasterHangWaitsOutSelfFailover(t *testing.T) {
+	dep, err := newDeployment("sentinel", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dep.close()
+	for _, recent := range []bool{true, false} {
+		path := filepath.Join(t.TempDir(), "faults.jsonl")
+		log, err := createLog(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &chaos{cfg: &RunConfig{Topology: "sentinel", ReadTimeout: 100 * time.Millisecond}, dep: dep, log: log, counts: map[string]int{}}
+		c.master.Lock()
+		c.reconcile()
+		c.master.Unlock()
+		if recent {
+			c.movedAt = now() // as reconcile sets it when it sees one
+		}
+		c.inject(context.Background(), rand.New(rand.NewPCG(1, 1)), FaultMasterHang)
+		if err := log.close(); err != nil {
+			t.Fatal(err)
+		}
+		faults, err := readLines[Fault](path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hangs := 0
+		for _, f := range faults {
+			if f.Kind == FaultMasterHang {
+				hangs++
+			}
+		}
+		switch {
+		case recent && hangs != 0:
+			t.Errorf("%d master hangs injected right after the sentinel's own failover, want none", hangs)
+		case !recent && hangs != 1:
+			t.Errorf("control: %d master hangs injected with no failover before, want 1", hangs)
+		}
+	}
 }
