@@ -92,13 +92,10 @@ type lockWaiters struct {
 // ever shortens what the waiter knows of the holder.
 type handover struct {
 	to     string // the holder (owner)
-	at     time.Time
+	learnt int64  // when, on the room's clock (the Locker's)
 	life   time.Duration
 	found  bool
-	learnt int64 // at, on the room's clock
 }
-
-func (h handover) ends() time.Time { return h.at.Add(h.life) }
 
 type earlyGrant struct {
 	g  grant
@@ -348,11 +345,12 @@ func (r *waitRoom) deliver(ch, payload string) {
 	if lw == nil {
 		return
 	}
-	r.handOver(lw, &handover{to: g.owner, at: time.Now(), life: g.life, learnt: r.clock()})
+	now := r.clock()
+	r.handOver(lw, &handover{to: g.owner, learnt: now, life: g.life})
 	w := lw.waiter(g.owner)
 	if w == nil {
 		if !r.mut.dropEarly {
-			lw.keepEarly(g, r.clock())
+			lw.keepEarly(g, now)
 		}
 		return
 	}
@@ -426,7 +424,7 @@ func (r *waitRoom) check(chs []string) {
 		defer r.wg.Done()
 		ctx, cancel := context.WithTimeout(r.ctx, checkTimeout)
 		defer cancel()
-		asked, at := r.clock(), time.Now()
+		asked := r.clock()
 		cmds, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, ch := range chs {
 				p.HGet(ctx, ch, "owner")
@@ -444,7 +442,7 @@ func (r *waitRoom) check(chs []string) {
 			if lw == nil {
 				continue
 			}
-			h := &handover{at: at, found: true, learnt: asked}
+			h := &handover{learnt: asked, found: true}
 			if cmds != nil {
 				h.to = cmds[2*i].(*redis.StringCmd).Val()
 				h.life = cmds[2*i+1].(*redis.DurationCmd).Val()

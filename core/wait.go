@@ -184,10 +184,11 @@ func (a *acquisition) sleep(remaining time.Duration) time.Duration {
 func (a *acquisition) sawHandover(w *waiter) bool {
 	changed := false
 	w.readHandovers(func(h handover) {
-		if (a.keys.semaphore() || h.found) && a.busySeen && !h.ends().Before(a.holderAt.Add(a.holder)) {
+		at := a.l.timeAt(h.learnt)
+		if (a.keys.semaphore() || h.found) && a.busySeen && !at.Add(h.life).Before(a.holderAt.Add(a.holder)) {
 			return
 		}
-		a.busySeen, a.holder, a.holderAt = true, h.life, h.at
+		a.busySeen, a.holder, a.holderAt = true, h.life, at
 		changed = true
 	})
 	return changed
