@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -233,17 +232,7 @@ func crashDeploymentOf(t *testing.T, topo string) *crashDeployment {
 			return n
 		}
 		d.proxied = func(t *testing.T, opts ...core.Option) (*core.Locker, []*redistest.Proxy) {
-			via := map[string]string{}
-			var ps []*redistest.Proxy
-			for _, a := range cl.Addrs {
-				p := redistest.StartProxy(t, a)
-				via[a], ps = p.Addr, append(ps, p)
-			}
-			o := cl.Options()
-			o.ReadTimeout, o.WriteTimeout = proxiedTimeout, proxiedTimeout
-			o.Dialer = viaProxies(via)
-			c := redis.NewClusterClient(o)
-			t.Cleanup(func() { c.Close() })
+			c, ps := proxiedClusterClient(t, cl, proxiedTimeout)
 			return locktest.Locker(t, c, opts...), ps
 		}
 	case "sentinel":
@@ -253,12 +242,7 @@ func crashDeploymentOf(t *testing.T, topo string) *crashDeployment {
 		master := sen.Master.Client(t)
 		d.subs = func(*testing.T, string) *redis.Client { return master }
 		d.proxied = func(t *testing.T, opts ...core.Option) (*core.Locker, []*redistest.Proxy) {
-			p := redistest.StartProxy(t, sen.Master.Addr)
-			o := sen.Options()
-			o.ReadTimeout, o.WriteTimeout = proxiedTimeout, proxiedTimeout
-			o.Dialer = viaProxies(map[string]string{sen.Master.Addr: p.Addr})
-			c := redis.NewFailoverClient(o)
-			t.Cleanup(func() { c.Close() })
+			c, p := proxiedFailoverClient(t, sen, proxiedTimeout)
 			return locktest.Locker(t, c, opts...), []*redistest.Proxy{p}
 		}
 	}
@@ -270,17 +254,6 @@ func crashDeploymentOf(t *testing.T, topo string) *crashDeployment {
 // held reply (2s), which would otherwise time out and be sent again after
 // the release, and come back in time.
 const proxiedTimeout = 3 * time.Second
-
-// viaProxies dials each address of via through its proxy, others directly.
-func viaProxies(via map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if p, ok := via[addr]; ok {
-			addr = p
-		}
-		return d.DialContext(ctx, network, addr)
-	}
-}
 
 func crashedWaiterCost(t *testing.T, d *crashDeployment, name string, late bool, mutant string) {
 	ctx := locktest.Context(t)

@@ -19,25 +19,50 @@ import (
 func lateCluster(t *testing.T) (*redistest.Cluster, []*redistest.Proxy, *redis.ClusterClient) {
 	t.Helper()
 	cl := redistest.StartCluster(t, 3)
+	c, ps := proxiedClusterClient(t, cl, lateReadTimeout)
+	return cl, ps, c
+}
+
+// proxiedClusterClient returns a client of cl that dials every node
+// through a fault proxy of its own (one per node, in cl.Addrs' order),
+// with read and write timeout rt; both closed with t.
+func proxiedClusterClient(t testing.TB, cl *redistest.Cluster, rt time.Duration) (*redis.ClusterClient, []*redistest.Proxy) {
 	via := map[string]string{}
 	var ps []*redistest.Proxy
 	for _, a := range cl.Addrs {
 		p := redistest.StartProxy(t, a)
-		via[a] = p.Addr
-		ps = append(ps, p)
+		via[a], ps = p.Addr, append(ps, p)
 	}
-	opts := cl.Options()
-	opts.ReadTimeout, opts.WriteTimeout = lateReadTimeout, lateReadTimeout
+	o := cl.Options()
+	o.ReadTimeout, o.WriteTimeout = rt, rt
+	o.Dialer = viaProxies(via)
+	c := redis.NewClusterClient(o)
+	t.Cleanup(func() { c.Close() })
+	return c, ps
+}
+
+// proxiedFailoverClient returns a Sentinel failover client of sen that
+// dials its master through a fault proxy (the sentinels directly), with
+// read and write timeout rt; both closed with t.
+func proxiedFailoverClient(t testing.TB, sen *redistest.Sentinel, rt time.Duration) (*redis.Client, *redistest.Proxy) {
+	p := redistest.StartProxy(t, sen.Master.Addr)
+	o := sen.Options()
+	o.ReadTimeout, o.WriteTimeout = rt, rt
+	o.Dialer = viaProxies(map[string]string{sen.Master.Addr: p.Addr})
+	c := redis.NewFailoverClient(o)
+	t.Cleanup(func() { c.Close() })
+	return c, p
+}
+
+// viaProxies dials each address of via through its proxy, others directly.
+func viaProxies(via map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
-	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if p, ok := via[addr]; ok {
 			addr = p
 		}
 		return d.DialContext(ctx, network, addr)
 	}
-	c := redis.NewClusterClient(opts)
-	t.Cleanup(func() { c.Close() })
-	return cl, ps, c
 }
 
 // On a Cluster, a read lock's and a permit's acquire whose reply comes
@@ -59,18 +84,7 @@ func TestLateRepliesOnCluster(t *testing.T) {
 func TestLateRepliesOnSentinel(t *testing.T) {
 	t.Parallel()
 	sen := redistest.StartSentinel(t)
-	p := redistest.StartProxy(t, sen.Master.Addr)
-	opts := sen.Options()
-	opts.ReadTimeout, opts.WriteTimeout = lateReadTimeout, lateReadTimeout
-	var d net.Dialer
-	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if addr == sen.Master.Addr {
-			addr = p.Addr
-		}
-		return d.DialContext(ctx, network, addr)
-	}
-	c := redis.NewFailoverClient(opts)
-	t.Cleanup(func() { c.Close() })
+	c, p := proxiedFailoverClient(t, sen, lateReadTimeout)
 	testLateReplies(t, c, sen.Master.Client(t), []*redistest.Proxy{p})
 }
 

@@ -704,6 +704,7 @@ func straggle(t *testing.T, holder, l *core.Locker, slow *redistest.Proxy, cs []
 	}
 	// Node 2's grant to the TryLock's owner shows, then is given back.
 	timeout := time.After(3 * time.Second)
+watch:
 	for gone == 0 {
 		select {
 		case m := <-events:
@@ -716,10 +717,9 @@ func straggle(t *testing.T, holder, l *core.Locker, slow *redistest.Proxy, cs []
 			case m.Payload == "del" && granted > 0:
 				gone = time.Since(start)
 			}
-			continue
 		case <-timeout:
+			break watch
 		}
-		break
 	}
 	slow.SetLatency(0)
 	if err := s.Unlock(ctx); err != nil {
