@@ -37,6 +37,9 @@ type chaos struct {
 	master   sync.Mutex
 	lookedAt int64
 	movedAt  int64 // when the rig last saw the sentinel's own failover
+	// moved, if not nil, is sent the failovers the sentinel made by itself
+	// as reconcile logs them (without blocking: tests)
+	moved chan Fault
 }
 
 // lane is a set of fault kinds injected one after another, with gaps.
@@ -222,9 +225,9 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 	case FaultRestart:
 		srvs[0].Restart()
 	case FaultHangShort:
-		f.Start, failed = hang(srvs[0], frac(0.3, 0.8), f.Start)
+		f.Start, failed = hang(srvs[0], frac(0.3, 0.8))
 	case FaultHangLong:
-		f.Start, failed = hang(srvs[0], frac(1.5, 3), f.Start)
+		f.Start, failed = hang(srvs[0], frac(1.5, 3))
 	case FaultLateReply, FaultCut, FaultLatency:
 		f.D = network(c.dep.proxiesOf(0), kind, rng, rt, frac)
 	case FaultFailover:
@@ -246,7 +249,7 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 			break
 		}
 		f.Target = m.Addr
-		f.Start, failed = hang(m, frac(0.5, 2), f.Start)
+		f.Start, failed = hang(m, frac(0.5, 2))
 	case FaultNodeRestart:
 		// Killed, and started empty the longest lease later: redis.io's
 		// "delayed restart" for a Redlock master without persistence, so
@@ -257,7 +260,7 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		srvs[node].Restart()
 	case FaultNodeHang:
 		f.Target = srvs[node].Addr
-		f.Start, failed = hang(srvs[node], frac(0.3, 3), f.Start)
+		f.Start, failed = hang(srvs[node], frac(0.3, 3))
 	case FaultNodeNet:
 		if c.dep.st != nil {
 			c.master.Lock()
@@ -272,7 +275,7 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		f.D = network(c.dep.proxiesOf(node), []string{FaultLateReply, FaultCut, FaultLatency}[rng.IntN(3)], rng, rt, frac)
 	case FaultMasterPause:
 		f.Target = srvs[node].Addr
-		f.Start, failed = hang(srvs[node], frac(0.3, 2), f.Start)
+		f.Start, failed = hang(srvs[node], frac(0.3, 2))
 	case FaultMasterRestart:
 		f.Target = srvs[node].Addr
 		srvs[node].Restart()
@@ -317,7 +320,12 @@ func (c *chaos) reconcile() {
 	if moved {
 		fmt.Fprintf(os.Stderr, "rig: the sentinel failed the master over by itself, to %s\n", c.dep.st.Master.Addr)
 		c.movedAt = now()
-		c.log.add(Fault{Kind: FaultFailover, Target: "by the sentinel", Start: c.lookedAt, End: c.movedAt}, true)
+		f := Fault{Kind: FaultFailover, Target: "by the sentinel", Start: c.lookedAt, End: c.movedAt}
+		c.log.add(f, true)
+		select {
+		case c.moved <- f:
+		default:
+		}
 	}
 	c.lookedAt = asked // the master it names was so when it was asked
 }
@@ -413,12 +421,11 @@ func commandLatency(ps []*redistest.Proxy, rng *rand.Rand, d, lasting time.Durat
 
 // hang pauses s for d and returns when the pause began: once SIGSTOP was
 // sent, not when the fault was drawn (finding a Sentinel's master first
-// can take a while on a loaded machine, and Redis answers meanwhile). If
-// the pause fails it returns drawn and the error (inject then logs no
-// fault).
-func hang(s *redistest.Server, d time.Duration, drawn int64) (int64, error) {
+// can take a while on a loaded machine, and Redis answers meanwhile), or
+// the pause's error (inject then logs no fault).
+func hang(s *redistest.Server, d time.Duration) (int64, error) {
 	if err := s.Pause(); err != nil {
-		return drawn, err
+		return 0, err
 	}
 	start := now()
 	time.Sleep(d)

@@ -54,7 +54,7 @@ func selfFailoverWindow(t *testing.T, dep *deployment, watch bool) (time.Duratio
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &chaos{cfg: &RunConfig{Topology: "sentinel"}, dep: dep, log: log, counts: map[string]int{}}
+	c := &chaos{cfg: &RunConfig{Topology: "sentinel"}, dep: dep, log: log, counts: map[string]int{}, moved: make(chan Fault, 1)}
 	c.master.Lock()
 	c.reconcile() // the rig knows the master
 	c.master.Unlock()
@@ -74,7 +74,11 @@ func selfFailoverWindow(t *testing.T, dep *deployment, watch bool) (time.Duratio
 	}
 	sent, switched := operatorFailover(t, ctx, dep)
 	if watch {
-		waitLogged(t, path, 5*time.Second) // the watch's look after the switch
+		select { // the watch's look after the switch
+		case <-c.moved:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no failover by the sentinel logged within 5s of the switch")
+		}
 	} else {
 		time.Sleep(4 * time.Second) // the control's rig looks this late
 		c.master.Lock()
@@ -146,26 +150,6 @@ func operatorFailover(t *testing.T, ctx context.Context, dep *deployment) (sent,
 		t.Fatal("the sentinel never switched the master")
 		return 0, 0
 	}
-}
-
-// waitLogged waits (within d) until the fault log at path holds a
-// failover: a file, which nothing signals, read every 20ms.
-func waitLogged(t *testing.T, path string, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		faults, err := readLines[Fault](path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range faults {
-			if f.Kind == FaultFailover {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no failover logged within %v", d)
 }
 
 // master_hang injects no hang within the checker's failover settle time
