@@ -36,12 +36,10 @@ type acquisition struct {
 	// still run, unseen; the hold's release then leaves a done marker
 	uncertain bool
 
-	unavail  error         // the last attempt failed (Redlock: too few nodes answered)
-	retryIn  time.Duration // the wait after the last failed attempt; it doubles while they fail
-	nextTry  time.Time     // a waiter's next attempt is due then, whatever wakes it (zero: none)
-	busySeen bool          // a busy answer was received
-	holder   time.Duration // how long the holder has, as the last busy answer said
-	holderAt time.Time     // when it was seen
+	unavail error         // the last attempt failed (Redlock: too few nodes answered)
+	retryIn time.Duration // the wait after the last failed attempt; it doubles while they fail
+	nextTry time.Time     // a waiter's next attempt is due then, whatever wakes it (zero: none)
+	holder  holderSeen    // the holder, as the last busy answer (or handover) told
 
 	// observations (Event)
 	tag       any    // the caller's holder tag (WithHolderTag), nil without a tag function
@@ -51,14 +49,31 @@ type acquisition struct {
 	sampled   bool // offset is an estimate of the server's clock
 }
 
+// holderSeen is what a waiting call knows of the lock's holder: how long it
+// had (ttl) when that was learnt (at). The zero value: nothing is known (no
+// busy answer yet).
+type holderSeen struct {
+	ttl time.Duration
+	at  time.Time
+}
+
+func (h holderSeen) seen() bool { return !h.at.IsZero() }
+
+// ends is when the holder's TTL runs out unless it is renewed: the lock is
+// then free for the first waiter though no release tells anyone.
+func (h holderSeen) ends() time.Time { return h.at.Add(h.ttl) }
+
+// left is how much of the holder's TTL is left now (0 once it ran out).
+func (h holderSeen) left() time.Duration { return max(time.Until(h.ends()), 0) }
+
 // busy is the error of a call that last saw the lock busy. Once the
 // holder's TTL as last seen has run out (it renewed, or the budget ended
 // as it ran out), the hint is no longer than the whole of that TTL.
 func (a *acquisition) busy() error {
-	left := max(a.holder-time.Since(a.holderAt), 0)
+	left := a.holder.left()
 	hint := a.l.holdTimes.hint(left)
-	if left == 0 && a.holder > 0 {
-		hint = min(hint, a.holder)
+	if left == 0 && a.holder.ttl > 0 {
+		hint = min(hint, a.holder.ttl)
 	}
 	return &BusyError{Key: a.key, RetryAfter: hint, HolderTTL: left, Permits: a.keys.permits}
 }
@@ -83,7 +98,7 @@ func (a *acquisition) ended(ctx context.Context) error {
 	if a.unavail != nil {
 		return errors.Join(a.unavail, ctxErr(ctx))
 	}
-	if a.busySeen {
+	if a.holder.seen() {
 		return errors.Join(a.busy(), ctxErr(ctx))
 	}
 	return ctxErr(ctx)
@@ -143,7 +158,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		a.undoOwner(owner)
 		a.owner = a.keys.owner(newOwnerID())
 	}
-	a.busySeen, a.holder, a.holderAt = true, r.wait, time.Now()
+	a.holder = holderSeen{ttl: r.wait, at: time.Now()}
 	a.unavail, a.retryIn = nil, 0
 	if r.holder != "" {
 		a.holderTag = r.holder

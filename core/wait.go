@@ -157,12 +157,10 @@ func (a *acquisition) sleep(remaining time.Duration) time.Duration {
 	if l.mut.restartRefresh {
 		// the defect: the refresh counted from the latest news of the
 		// holder, a handover to another waiter included
-		sleep = max(sleep, min(remaining, time.Until(a.holderAt.Add(every))))
+		sleep = max(sleep, min(remaining, time.Until(a.holder.at.Add(every))))
 	}
-	if a.busySeen {
-		// The holder's TTL runs out then, unless renewed: the lock is free
-		// for the first waiter though no release tells anyone.
-		sleep = min(sleep, max(a.holder-time.Since(a.holderAt), 0)+time.Millisecond)
+	if a.holder.seen() {
+		sleep = min(sleep, a.holder.left()+time.Millisecond)
 	}
 	if !a.nextTry.IsZero() {
 		// The last attempt failed, or split a Redlock's nodes, or a
@@ -185,10 +183,10 @@ func (a *acquisition) sawHandover(w *waiter) bool {
 	changed := false
 	w.readHandovers(func(h handover) {
 		at := a.l.timeAt(h.learnt)
-		if (a.keys.semaphore() || h.found) && a.busySeen && !at.Add(h.life).Before(a.holderAt.Add(a.holder)) {
+		if (a.keys.semaphore() || h.found) && a.holder.seen() && !at.Add(h.life).Before(a.holder.ends()) {
 			return
 		}
-		a.busySeen, a.holder, a.holderAt = true, h.life, at
+		a.holder = holderSeen{ttl: h.life, at: at}
 		changed = true
 	})
 	return changed
