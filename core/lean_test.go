@@ -268,3 +268,106 @@ func TestUncontendedCycleAllocs(t *testing.T) {
 		t.Errorf("an uncontended Lock and Unlock allocated %.0f times, want at most %.0f", allocs, bound)
 	}
 }
+
+// A contended handover runs no command for what the queue's head already
+// told: the release that hands the lock to the first waiter while another
+// waits behind it asks nothing more of the queue (the head's look says
+// others follow, and the new holder is marked to look at the queue when it
+// releases; a semaphore's release looks at the queue once, to know whether
+// anyone waits), and a waiter that joins a queue whose keys already outlive
+// its entry moves no expiry. Each join is one attempt: the check after the
+// waiter's subscription finds the lock held (by an owner, or by a
+// semaphore's permits) and wakes no one. Controls, in the same run: the first join does
+// move the queue's expiry (PEXPIREAT of both keys), and the last handover of
+// a lock, with no one behind, leaves its holder unmarked.
+func TestContendedHandoverIsLean(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []struct {
+		name   string
+		take   func(l *core.Locker, ctx context.Context, key string, opts ...core.LockOption) (*core.Lease, error)
+		hash   string
+		exists int64 // EXISTS a handing-over release runs
+	}{
+		{"lock", (*core.Locker).Lock, "lockgate:{lean:handover}", 0},
+		{"semaphore", func(l *core.Locker, ctx context.Context, key string, opts ...core.LockOption) (*core.Lease, error) {
+			return l.Semaphore(ctx, key, 1, opts...)
+		}, "lockgate:{lean:handover}:sem", 1},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			testHandoverIsLean(t, kind.take, kind.hash, kind.exists, kind.name == "lock")
+		})
+	}
+}
+
+func testHandoverIsLean(t *testing.T, take func(l *core.Locker, ctx context.Context, key string, opts ...core.LockOption) (*core.Lease, error), hash string, wantExists int64, marked bool) {
+	srv := redistest.Start(t)
+	holder, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	const key = "lean:handover"
+	type got struct {
+		s   *core.Lease
+		err error
+	}
+	var waiters [2]*core.Locker
+	for i := range waiters {
+		waiters[i], _ = locktest.NewLocker(t, srv)
+		locktest.Warm(t, waiters[i])
+	}
+	wait := func(l *core.Locker) <-chan got {
+		ch := make(chan got, 1)
+		go func() {
+			s, err := take(l, ctx, key, core.WithWait(20*time.Second), core.WithTTL(time.Minute))
+			ch <- got{s, err}
+		}()
+		return ch
+	}
+	held := func(ch <-chan got) *core.Lease {
+		t.Helper()
+		g := <-ch
+		if g.err != nil {
+			t.Fatal(g.err)
+		}
+		return g.s
+	}
+	s, err := take(holder, ctx, key, core.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	before := allCommands(t, direct)
+	first := wait(waiters[0])
+	waitQueuedOn(t, direct, hash, 1)
+	if d := diffCommands(before, allCommands(t, direct)); d["evalsha"] != 1 || d["pexpireat"] != 2 {
+		t.Fatalf("the first waiter's join ran %d scripts and moved the queue's expiry %d times, want 1 and 2 (both keys): %v", d["evalsha"], d["pexpireat"], d)
+	}
+	before = allCommands(t, direct)
+	second := wait(waiters[1])
+	waitQueuedOn(t, direct, hash, 2)
+	if d := diffCommands(before, allCommands(t, direct)); d["evalsha"] != 1 || d["pexpireat"] != 0 || d["pexpiretime"] != 1 {
+		t.Errorf("the second waiter's join ran %d scripts, PEXPIREAT %d and PEXPIRETIME %d times, want 1, 0 and 1: %v", d["evalsha"], d["pexpireat"], d["pexpiretime"], d)
+	}
+
+	before = allCommands(t, direct)
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := diffCommands(before, allCommands(t, direct))
+	if d["exists"] != wantExists || d["spublish"] != 1 {
+		t.Errorf("the handover to the first waiter ran EXISTS %d and SPUBLISH %d times, want %d and 1: %v", d["exists"], d["spublish"], wantExists, d)
+	}
+	a := held(first)
+	if w, _ := direct.HGet(ctx, hash, "w").Result(); marked && w != "1" {
+		t.Errorf("the first waiter holds the lock with another behind it, unmarked (w = %q): its release would not look at the queue", w)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := held(second)
+	if w, err := direct.HGet(ctx, hash, "w").Result(); marked && err != redis.Nil {
+		t.Errorf("the last waiter holds the lock with no one behind it, yet marked (w = %q, %v)", w, err)
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -45,6 +45,11 @@ type mutants struct {
 	// told of it, nor of the holder the check after its subscription
 	// finds: it sleeps by what its attempt saw.
 	lateJoinBlind bool
+	// ownerOnly: the check after a subscription asks only for a lock's
+	// writer (its owner field), not whether the room's waiters hold a
+	// semaphore's permit or a reader's hold, so a waiter granted one before
+	// its Locker subscribed sleeps until its next refresh.
+	ownerOnly bool
 	// noTurns: every Redlock waiter of a lock tries at each release (no
 	// turns), as before turns.go.
 	noTurns bool
@@ -108,12 +113,12 @@ var envMutants string
 // mutantEdits are the script mutants: each replaces text of queue.lua.
 var mutantEdits = map[string][2]string{
 	"queue-expiry": {`  if redis.call('PEXPIRETIME', KEYS[4]) < exp then
-    redis.call('PEXPIREAT', KEYS[4], exp)
-    redis.call('PEXPIREAT', KEYS[5], exp)`, `  do
+    redis.call('PEXPIREAT', KEYS[4], exp + life)
+    redis.call('PEXPIREAT', KEYS[5], exp + life)`, `  do
     local d = 2 * tonumber(ARGV[4]) + tonumber(ARGV[2])
     redis.call('PEXPIRE', KEYS[4], d)
     redis.call('PEXPIRE', KEYS[5], d)`},
-	"sweep-64": {"local batches = math.huge", "local batches = 4"},
+	"sweep-64": {"local batches, size = math.huge, 100", "local batches, size = 4, 16"},
 }
 
 // scriptSet is the scripts a backend of a Locker with m sends.
@@ -136,6 +141,7 @@ var mutantFlags = map[string]func(*mutants){
 	"no-nudge":           func(m *mutants) { m.noNudge = true },
 	"late-join-blind":    func(m *mutants) { m.lateJoinBlind = true },
 	"no-turns":           func(m *mutants) { m.noTurns = true },
+	"owner-only":         func(m *mutants) { m.ownerOnly = true },
 	"no-monitor":         func(m *mutants) { m.noMonitor = true },
 	"refusal-definitive": func(m *mutants) { m.refusalDefinitive = true },
 	"no-slot-reload":     func(m *mutants) { m.noSlotReload = true },
@@ -167,9 +173,6 @@ func parseMutants(list string) (mutants, error) {
 			return mutants{}, fmt.Errorf("lockgate: unknown mutant %q", name)
 		}
 		q = strings.Replace(q, e[0], e[1], 1)
-		if name == "sweep-64" {
-			q = strings.Replace(q, "redis.call('ZRANGE', KEYS[4], 0, 99)", "redis.call('ZRANGE', KEYS[4], 0, 15)", 1)
-		}
 	}
 	if q != queueSrc {
 		m.scripts = &scripts{newScript(withQueue(acquireSrc, q)), newScript(withQueue(releaseSrc, q))}

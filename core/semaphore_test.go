@@ -1178,3 +1178,94 @@ func TestSemaphoreEventsCarryPermits(t *testing.T) {
 	}
 	check("a lock", 0, "acquired", "released")
 }
+
+// A semaphore waiter handed a permit before its Locker subscribed to the
+// semaphore's channel (the release ran while the reply of its queueing
+// attempt was held, so the grant's message reached no one) holds the permit
+// as soon as the reply comes: the check after the subscription finds the
+// waiter's own permit in the semaphore's hash and wakes it. Its refresh is
+// 20s away and its budget 8s. On one server and on a 3-master Cluster.
+// Control: a check that asks only for a writer's owner field
+// ("owner-only") leaves it busy at its budget.
+func TestSemaphoreGrantBeforeSubscription(t *testing.T) {
+	t.Parallel()
+	for _, topo := range []string{"single", "cluster"} {
+		for _, mutant := range []string{"", "owner-only"} {
+			t.Run(topo+"/mutant="+mutant, func(t *testing.T) {
+				t.Parallel()
+				testSemaphoreGrantBeforeSubscription(t, topo == "cluster", mutant)
+			})
+		}
+	}
+}
+
+func testSemaphoreGrantBeforeSubscription(t *testing.T, cluster bool, mutant string) {
+	const sem = "early-sem"
+	var direct, c redis.UniversalClient
+	var p *redistest.Proxy
+	if cluster {
+		cl := redistest.StartCluster(t, 3)
+		direct = cl.Client(t)
+		cc, ps := proxiedClusterClient(t, cl, 3*time.Second)
+		c = cc
+		master := cl.ServerForSlot(int(direct.ClusterKeySlot(context.Background(), semKey(sem)).Val()))
+		for i, a := range cl.Addrs {
+			if a == master.Addr {
+				p = ps[i]
+			}
+		}
+	} else {
+		srv := redistest.Start(t)
+		direct = srv.Client(t)
+		p = redistest.StartProxy(t, srv.Addr)
+		pc := redis.NewClient(&redis.Options{Addr: p.Addr})
+		t.Cleanup(func() { pc.Close() })
+		c = pc
+	}
+	holder := locktest.Locker(t, direct)
+	l := locktest.Locker(t, c, core.WithMutants(mutant))
+	warmSem(t, l)
+	ctx := locktest.Context(t)
+	s, err := holder.Semaphore(ctx, sem, 1, core.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := p.HoldReply(semScript("acquire", sem), 1500*time.Millisecond)
+	type got struct {
+		err  error
+		took time.Duration
+	}
+	res := make(chan got, 1)
+	go func() {
+		start := time.Now()
+		w, err := l.Semaphore(ctx, sem, 1, core.WithTTL(time.Minute), core.WithWait(8*time.Second))
+		took := time.Since(start)
+		if err == nil {
+			err = w.Unlock(context.WithoutCancel(ctx))
+		}
+		res <- got{err, took}
+	}()
+	within(t, h.Matched(), 5*time.Second, "the waiter's attempt")
+	within(t, h.Answered(), 5*time.Second, "the waiter's attempt ran")
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Released():
+		t.Fatal("probe: the held reply was released before the grant; the scenario did not happen")
+	default:
+	}
+	if n := direct.HLen(ctx, semKey(sem)).Val(); n < 2 { // the permit and the count
+		t.Fatalf("probe: the release handed the permit to no one (%d fields)", n)
+	}
+	r := <-res
+	if mutant != "" {
+		if !errors.Is(r.err, core.ErrNotObtained) {
+			t.Fatalf("control: waiter = %v after %v, want busy at its budget", r.err, r.took)
+		}
+		return
+	}
+	if r.err != nil || r.took > 4*time.Second {
+		t.Fatalf("waiter = %v after %v: the permit granted before it subscribed was not found until its refresh", r.err, r.took)
+	}
+}

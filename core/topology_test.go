@@ -151,8 +151,14 @@ func waitFor(ctx context.Context, l *core.Locker, key string, wait time.Duration
 // Redis and subscribed to its channel.
 func waitQueued(t *testing.T, c redis.UniversalClient, key string, n int64) {
 	t.Helper()
+	waitQueuedOn(t, c, "lockgate:{"+key+"}", n)
+}
+
+// waitQueuedOn is waitQueued for the lock (or semaphore) hash ch, which is
+// also its channel.
+func waitQueuedOn(t *testing.T, c redis.UniversalClient, ch string, n int64) {
+	t.Helper()
 	ctx := context.Background()
-	ch := "lockgate:{" + key + "}"
 	for i := 0; i < 500; i++ {
 		q, _ := c.ZCard(ctx, ch+":q").Result()
 		var subs map[string]int64
@@ -169,7 +175,7 @@ func waitQueued(t *testing.T, c redis.UniversalClient, key string, n int64) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("%d waiters never queued and subscribed for %s", n, key)
+	t.Fatalf("%d waiters never queued and subscribed for %s", n, ch)
 }
 
 // checkWoken fails t unless the waiter obtained the lock before its wait

@@ -84,14 +84,14 @@ end
 -- now (readers at the head all do); expired entries of waiters that are
 -- gone are dropped on the way.
 if queued then
-  local w, exp, seq, tag, r = head(ms)
+  local w, exp, seq, tag, r, more = head(ms)
   if w == false then return busy(1, nil, 6) end
   if w and w ~= owner then
     if r then
       give(w, exp, seq, tag, now, ms, ARGV[3], 'r', '1')
       handOn(now, ms, ARGV[3], 1, false)
     else
-      grant(w, exp, seq, tag, now, ms, ARGV[3])
+      grant(w, exp, seq, tag, more, now, ms, ARGV[3])
     end
     join(now, ms, false, ARGV[6])
     if ARGV[4] ~= '' then
@@ -101,10 +101,11 @@ if queued then
     end
     return busy(exp - ms, tag, 6)
   end
+  queued = false
   if w then
     redis.call('ZREM', KEYS[4], owner)
     redis.call('HDEL', KEYS[5], owner)
+    queued = more
   end
-  queued = redis.call('EXISTS', KEYS[4]) == 1
 end
 return take(now, queued)

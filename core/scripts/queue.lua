@@ -6,24 +6,26 @@
 -- at joining), KEYS[5] their entries (hash: owner → "<expiry ms>|<refresh
 -- number>[r][|<tag>]"; r marks a reader, an RLock's waiter).
 
--- keep makes the queue's keys live until at least exp (ms): never shorter
--- than the longest-lived entry, whatever the TTLs of later joiners.
-local function keep(exp)
+-- keep makes the queue's keys live until at least exp (ms), the expiry of
+-- an entry that lives life ms: never shorter than the longest-lived entry,
+-- whatever the TTLs of later joiners. When it moves the expiry it moves it
+-- one life further, so that the refreshes and joins of that life do not.
+local function keep(exp, life)
   if redis.call('PEXPIRETIME', KEYS[4]) < exp then
-    redis.call('PEXPIREAT', KEYS[4], exp)
-    redis.call('PEXPIREAT', KEYS[5], exp)
+    redis.call('PEXPIREAT', KEYS[4], exp + life)
+    redis.call('PEXPIREAT', KEYS[5], exp + life)
   end
 end
 
 -- head returns the first live waiter (its owner, entry expiry ms, refresh
--- number, tag, and whether it is a reader), dropping every expired entry
--- before it, however many (each is dropped once, by whoever meets it); nil
--- when none is live.
+-- number, tag, whether it is a reader, and whether entries follow it),
+-- dropping every expired entry before it, however many (each is dropped
+-- once, by whoever meets it); nil when none is live.
 local function head(ms)
-  local batches = math.huge
+  local batches, size = math.huge, 100
   while batches > 0 do
     batches = batches - 1
-    local ws = redis.call('ZRANGE', KEYS[4], 0, 99)
+    local ws = redis.call('ZRANGE', KEYS[4], 0, size - 1)
     if #ws == 0 then return nil end
     local es = redis.call('HMGET', KEYS[5], unpack(ws))
     for i, w in ipairs(ws) do
@@ -34,7 +36,7 @@ local function head(ms)
           redis.call('ZREM', KEYS[4], unpack(ws, 1, i - 1))
           redis.call('HDEL', KEYS[5], unpack(ws, 1, i - 1))
         end
-        return w, tonumber(exp), seq, tag, r == 'r'
+        return w, tonumber(exp), seq, tag, r == 'r', i < #ws or #ws == size
       end
     end
     redis.call('ZREM', KEYS[4], unpack(ws))
@@ -43,17 +45,18 @@ local function head(ms)
   return false -- (only when the sweep is bounded) more entries to look at
 end
 
--- grant hands the free lock to waiter w (head's answers): it leaves the
--- queue and holds the lock under a new fence until its entry would have
--- expired (it then claims its own TTL), and is told on the lock's channel:
+-- grant hands the free lock to waiter w (head's answers; more: entries
+-- follow it): it leaves the queue and holds the lock under a new fence
+-- until its entry would have expired (it then claims its own TTL), and is
+-- told on the lock's channel:
 -- "g <owner> <fence> <refresh number> <ms it holds it for now>". The grant
 -- is in Redis, not only in the message: a waiter that missed the message
 -- finds that it holds the lock at its next attempt.
-local function grant(w, exp, seq, tag, now, ms, window)
+local function grant(w, exp, seq, tag, more, now, ms, window)
   redis.call('ZREM', KEYS[4], w)
   redis.call('HDEL', KEYS[5], w)
   local f = fence(now, window)
-  if redis.call('EXISTS', KEYS[4]) == 1 then
+  if more then
     redis.call('HSET', KEYS[1], 'owner', w, 'fence', f, 'w', '1')
   else
     redis.call('HSET', KEYS[1], 'owner', w, 'fence', f)
@@ -75,7 +78,7 @@ local function join(now, ms, reader, tag)
   if reader then e = e .. 'r' end
   if tag and tag ~= '' then e = e .. '|' .. tag end
   redis.call('HSET', KEYS[5], ARGV[1], e)
-  keep(exp)
+  keep(exp, tonumber(ARGV[4]))
 end
 
 -- busy is a busy answer: -(t ms to wait), and the holder's tag when the

@@ -38,7 +38,7 @@ end
 if extra > 0 then
   local taking = false -- the caller was at the head
   while true do
-    local w, exp, seq, tag, r = head(ms)
+    local w, exp, seq, tag, r, more = head(ms)
     if w == false then return busy(1, nil, 6) end
     if not w then break end
     if w == owner then
@@ -54,8 +54,8 @@ if extra > 0 then
       return wait(redis.call('PTTL', KEYS[1]), soonTag, v[2])
     else
       redis.call('DEL', KEYS[1]) -- expired readers' leftovers, if any
-      grant(w, exp, seq, tag, now, ms, ARGV[3])
-      return wait(exp - ms, tag, redis.call('EXISTS', KEYS[4]) == 1)
+      grant(w, exp, seq, tag, more, now, ms, ARGV[3])
+      return wait(exp - ms, tag, more)
     end
   end
 end

@@ -14,7 +14,7 @@
 -- answer (nil: no live waiter).
 local function handOn(now, ms, window, readers, dirty)
   while true do
-    local w, exp, seq, tag, r = head(ms)
+    local w, exp, seq, tag, r, more = head(ms)
     if not w then return readers, false, w end
     if r then
       give(w, exp, seq, tag, now, ms, window, 'r', '1')
@@ -23,7 +23,7 @@ local function handOn(now, ms, window, readers, dirty)
       return readers, false, w
     else
       if dirty then redis.call('DEL', KEYS[1]) end
-      grant(w, exp, seq, tag, now, ms, window)
+      grant(w, exp, seq, tag, more, now, ms, window)
       return 0, true, w
     end
   end

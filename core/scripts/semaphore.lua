@@ -85,15 +85,18 @@ local function give(w, exp, seq, tag, now, ms, window, k, v)
 end
 
 -- pass hands free permits (n in all, live held) to the live waiters in
--- arrival order, and returns the number held after.
+-- arrival order, and returns the number held after and whether entries are
+-- left in the queue (as head saw it: no command asks again).
 local function pass(live, n, now, ms, window)
+  local more = true
   while live < n do
-    local w, exp, seq, tag = head(ms)
-    if not w then break end
+    local w, exp, seq, tag, _, rest = head(ms)
+    if w == nil then return live, false end
+    if not w then return live, true end
     give(w, exp, seq, tag, now, ms, window, 'n', n)
-    live = live + 1
+    live, more = live + 1, rest
   end
-  return live
+  return live, more
 end
 
 -- leave gives up owner's hold (mine: it holds a live one) or its place in

@@ -67,7 +67,7 @@ if ARGV[4] ~= '' then
   local e = exp .. '|' .. ARGV[5]
   if ARGV[7] and ARGV[7] ~= '' then e = e .. '|' .. ARGV[7] end
   redis.call('HSET', KEYS[5], owner, e, '#n', n)
-  keep(exp)
+  keep(exp, tonumber(ARGV[4]))
 end
 local t = (soon or ms + 1) - ms
 if ARGV[7] then return {-t, soonTag or ''} end

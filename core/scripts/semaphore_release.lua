@@ -20,8 +20,7 @@ if queued then
   -- the count the waiters passed.
   n = n or tonumber(redis.call('HGET', KEYS[5], '#n'))
   if n then
-    live = pass(live, n, now, ms, ARGV[2])
-    queued = redis.call('EXISTS', KEYS[4]) == 1
+    live, queued = pass(live, n, now, ms, ARGV[2])
   end
 end
 if live == 0 and not queued then
