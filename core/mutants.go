@@ -45,11 +45,6 @@ type mutants struct {
 	// told of it, nor of the holder the check after its subscription
 	// finds: it sleeps by what its attempt saw.
 	lateJoinBlind bool
-	// ownerOnly: the check after a subscription asks only for a lock's
-	// writer (its owner field), not whether the room's waiters hold a
-	// semaphore's permit or a reader's hold, so a waiter granted one before
-	// its Locker subscribed sleeps until its next refresh.
-	ownerOnly bool
 	// noTurns: every Redlock waiter of a lock tries at each release (no
 	// turns), as before turns.go.
 	noTurns bool
@@ -141,7 +136,6 @@ var mutantFlags = map[string]func(*mutants){
 	"no-nudge":           func(m *mutants) { m.noNudge = true },
 	"late-join-blind":    func(m *mutants) { m.lateJoinBlind = true },
 	"no-turns":           func(m *mutants) { m.noTurns = true },
-	"owner-only":         func(m *mutants) { m.ownerOnly = true },
 	"no-monitor":         func(m *mutants) { m.noMonitor = true },
 	"refusal-definitive": func(m *mutants) { m.refusalDefinitive = true },
 	"no-slot-reload":     func(m *mutants) { m.noSlotReload = true },

@@ -408,17 +408,16 @@ func (r *waitRoom) confirmed(sh *shard, ch string) bool {
 
 // check is run for channels whose subscription was just confirmed (first
 // subscribed, or again after a reconnect): a grant published before then was
-// missed, so it asks, in one pipeline, who holds each lock and for how long,
-// and whether the room's waiters hold it (a semaphore's permit and a reader
-// are fields named by their owner). It wakes each holder that is one of
-// ours (its next attempt finds it holds the lock and claims it), and leaves
-// the hold as a handover with the other
+// missed, so it asks, in one pipeline, who holds each lock and for how long.
+// It wakes the holder if it is one of ours (its next attempt finds it holds
+// the lock and claims it), and leaves the hold as a handover with the other
 // waiters (if its holder is a waiter that is gone, the lock is free when
 // that TTL ends; a grant that arrived after the question is newer and
-// stands). A lock that no one holds (no hash: its holder gone without a
-// release, or Redis restarted empty) wakes every waiter of it, whose
-// attempts take it or hand it to the first live waiter. A hash without an
-// owner is held by a semaphore's permits or by readers: it wakes no one. A grant published after the
+// stands). A lock that no one holds (its holder gone without a release, or
+// Redis restarted empty) wakes every waiter of it, whose attempts take it
+// or hand it to the first live waiter. So does a hash without an owner, a
+// semaphore's or readers': the check cannot tell whether it has room or
+// which waiters a permit went to, and each waiter's attempt can. A grant published after the
 // confirmation reaches the room. If the check fails, every waiter of those
 // locks is woken.
 func (r *waitRoom) check(chs []string) {
@@ -427,11 +426,10 @@ func (r *waitRoom) check(chs []string) {
 		defer r.wg.Done()
 		ctx, cancel := context.WithTimeout(r.ctx, checkTimeout)
 		defer cancel()
-		owners := r.owners(chs)
 		asked := r.clock()
 		cmds, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, ch := range chs {
-				p.HMGet(ctx, ch, owners[i]...)
+			for _, ch := range chs {
+				p.HGet(ctx, ch, "owner")
 				p.PTTL(ctx, ch)
 			}
 			return nil
@@ -447,19 +445,11 @@ func (r *waitRoom) check(chs []string) {
 				continue
 			}
 			h := &handover{learnt: asked, found: true}
-			held := false
 			if cmds != nil {
-				vals := cmds[2*i].(*redis.SliceCmd).Val()
-				h.to, _ = vals[0].(string)
+				h.to = cmds[2*i].(*redis.StringCmd).Val()
 				h.life = cmds[2*i+1].(*redis.DurationCmd).Val()
-				held = h.life != noKey
-				for j, v := range vals[1:] {
-					if w := lw.waiter(owners[i][j+1]); v != nil && w != nil {
-						signal(w.wake) // a permit or a reader's hold of its own
-					}
-				}
 			}
-			if !held && !r.mut.checkOwner {
+			if h.to == "" && !r.mut.checkOwner {
 				for _, w := range lw.waiters {
 					signal(w.wake)
 				}
@@ -474,26 +464,6 @@ func (r *waitRoom) check(chs []string) {
 		}
 	}()
 }
-
-// owners are the fields check asks of each lock hash in chs: "owner" (a
-// writer's hold), then the owner of each of the room's waiters of it.
-func (r *waitRoom) owners(chs []string) [][]string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	owners := make([][]string, len(chs))
-	for i, ch := range chs {
-		owners[i] = []string{"owner"}
-		if lw := r.chans[ch]; lw != nil && !r.mut.ownerOnly {
-			for _, w := range lw.waiters {
-				owners[i] = append(owners[i], w.owner)
-			}
-		}
-	}
-	return owners
-}
-
-// noKey is what PTTL answers for a key that does not exist.
-const noKey = -2
 
 // checkTimeout bounds a check: past it, the waiters are woken instead.
 const checkTimeout = 2 * time.Second

@@ -1183,14 +1183,15 @@ func TestSemaphoreEventsCarryPermits(t *testing.T) {
 // semaphore's channel (the release ran while the reply of its queueing
 // attempt was held, so the grant's message reached no one) holds the permit
 // as soon as the reply comes: the check after the subscription finds the
-// waiter's own permit in the semaphore's hash and wakes it. Its refresh is
-// 20s away and its budget 8s. On one server and on a 3-master Cluster.
-// Control: a check that asks only for a writer's owner field
-// ("owner-only") leaves it busy at its budget.
+// semaphore's hash, which has no owner field, and wakes the waiter, whose
+// attempt finds its own permit. Its refresh is 20s away and its budget 8s.
+// On one server and on a 3-master Cluster. Control: a check that wakes only
+// a waiter named by the owner field ("check-owner") leaves it busy at its
+// budget.
 func TestSemaphoreGrantBeforeSubscription(t *testing.T) {
 	t.Parallel()
 	for _, topo := range []string{"single", "cluster"} {
-		for _, mutant := range []string{"", "owner-only"} {
+		for _, mutant := range []string{"", "check-owner"} {
 			t.Run(topo+"/mutant="+mutant, func(t *testing.T) {
 				t.Parallel()
 				testSemaphoreGrantBeforeSubscription(t, topo == "cluster", mutant)
