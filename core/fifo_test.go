@@ -540,31 +540,11 @@ func TestGrantBeforeJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := p.HoldReply(script(t, "acquire", "early"), 1500*time.Millisecond)
-	type got struct {
-		err  error
-		took time.Duration
-	}
-	first := make(chan got, 1)
-	go func() {
-		start := time.Now()
-		s, err := l.Lock(ctx, "early", core.WithWait(8*time.Second))
-		took := time.Since(start)
-		if err == nil {
-			err = s.Unlock(context.WithoutCancel(ctx))
-		}
-		first <- got{err, took}
-	}()
+	first := timedTake(ctx, func() (*core.Lease, error) { return l.Lock(ctx, "early", core.WithWait(8*time.Second)) })
 	within(t, h.Matched(), 5*time.Second, "the first waiter's attempt")
 	second := waitFor(ctx, l, "early", 8*time.Second)
 	waitQueued(t, direct, "early", 2)
-	if err := s.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-h.Released():
-		t.Fatal("probe: the held reply was released before the grant; the scenario did not happen")
-	default:
-	}
+	releaseWhileHeld(t, ctx, s, h)
 	if owner := direct.HGet(ctx, "lockgate:{early}", "owner").Val(); owner == "" {
 		t.Fatal("probe: the release handed the lock to no one")
 	}
@@ -674,6 +654,44 @@ func TestTryLockDoesNotJumpTheQueue(t *testing.T) {
 
 // proxiedLocker is a Locker whose client (go-redis defaults) reaches srv
 // through a fault proxy, with its scripts loaded and the server checked.
+// timed is what timedTake reports: the call's error (or its Unlock's) and
+// how long the call took.
+type timed struct {
+	err  error
+	took time.Duration
+}
+
+// timedTake runs take on a goroutine, releases what it got, and reports how
+// long take took.
+func timedTake(ctx context.Context, take func() (*core.Lease, error)) <-chan timed {
+	res := make(chan timed, 1)
+	go func() {
+		start := time.Now()
+		s, err := take()
+		took := time.Since(start)
+		if err == nil {
+			err = s.Unlock(context.WithoutCancel(ctx))
+		}
+		res <- timed{err, took}
+	}()
+	return res
+}
+
+// releaseWhileHeld releases s while h still holds a reply back, and fails t
+// if h let the reply go first: the grant then came after it, and the
+// scenario did not happen.
+func releaseWhileHeld(t *testing.T, ctx context.Context, s *core.Lease, h *redistest.Hold) {
+	t.Helper()
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Released():
+		t.Fatal("probe: the held reply was released before the grant; the scenario did not happen")
+	default:
+	}
+}
+
 func proxiedLocker(t *testing.T, srv *redistest.Server) (*redistest.Proxy, *core.Locker) {
 	t.Helper()
 	p := redistest.StartProxy(t, srv.Addr)

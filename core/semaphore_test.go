@@ -1232,30 +1232,12 @@ func testSemaphoreGrantBeforeSubscription(t *testing.T, cluster bool, mutant str
 		t.Fatal(err)
 	}
 	h := p.HoldReply(semScript("acquire", sem), 1500*time.Millisecond)
-	type got struct {
-		err  error
-		took time.Duration
-	}
-	res := make(chan got, 1)
-	go func() {
-		start := time.Now()
-		w, err := l.Semaphore(ctx, sem, 1, core.WithTTL(time.Minute), core.WithWait(8*time.Second))
-		took := time.Since(start)
-		if err == nil {
-			err = w.Unlock(context.WithoutCancel(ctx))
-		}
-		res <- got{err, took}
-	}()
+	res := timedTake(ctx, func() (*core.Lease, error) {
+		return l.Semaphore(ctx, sem, 1, core.WithTTL(time.Minute), core.WithWait(8*time.Second))
+	})
 	within(t, h.Matched(), 5*time.Second, "the waiter's attempt")
 	within(t, h.Answered(), 5*time.Second, "the waiter's attempt ran")
-	if err := s.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-h.Released():
-		t.Fatal("probe: the held reply was released before the grant; the scenario did not happen")
-	default:
-	}
+	releaseWhileHeld(t, ctx, s, h)
 	if n := direct.HLen(ctx, semKey(sem)).Val(); n < 2 { // the permit and the count
 		t.Fatalf("probe: the release handed the permit to no one (%d fields)", n)
 	}
