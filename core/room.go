@@ -417,9 +417,9 @@ func (r *waitRoom) confirmed(sh *shard, ch string) bool {
 // Redis restarted empty) wakes every waiter of it, whose attempts take it
 // or hand it to the first live waiter. So does a hash without an owner, a
 // semaphore's or readers': the check cannot tell whether it has room or
-// which waiters a permit went to, and each waiter's attempt can. A grant published after the
-// confirmation reaches the room. If the check fails, every waiter of those
-// locks is woken.
+// which waiters a permit went to, and each waiter's attempt can. A grant
+// published after the confirmation reaches the room. If the check fails,
+// every waiter of those locks is woken.
 func (r *waitRoom) check(chs []string) {
 	r.wg.Add(1)
 	go func() {
