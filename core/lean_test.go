@@ -333,23 +333,33 @@ func testHandoverIsLean(t *testing.T, take func(l *core.Locker, ctx context.Cont
 		t.Fatal(err)
 	}
 
-	before := allCommands(t, direct)
-	first := wait(waiters[0])
-	waitQueuedOn(t, direct, hash, 1)
-	if d := diffCommands(before, allCommands(t, direct)); d["pexpireat"] != 2 {
-		t.Fatalf("the first waiter's join moved the queue's expiry %d times, want 2 (both keys): %v", d["pexpireat"], d)
-	}
-	before = allCommands(t, direct)
-	second := wait(waiters[1])
-	waitQueuedOn(t, direct, hash, 2)
-	// A semaphore's join is two attempts: the check after the new
-	// subscription wakes every waiter of a hash without an owner (see
-	// waitRoom.check); each moves no expiry.
+	// A semaphore's join is two attempts: the check after the waiter's new
+	// subscription, which runs on a goroutine of its own after the waiter
+	// queued, wakes every waiter of a hash without an owner (see
+	// waitRoom.check). joined waits for them (bounded: nothing outside the
+	// Locker signals them), so that no attempt falls into the next count.
 	attempts := int64(1)
 	if !marked {
 		attempts = 2
 	}
-	if d := diffCommands(before, allCommands(t, direct)); d["evalsha"] != attempts || d["pexpireat"] != 0 || d["pexpiretime"] != attempts {
+	joined := func(before map[string]int64, queued int64) map[string]int64 {
+		t.Helper()
+		waitQueuedOn(t, direct, hash, queued)
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			d := diffCommands(before, allCommands(t, direct))
+			if d["evalsha"] >= attempts || time.Now().After(deadline) {
+				return d
+			}
+		}
+	}
+	before := allCommands(t, direct)
+	first := wait(waiters[0])
+	if d := joined(before, 1); d["evalsha"] != attempts || d["pexpireat"] != 2 {
+		t.Fatalf("the first waiter's join ran %d scripts and moved the queue's expiry %d times, want %d and 2 (both keys): %v", d["evalsha"], d["pexpireat"], attempts, d)
+	}
+	before = allCommands(t, direct)
+	second := wait(waiters[1])
+	if d := joined(before, 2); d["evalsha"] != attempts || d["pexpireat"] != 0 || d["pexpiretime"] != attempts {
 		t.Errorf("the second waiter's join ran %d scripts, PEXPIREAT %d and PEXPIRETIME %d times, want %d, 0 and %d: %v", d["evalsha"], d["pexpireat"], d["pexpiretime"], attempts, attempts, d)
 	}
 
