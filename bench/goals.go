@@ -132,7 +132,7 @@ func (r *Report) goals() []goal {
 	if c := r.con("lockgate", 2*time.Millisecond); c != nil {
 		cmds := c.med(func(x conResult) float64 { return perAcq(x.Server.total(), x.Acq) })
 		add("≤ 10 server commands per contended acquisition", fmt.Sprintf("%.1f", cmds), cmds <= 10,
-			"a contended acquisition is a queueing acquire (the lock's checks, TIME, ZADD, HSET and the queue's expiries) and a handing-over release (ZRANGE, HMGET, ZREM, HDEL of the head, a fence's TIME and SET…GET, the new holder's HSET and PEXPIREAT, SPUBLISH), each command counted inside its script (the top-commands table). What would close it: the queue's entries and their expiry in one key instead of a sorted set, a hash and two expiries.")
+			"a contended acquisition is a queueing acquire (the lock's checks, TIME, ZADD, HSET and a read of the queue's expiry) and a handing-over release (ZRANGE, HMGET, ZREM, HDEL of the head, a fence's TIME and SET…GET, the new holder's HSET and PEXPIREAT, SPUBLISH), each command counted inside its script (the top-commands table). What would close it: the queue's entries and their expiry in one key instead of a sorted set, a hash and two expiries.")
 	}
 	if lg, rs := r.unc("lockgate/redlock3", 1), r.unc("redlock3", 1); lg != nil && rs != nil {
 		a, b := lg.ratioMed(), rs.ratioMed()

@@ -172,7 +172,7 @@ func peers() []peer {
 		},
 		{
 			name: "rueidislock", module: "github.com/redis/rueidis", servers: 1, uncontended: true, contended: true,
-			config: "NewLocker defaults: KeyMajority 2 (3 keys, here on the one server), KeyValidity 5s, TryNextAfter 20ms, client-side caching on; WithContext within a 2s context",
+			config: "NewLocker defaults: KeyMajority 2 (3 keys, here on the one server), KeyValidity 5s, TryNextAfter 20ms, client-side caching on; uncontended: TryWithContext, one attempt; contended: WithContext within a 2s context",
 			waits:  "is notified: the acquire script also GETs each key, so client-side caching (CLIENT TRACKING) invalidates it on release and the invalidation wakes one waiter of that Locker for that name (a Locker that releases wakes its own next waiter); it polls only when caching is disabled.",
 			open:   openRueidislock(false),
 		},
