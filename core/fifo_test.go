@@ -652,8 +652,6 @@ func TestTryLockDoesNotJumpTheQueue(t *testing.T) {
 	checkWoken(t, res, "nojump")
 }
 
-// proxiedLocker is a Locker whose client (go-redis defaults) reaches srv
-// through a fault proxy, with its scripts loaded and the server checked.
 // timed is what timedTake reports: the call's error (or its Unlock's) and
 // how long the call took.
 type timed struct {
@@ -692,6 +690,8 @@ func releaseWhileHeld(t *testing.T, ctx context.Context, s *core.Lease, h *redis
 	}
 }
 
+// proxiedLocker is a Locker whose client (go-redis defaults) reaches srv
+// through a fault proxy, with its scripts loaded and the server checked.
 func proxiedLocker(t *testing.T, srv *redistest.Server) (*redistest.Proxy, *core.Locker) {
 	t.Helper()
 	p := redistest.StartProxy(t, srv.Addr)
