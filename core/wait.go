@@ -182,11 +182,11 @@ func (a *acquisition) sleep(remaining time.Duration) time.Duration {
 func (a *acquisition) sawHandover(w *waiter) bool {
 	changed := false
 	w.readHandovers(func(h handover) {
-		at := a.l.timeAt(h.learnt)
-		if (a.keys.semaphore() || h.found) && a.holder.seen() && !at.Add(h.life).Before(a.holder.ends()) {
+		seen := holderSeen{ttl: h.life, at: a.l.timeAt(h.learnt)}
+		if (a.keys.semaphore() || h.found) && a.holder.seen() && !seen.ends().Before(a.holder.ends()) {
 			return
 		}
-		a.holder = holderSeen{ttl: h.life, at: at}
+		a.holder = seen
 		changed = true
 	})
 	return changed
