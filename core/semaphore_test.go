@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1202,29 +1203,22 @@ func TestSemaphoreGrantBeforeSubscription(t *testing.T) {
 
 func testSemaphoreGrantBeforeSubscription(t *testing.T, cluster bool, mutant string) {
 	const sem = "early-sem"
-	var direct, c redis.UniversalClient
-	var p *redistest.Proxy
+	var direct redis.UniversalClient
+	var l *core.Locker
+	var p *redistest.Proxy // the proxy of the semaphore's node
 	if cluster {
 		cl := redistest.StartCluster(t, 3)
 		direct = cl.Client(t)
-		cc, ps := proxiedClusterClient(t, cl, 3*time.Second)
-		c = cc
+		cc, ps := proxiedClusterClient(t, cl, proxiedTimeout)
+		l = locktest.Locker(t, cc, core.WithMutants(mutant))
 		master := cl.ServerForSlot(int(direct.ClusterKeySlot(context.Background(), semKey(sem)).Val()))
-		for i, a := range cl.Addrs {
-			if a == master.Addr {
-				p = ps[i]
-			}
-		}
+		p = ps[slices.Index(cl.Addrs, master.Addr)]
 	} else {
 		srv := redistest.Start(t)
 		direct = srv.Client(t)
-		p = redistest.StartProxy(t, srv.Addr)
-		pc := redis.NewClient(&redis.Options{Addr: p.Addr})
-		t.Cleanup(func() { pc.Close() })
-		c = pc
+		l, p = locktest.ProxiedLocker(t, srv, core.WithMutants(mutant))
 	}
 	holder := locktest.Locker(t, direct)
-	l := locktest.Locker(t, c, core.WithMutants(mutant))
 	warmSem(t, l)
 	ctx := locktest.Context(t)
 	s, err := holder.Semaphore(ctx, sem, 1, core.WithTTL(time.Minute))
