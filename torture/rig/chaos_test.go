@@ -49,15 +49,8 @@ func TestSelfFailoverIsLoggedAtOnce(t *testing.T) {
 // that watches it (watch) or looks 4s after the switch, and returns the
 // window the rig logged the failover over, or what went wrong.
 func selfFailoverWindow(t *testing.T, dep *deployment, watch bool) (time.Duration, string) {
-	path := filepath.Join(t.TempDir(), "faults.jsonl")
-	log, err := createLog(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &chaos{cfg: &RunConfig{Topology: "sentinel"}, dep: dep, log: log, counts: map[string]int{}, moved: make(chan Fault, 1)}
-	c.master.Lock()
-	c.reconcile() // the rig knows the master
-	c.master.Unlock()
+	c, logged := testChaos(t, dep, &RunConfig{Topology: "sentinel"})
+	c.moved = make(chan Fault, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	watched := make(chan struct{})
 	t.Cleanup(func() {
@@ -87,13 +80,7 @@ func selfFailoverWindow(t *testing.T, dep *deployment, watch bool) (time.Duratio
 	}
 	cancel()
 	<-watched
-	if err := log.close(); err != nil {
-		t.Fatal(err)
-	}
-	faults, err := readLines[Fault](path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	faults := logged()
 	var got []Fault
 	for _, f := range faults {
 		if f.Kind == FaultFailover && f.Target == "by the sentinel" {
@@ -164,28 +151,13 @@ func TestMasterHangWaitsOutSelfFailover(t *testing.T) {
 	}
 	defer dep.close()
 	for _, recent := range []bool{true, false} {
-		path := filepath.Join(t.TempDir(), "faults.jsonl")
-		log, err := createLog(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := &chaos{cfg: &RunConfig{Topology: "sentinel", ReadTimeout: 100 * time.Millisecond}, dep: dep, log: log, counts: map[string]int{}}
-		c.master.Lock()
-		c.reconcile()
-		c.master.Unlock()
+		c, logged := testChaos(t, dep, &RunConfig{Topology: "sentinel", ReadTimeout: 100 * time.Millisecond})
 		if recent {
 			c.movedAt = now() // as reconcile sets it when it sees one
 		}
 		c.inject(context.Background(), rand.New(rand.NewPCG(1, 1)), FaultMasterHang)
-		if err := log.close(); err != nil {
-			t.Fatal(err)
-		}
-		faults, err := readLines[Fault](path)
-		if err != nil {
-			t.Fatal(err)
-		}
 		hangs := 0
-		for _, f := range faults {
+		for _, f := range logged() {
 			if f.Kind == FaultMasterHang {
 				hangs++
 			}
@@ -196,5 +168,31 @@ func TestMasterHangWaitsOutSelfFailover(t *testing.T) {
 		case !recent && hangs != 1:
 			t.Errorf("control: %d master hangs injected with no failover before, want 1", hangs)
 		}
+	}
+}
+
+// testChaos is a chaos of cfg on dep that knows dep's master and logs its
+// faults to a file of its own; logged closes the log and returns them.
+func testChaos(t *testing.T, dep *deployment, cfg *RunConfig) (c *chaos, logged func() []Fault) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "faults.jsonl")
+	log, err := createLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = &chaos{cfg: cfg, dep: dep, log: log, counts: map[string]int{}}
+	c.master.Lock()
+	c.reconcile() // the rig knows the master
+	c.master.Unlock()
+	return c, func() []Fault {
+		t.Helper()
+		if err := log.close(); err != nil {
+			t.Fatal(err)
+		}
+		faults, err := readLines[Fault](path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return faults
 	}
 }
