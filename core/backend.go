@@ -66,6 +66,16 @@ type backend interface {
 	// is given back, since renewals that were not acknowledged still
 	// extended it on the master.
 	replicaAck() bool
+	// clients are the clients of the nodes the backend uses, named as
+	// errors name them (Ping): one for a deployment, whose Cluster client
+	// stands for its masters; one per Redlock node.
+	clients() []namedClient
+}
+
+// namedClient is a client of one node (or a Cluster) and its name.
+type namedClient struct {
+	name string
+	c    redis.UniversalClient
 }
 
 // acquireReply is what an answered acquire found.
@@ -251,6 +261,20 @@ func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, ma
 func (s *deployment) queues() bool { return true }
 
 func (s *deployment) replicaAck() bool { return s.ackN > 0 }
+
+func (s *deployment) clients() []namedClient {
+	name := "redis"
+	switch c := s.c.(type) {
+	case *redis.Client:
+		name = c.Options().Addr
+		if isFailoverClient(c) {
+			name = "Sentinel master"
+		}
+	case *redis.ClusterClient:
+		name = "cluster"
+	}
+	return []namedClient{{name, s.c}}
+}
 
 // byHashTag groups part's leases by hash tag: the keys of one script call
 // on a sharded client must share a slot.

@@ -75,26 +75,18 @@ type pingNode struct {
 	check func(ctx context.Context) (serverFacts, error)
 }
 
-// nodes are the nodes Ping reaches: a Redlock's nodes, every master of a
-// Cluster, or the one client.
+// nodes are the nodes Ping reaches: every node the backend uses, a
+// Cluster's as its masters.
 func (l *Locker) nodes(ctx context.Context) []pingNode {
-	if r, ok := l.be.(*redlock); ok {
-		ns := make([]pingNode, len(r.nodes))
-		for i, n := range r.nodes {
-			ns[i] = clientNode(r.names[i], n.c)
+	var ns []pingNode
+	for _, c := range l.be.clients() {
+		if cc, ok := c.c.(*redis.ClusterClient); ok {
+			ns = append(ns, clusterNodes(ctx, l, cc)...)
+			continue
 		}
-		return ns
+		ns = append(ns, clientNode(c.name, c.c))
 	}
-	switch c := l.client.(type) {
-	case *redis.Client:
-		if isFailoverClient(c) {
-			return []pingNode{clientNode("Sentinel master", c)}
-		}
-		return []pingNode{clientNode(c.Options().Addr, c)}
-	case *redis.ClusterClient:
-		return clusterNodes(ctx, l, c)
-	}
-	return []pingNode{clientNode("redis", l.client)}
+	return ns
 }
 
 // clusterNodes are a Cluster's masters as the client knows them: the

@@ -188,6 +188,14 @@ func (r *redlock) queues() bool { return false }
 
 func (r *redlock) replicaAck() bool { return r.nodes[0].replicaAck() }
 
+func (r *redlock) clients() []namedClient {
+	cs := make([]namedClient, len(r.nodes))
+	for i, n := range r.nodes {
+		cs[i] = namedClient{r.names[i], n.c}
+	}
+	return cs
+}
+
 // release always leaves done markers: an acquire decided by a majority may
 // still run on the other nodes, unseen.
 func (r *redlock) release(ctx context.Context, k *lockKeys, owner ownerID, _ bool) (bool, error) {
