@@ -114,7 +114,7 @@ failover: redis
 	LOCKGATE_FAILOVER_ROUNDS=$(ROUNDS) $(GO) test -count=1 -timeout 30m -run TestFailoverKeepsAcknowledgedLocks -v ./core/ | grep -E 'rounds:|^(---|ok|FAIL)'
 	LOCKGATE_FAILOVER_ROUNDS=$(REFUSAL_ROUNDS) $(GO) test -count=1 -timeout 30m -run TestRefusalDuringFailover -v ./core/ | grep -E 'rounds:|^(---|ok|FAIL)'
 
-## bench: lockgate and its Go peers side by side (bench/ module; about 10 minutes), writes bench/RESULTS.md
+## bench: lockgate and its Go peers side by side, on one server and on a 3-master Cluster (bench/ module; about 22 minutes), writes bench/RESULTS.md
 bench: redis
 	cd bench && $(GO) run ./cmd/bench -out RESULTS.md
 

@@ -114,6 +114,7 @@ type conJob struct {
 	name string
 	peer peer
 	hold time.Duration
+	keys int // contended keys: goroutine g takes key g mod keys
 	runs []conResult
 }
 
@@ -137,7 +138,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(rep.Uncontended)+len(rep.Contended)+len(rep.Middleware)+len(rep.Names)+len(rep.ReadHeavy) == 0 {
 		return rep, fmt.Errorf("-only %q selects no configuration", cfg.Only)
 	}
-	e, err := startEnv()
+	e, err := startEnv(rep.onCluster())
 	if err != nil {
 		return rep, err
 	}
@@ -166,37 +167,26 @@ func (r *Report) selected(name string) bool {
 // plan lists the configurations selected, in the order they run.
 func (r *Report) plan() {
 	for _, conc := range uncontendedConc {
-		var floor *uncJob
-		var jobs []*uncJob
-		for _, p := range r.Peers {
-			if !p.uncontended {
-				continue
-			}
-			j := &uncJob{name: fmt.Sprintf("uncontended/%s/c=%d", p.name, conc), peer: p, conc: conc}
-			if p.name == "floor" {
-				floor = j
-				continue
-			}
-			if r.selected(j.name) {
-				jobs = append(jobs, j)
-			}
-		}
-		if len(jobs) > 0 || r.selected(floor.name) {
-			for _, j := range jobs {
-				j.floor = floor
-			}
-			r.Uncontended = append(r.Uncontended, floor)
-			r.Uncontended = append(r.Uncontended, jobs...)
+		for _, cluster := range []bool{false, true} {
+			r.planUncontended(conc, cluster)
 		}
 	}
 	for _, p := range r.Peers {
 		if !p.contended {
 			continue
 		}
-		for _, h := range contendedHolds {
-			j := &conJob{name: fmt.Sprintf("contended/%s/hold=%v", p.name, h), peer: p, hold: h}
-			if r.selected(j.name) {
-				r.Contended = append(r.Contended, j)
+		for _, keys := range contendedKeys {
+			if keys > 1 && !p.manyKeys {
+				continue
+			}
+			for _, h := range contendedHolds {
+				name := fmt.Sprintf("contended/%s/hold=%v", p.name, h)
+				if keys > 1 {
+					name = fmt.Sprintf("contended/%s/keys=%d/hold=%v", p.name, keys, h)
+				}
+				if j := (&conJob{name: name, peer: p, hold: h, keys: keys}); r.selected(j.name) {
+					r.Contended = append(r.Contended, j)
+				}
 			}
 		}
 	}
@@ -233,6 +223,50 @@ func (r *Report) plan() {
 			r.Middleware = append(r.Middleware, jobs...)
 		}
 	}
+}
+
+// planUncontended plans the uncontended runs at conc of the
+// configurations on one server (cluster false) or on the Cluster, each
+// with the floor of its kind, when any is selected.
+func (r *Report) planUncontended(conc int, cluster bool) {
+	var floor *uncJob
+	var jobs []*uncJob
+	for _, p := range r.Peers {
+		if !p.uncontended || p.cluster != cluster {
+			continue
+		}
+		j := &uncJob{name: fmt.Sprintf("uncontended/%s/c=%d", p.name, conc), peer: p, conc: conc}
+		if strings.HasPrefix(p.name, "floor") {
+			floor = j
+			continue
+		}
+		if r.selected(j.name) {
+			jobs = append(jobs, j)
+		}
+	}
+	if floor == nil || len(jobs) == 0 && !r.selected(floor.name) {
+		return
+	}
+	for _, j := range jobs {
+		j.floor = floor
+	}
+	r.Uncontended = append(r.Uncontended, floor)
+	r.Uncontended = append(r.Uncontended, jobs...)
+}
+
+// onCluster reports whether a planned configuration runs on the Cluster.
+func (r *Report) onCluster() bool {
+	for _, j := range r.Uncontended {
+		if j.peer.cluster {
+			return true
+		}
+	}
+	for _, j := range r.Contended {
+		if j.peer.cluster {
+			return true
+		}
+	}
+	return false
 }
 
 // estimate is the planned measuring time plus a rough allowance for
@@ -273,7 +307,7 @@ func (r *Report) execute(ctx context.Context, e *env) error {
 			if err := e.reset(ctx); err != nil {
 				return fmt.Errorf("%s: reset: %w", j.name, err)
 			}
-			res, err := runContended(ctx, e, j.peer, j.hold, c.Contended, tag)
+			res, err := runContended(ctx, e, j.peer, j.hold, j.keys, c.Contended, tag)
 			if err != nil {
 				return fmt.Errorf("%s: %w", j.name, err)
 			}

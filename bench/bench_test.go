@@ -38,7 +38,7 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var uncPeers, conPeers int
+	var uncPeers, conPeers, manyKeys int
 	for _, p := range rep.Peers {
 		if p.uncontended {
 			uncPeers++
@@ -46,11 +46,14 @@ func TestSmoke(t *testing.T) {
 		if p.contended {
 			conPeers++
 		}
+		if p.contended && p.manyKeys {
+			manyKeys++
+		}
 	}
 	if want := uncPeers * len(uncontendedConc); len(rep.Uncontended) != want {
 		t.Errorf("%d uncontended configurations, want %d", len(rep.Uncontended), want)
 	}
-	if want := conPeers * len(contendedHolds); len(rep.Contended) != want {
+	if want := (conPeers + manyKeys*(len(contendedKeys)-1)) * len(contendedHolds); len(rep.Contended) != want {
 		t.Errorf("%d contended configurations, want %d", len(rep.Contended), want)
 	}
 	if want := len(mwFrameworks) * len(mwRoutes); len(rep.Middleware) != want {
@@ -80,7 +83,7 @@ func TestSmoke(t *testing.T) {
 		if r.Errors > 0 {
 			t.Errorf("%s: %d errors, first %s", j.name, r.Errors, r.FirstErr)
 		}
-		if j.peer.name != "floor" && (len(j.ratio) != 1 || j.ratio[0] <= 0) {
+		if j.floor != nil && (len(j.ratio) != 1 || j.ratio[0] <= 0) || j.floor == nil && !strings.HasPrefix(j.peer.name, "floor") {
 			t.Errorf("%s: ratio to the floor %v", j.name, j.ratio)
 		}
 		row(j.peer.name, j.conc)
@@ -103,7 +106,15 @@ func TestSmoke(t *testing.T) {
 		if r.Server.total() == 0 || !r.WireOK || r.Wire == 0 {
 			t.Errorf("%s: commands not counted: server %v, wire %d (ok %v)", j.name, r.Server, r.Wire, r.WireOK)
 		}
-		row(j.peer.name, j.hold)
+		row(j.peer.name, j.keys, j.hold)
+	}
+	// lockgate on the Cluster beside one server, every workload.
+	for _, conc := range uncontendedConc {
+		row(fmt.Sprintf("uncontended, %d callers: × the floor of its topology", conc))
+	}
+	for _, h := range contendedHolds {
+		row(fmt.Sprintf("contended, one key, %v holds", h))
+		row(fmt.Sprintf("contended, 8 keys, %v holds", h))
 	}
 	for _, j := range rep.Middleware {
 		if len(j.runs) != 1 {

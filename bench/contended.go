@@ -17,25 +17,30 @@ const (
 	contendedLockers    = 3
 )
 
+// Keys of the contended benchmark: one key, and 8 at once (on a Cluster
+// they fall on every master), goroutine g taking key g mod keys.
+var contendedKeys = []int{1, 8}
+
 // Critical-section lengths of the contended benchmark (time.Sleep inside
 // the hold is the work).
 var contendedHolds = []time.Duration{0, 2 * time.Millisecond}
 
 // conResult is one contended run: 32 goroutines over 3 instances of the
 // configuration (3 nodes, each with its own client or clients; goroutine g
-// uses instance g mod 3), all on one key, each taking the lock in a loop
+// uses instance g mod 3), all on one key (or g on key g mod keys), each taking the lock in a loop
 // with a wait budget of 2s, holding it for the hold, releasing it, until the
 // run's end (a wait still going on then is cut short and not counted).
 type conResult struct {
 	Elapsed time.Duration
 	Acq     int64
-	// Handoffs are acquisitions by another goroutine than the previous
-	// holder (a goroutine taking its own lock straight back is not one).
+	// Handoffs are acquisitions by another goroutine than the key's
+	// previous holder (a goroutine taking its own lock straight back is
+	// not one).
 	Handoffs             int64
 	AcqRate, HandoffRate float64
 	RTT                  time.Duration // median PING round trip, measured before the run
-	// Ratio is handoffs/s ÷ 1/(hold + RTT): 1 is one handoff per hold plus
-	// one round trip. RatioActual uses the hold as it really lasted
+	// Ratio is handoffs/s ÷ keys/(hold + RTT): 1 is one handoff per hold
+	// plus one round trip on every key. RatioActual uses the hold as it really lasted
 	// (time.Sleep overshoots) instead of the nominal one.
 	Ratio, RatioActual float64
 	MeanHold           time.Duration
@@ -59,7 +64,7 @@ type conResult struct {
 	WaitP99        time.Duration
 }
 
-func runContended(ctx context.Context, e *env, p peer, hold, d time.Duration, tag string) (r conResult, err error) {
+func runContended(ctx context.Context, e *env, p peer, hold time.Duration, keys int, d time.Duration, tag string) (r conResult, err error) {
 	cnt := &counters{}
 	ls := make([]locker, 0, contendedLockers)
 	defer func() {
@@ -81,24 +86,30 @@ func runContended(ctx context.Context, e *env, p peer, hold, d time.Duration, ta
 			return r, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	key := "bench:c:" + tag
+	names := make([]string, keys)
+	for k := range names {
+		names[k] = fmt.Sprintf("bench:c:%s:%d", tag, k)
+	}
 
 	r.RTT = e.rtt(ctx)
-	before, err := e.commandStats(ctx, p.servers)
+	before, err := e.commandStats(ctx, e.of(p))
 	if err != nil {
 		return r, err
 	}
 	cb := cnt.snap()
 
 	var (
-		inside, violations atomic.Int64
-		last               atomic.Int64
-		wg                 sync.WaitGroup
-		begin              = make(chan struct{})
-		firstAcq           = make(chan struct{})
-		firstOnce          sync.Once
+		violations atomic.Int64
+		inside     = make([]atomic.Int64, keys)
+		last       = make([]atomic.Int64, keys)
+		wg         sync.WaitGroup
+		begin      = make(chan struct{})
+		firstAcq   = make(chan struct{})
+		firstOnce  sync.Once
 	)
-	last.Store(-1)
+	for k := range last {
+		last[k].Store(-1)
+	}
 	type gstat struct {
 		acq, handoffs, past, cut, other, rel int64
 		held                                 time.Duration
@@ -114,14 +125,16 @@ func runContended(ctx context.Context, e *env, p peer, hold, d time.Duration, ta
 			defer wg.Done()
 			st := &gs[g]
 			lk := ls[g%contendedLockers]
+			k := g % keys
+			key := names[k]
 			var t0 time.Time
 			body := func() {
 				got := time.Now()
 				st.wait.record(got.Sub(t0))
-				if inside.Add(1) != 1 {
+				if inside[k].Add(1) != 1 {
 					violations.Add(1)
 				}
-				if prev := last.Swap(int64(g)); prev >= 0 && prev != int64(g) {
+				if prev := last[k].Swap(int64(g)); prev >= 0 && prev != int64(g) {
 					st.handoffs++
 				}
 				st.acq++
@@ -130,7 +143,7 @@ func runContended(ctx context.Context, e *env, p peer, hold, d time.Duration, ta
 					time.Sleep(hold)
 				}
 				st.held += time.Since(got)
-				inside.Add(-1)
+				inside[k].Add(-1)
 			}
 			<-begin
 			for runCtx.Err() == nil {
@@ -175,7 +188,7 @@ func runContended(ctx context.Context, e *env, p peer, hold, d time.Duration, ta
 	wg.Wait()
 	r.Elapsed = time.Since(start)
 
-	after, err := e.commandStats(ctx, p.servers)
+	after, err := e.commandStats(ctx, e.of(p))
 	if err != nil {
 		return r, err
 	}
@@ -211,8 +224,8 @@ func runContended(ctx context.Context, e *env, p peer, hold, d time.Duration, ta
 	secs := r.Elapsed.Seconds()
 	r.AcqRate, r.HandoffRate = float64(r.Acq)/secs, float64(r.Handoffs)/secs
 	r.MeanHold = held / time.Duration(max(r.Acq, 1))
-	r.Ratio = r.HandoffRate * (hold + r.RTT).Seconds()
-	r.RatioActual = r.HandoffRate * (r.MeanHold + r.RTT).Seconds()
+	r.Ratio = r.HandoffRate * (hold + r.RTT).Seconds() / float64(keys)
+	r.RatioActual = r.HandoffRate * (r.MeanHold + r.RTT).Seconds() / float64(keys)
 	r.MinG, r.MaxG = slices.Min(perG), slices.Max(perG)
 	r.MinL, r.MaxL = slices.Min(perL), slices.Max(perL)
 	r.WaitP50, r.WaitP99 = waits.quantile(0.50), waits.quantile(0.99)

@@ -48,6 +48,28 @@ func (c *counters) instrument(rdb *redis.Client) {
 	rdb.AddHook(countHook{c})
 }
 
+// instrumentCluster is instrument for a Cluster client: the hook counts
+// the commands it is given, and each node client it makes counts what it
+// writes (a Cluster client dials through its nodes' clients).
+func (c *counters) instrumentCluster(cc *redis.ClusterClient) {
+	if c == nil {
+		return
+	}
+	c.hooked.Store(true)
+	cc.AddHook(countHook{c})
+	cc.OnNewNode(func(n *redis.Client) { n.AddHook(wireHook{c}) })
+}
+
+// wireHook only counts what its client's connections write (a Cluster's
+// node clients: their commands are counted by the Cluster client's hook).
+type wireHook struct{ c *counters }
+
+func (h wireHook) DialHook(next redis.DialHook) redis.DialHook        { return countHook(h).DialHook(next) }
+func (wireHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (wireHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
 // dial wraps a connection made by any client in the wire counter.
 func (c *counters) wrap(conn net.Conn) net.Conn {
 	if c == nil || conn == nil {

@@ -15,10 +15,10 @@ var casDel = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then retu
 // a compare-and-delete script, through go-redis — two round trips, no
 // waiting, no renewal, nothing else. Uncontended cycles are reported as a
 // ratio to it.
-type floorLocker struct{ c *redis.Client }
+type floorLocker struct{ c redis.UniversalClient }
 
 func openFloor(e *env, _ int, cnt *counters) (locker, error) {
-	c := newClient(e.addr(0), cnt)
+	c := e.client(cnt, true)
 	if err := casDel.Load(context.Background(), c).Err(); err != nil {
 		c.Close()
 		return nil, err

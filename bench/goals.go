@@ -28,14 +28,7 @@ func (r *Report) unc(name string, conc int) *uncJob {
 	return nil
 }
 
-func (r *Report) con(name string, hold time.Duration) *conJob {
-	for _, j := range r.Contended {
-		if j.peer.name == name && j.hold == hold && len(j.runs) > 0 {
-			return j
-		}
-	}
-	return nil
-}
+func (r *Report) con(name string, hold time.Duration) *conJob { return r.conKeys(name, hold, 1) }
 
 func (r *Report) namesOf(name string) *namesResult {
 	for _, j := range r.Names {

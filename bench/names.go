@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The names benchmark: a flash sale of many users each takes a lock of its
@@ -124,7 +126,7 @@ func runNames(ctx context.Context, e *env, p peer, names int, tag string) (names
 		return r, err
 	}
 	r.Memory = after - before
-	r.Keys, err = e.keys(ctx, p.servers)
+	r.Keys, err = e.keys(ctx, e.of(p))
 	return r, err
 }
 
@@ -144,12 +146,14 @@ func (e *env) usedMemory(ctx context.Context) (int64, error) {
 
 // serverCPU is the first server's CPU time so far (used_cpu_user plus
 // used_cpu_sys, seconds).
-func (e *env) serverCPU(ctx context.Context) (float64, error) { return e.serversCPU(ctx, 1) }
+func (e *env) serverCPU(ctx context.Context) (float64, error) {
+	return e.serversCPU(ctx, e.stats[:1])
+}
 
-// serversCPU is serverCPU summed over the first n servers.
-func (e *env) serversCPU(ctx context.Context, n int) (float64, error) {
+// serversCPU is serverCPU summed over the servers cs.
+func (e *env) serversCPU(ctx context.Context, cs []*redis.Client) (float64, error) {
 	var total float64
-	for _, c := range e.stats[:n] {
+	for _, c := range cs {
 		info, err := c.Info(ctx, "cpu").Result()
 		if err != nil {
 			return 0, err

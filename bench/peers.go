@@ -47,7 +47,12 @@ type peer struct {
 	module  string // Go module, for its version in the report
 	config  string // how it is configured, in words
 	waits   string // how it waits for a busy lock
-	servers int    // redis-servers it uses: 1, or 3 (Redlock)
+	servers int    // redis-servers it uses: 1, or 3 (Redlock); for cluster, its masters
+	// cluster: it runs on the run's 3-master Redis Cluster, through a
+	// go-redis Cluster client
+	cluster bool
+	// manyKeys: it also runs the contended benchmark on 8 keys at once
+	manyKeys bool
 	// uncontended, contended: which benchmarks it takes part in
 	uncontended, contended bool
 	// topLevel names the commands it sends outside scripts (the rest run
@@ -87,7 +92,7 @@ func peers() []peer {
 			open:   openFloor,
 		},
 		{
-			name: "lockgate", module: "github.com/lockgate/lockgate", servers: 1, uncontended: true, contended: true,
+			name: "lockgate", module: "github.com/lockgate/lockgate", servers: 1, uncontended: true, contended: true, manyKeys: true,
 			config: "core.New(client, core.WithWait(2s)), otherwise defaults (TTL 30s, watchdog on)",
 			waits:  "queues waiters FIFO in Redis; a release hands the lock to the head waiter in the release script and tells it by SPUBLISH on the lock's sharded channel (one Pub/Sub connection per Locker), so waiting does not poll; each waiter re-sends its queue entry every TTL/3 (10s) as the fallback.",
 			open:   openLockgate(true),
@@ -141,7 +146,7 @@ func peers() []peer {
 			open:   openRedislock(redislockDefaultRetry),
 		},
 		{
-			name: "redislock/tuned", module: "github.com/bsm/redislock", servers: 1, contended: true,
+			name: "redislock/tuned", module: "github.com/bsm/redislock", servers: 1, contended: true, manyKeys: true,
 			config: fmt.Sprintf("as redislock, RetryStrategy LinearBackoff(%v)", redislockTunedRetry),
 			waits:  "polls, as redislock, every 2ms.",
 			open:   openRedislock(redislockTunedRetry),
@@ -182,13 +187,56 @@ func peers() []peer {
 			waits:  "is notified, as rueidislock, on one key.",
 			open:   openRueidislock(true),
 		},
+		{
+			name: "floor/cluster", topLevel: []string{"set"}, module: "github.com/redis/go-redis/v9", servers: clusterMasters, cluster: true, uncontended: true,
+			config: "as floor, through a go-redis Cluster client on a Redis Cluster of 3 masters",
+			waits:  "does not wait (uncontended only).",
+			open:   onCluster(openFloor),
+		},
+		{
+			name: "lockgate/cluster", module: "github.com/lockgate/lockgate", servers: clusterMasters, cluster: true, uncontended: true, contended: true, manyKeys: true,
+			config: "as lockgate, on a go-redis Cluster client (ContextTimeoutEnabled) of a Redis Cluster of 3 masters",
+			waits:  "as lockgate: one sharded Pub/Sub connection per master that serves a lock waited for.",
+			open:   onCluster(openLockgate(true)),
+		},
+		{
+			name: "redislock/cluster", module: "github.com/bsm/redislock", servers: clusterMasters, cluster: true, uncontended: true,
+			config: "as redislock, on a go-redis Cluster client of a Redis Cluster of 3 masters",
+			waits:  "as redislock.",
+			open:   onCluster(openRedislock(redislockDefaultRetry)),
+		},
+		{
+			name: "redislock/tuned/cluster", module: "github.com/bsm/redislock", servers: clusterMasters, cluster: true, contended: true, manyKeys: true,
+			config: "as redislock/tuned, on a go-redis Cluster client of a Redis Cluster of 3 masters",
+			waits:  "polls, as redislock, every 2ms.",
+			open:   onCluster(openRedislock(redislockTunedRetry)),
+		},
 	}
+}
+
+// onCluster is open on the run's Cluster: the clients it makes with
+// env.client are Cluster clients.
+func onCluster(open func(e *env, i int, cnt *counters) (locker, error)) func(e *env, i int, cnt *counters) (locker, error) {
+	return func(e *env, i int, cnt *counters) (locker, error) {
+		on := *e
+		on.useCluster = true
+		return open(&on, i, cnt)
+	}
+}
+
+// client is the go-redis client of an instance of a single-server
+// configuration: on the first server, or on the Cluster (see onCluster).
+func (e *env) client(cnt *counters, ctxTimeout bool) redis.UniversalClient {
+	if e.useCluster {
+		return newClusterClient(e, cnt)
+	}
+	return newClientWith(e.addr(0), cnt, ctxTimeout)
 }
 
 // ---- lockgate
 
 type lockgateLocker struct {
-	c    *redis.Client
+	c    redis.UniversalClient
 	more []*redis.Client // a Redlock's other nodes
 	l    *core.Locker
 	take func(ctx context.Context, l *core.Locker, key string) (*core.Lease, error) // nil: Lock
@@ -223,7 +271,7 @@ func openLockgateAs(take func(context.Context, *core.Locker, string) (*core.Leas
 
 func openLockgate(ctxTimeout bool) func(e *env, i int, cnt *counters) (locker, error) {
 	return func(e *env, i int, cnt *counters) (locker, error) {
-		c := newClientWith(e.addr(0), cnt, ctxTimeout)
+		c := e.client(cnt, ctxTimeout)
 		l, err := core.New(c, core.WithWait(waitBudget))
 		if err != nil {
 			c.Close()
@@ -312,14 +360,14 @@ func (g *lockgateLocker) close() {
 // ---- bsm/redislock
 
 type redislockLocker struct {
-	c     *redis.Client
+	c     redis.UniversalClient
 	l     *redislock.Client
 	retry time.Duration
 }
 
 func openRedislock(retry time.Duration) func(e *env, i int, cnt *counters) (locker, error) {
 	return func(e *env, i int, cnt *counters) (locker, error) {
-		c := newClient(e.addr(0), cnt)
+		c := e.client(cnt, true)
 		return &redislockLocker{c: c, l: redislock.New(c), retry: retry}, nil
 	}
 }

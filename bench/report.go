@@ -18,7 +18,11 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "# lockgate benchmarks\n\n")
 	fmt.Fprintf(&b, "- date: %s (took %v)\n", r.Started.Format(time.RFC3339), r.Took.Round(time.Second))
 	fmt.Fprintf(&b, "- cores: runtime.NumCPU %d, GOMAXPROCS %d; %s\n", r.NumCPU, r.GOMAXPROCS, r.GoVersion)
-	fmt.Fprintf(&b, "- redis-server %s, %d independent servers on 127.0.0.1 started for the run\n", r.RedisVersion, nServers)
+	cluster := ""
+	if r.onCluster() {
+		cluster = fmt.Sprintf(", and a Redis Cluster of %d masters (no replicas) for the rows named …/cluster", clusterMasters)
+	}
+	fmt.Fprintf(&b, "- redis-server %s, %d independent servers on 127.0.0.1 started for the run%s\n", r.RedisVersion, nServers, cluster)
 	fmt.Fprintf(&b, "- command: `%s`\n", c.CommandLine)
 	fmt.Fprintf(&b, "- %d reps per configuration, interleaved; uncontended and middleware runs %v (after %v warm-up), contended runs %v\n",
 		c.Reps, c.Duration, c.warm(), c.Contended)
@@ -37,6 +41,9 @@ func (r *Report) Markdown() string {
 	}
 	if len(r.Contended) > 0 {
 		b.WriteString("\n" + r.contendedTable())
+	}
+	if c := r.clusterTable(); c != "" {
+		b.WriteString("\n" + c)
 	}
 	if len(r.ReadHeavy) > 0 {
 		b.WriteString("\n" + r.readHeavyTable())
@@ -63,6 +70,9 @@ func (r *Report) Tables() string {
 	if len(r.Contended) > 0 {
 		parts = append(parts, r.contendedTable())
 	}
+	if c := r.clusterTable(); c != "" {
+		parts = append(parts, c)
+	}
 	if len(r.ReadHeavy) > 0 {
 		parts = append(parts, r.readHeavyTable())
 	}
@@ -82,7 +92,7 @@ const notes = `## Definitions
 
 - **floor**: SET key tok NX PX, then an EVALSHA compare-and-delete, through go-redis, on a distinct key per cycle: two round trips, the least any safe Redis lock can cost.
 - **uncontended**: each goroutine cycles lock then unlock on a key of its own, new every cycle, on one instance (one client) of the locker. × floor is the cycles/s ratio to the floor at the same concurrency in the same repetition (median, min–max). allocs/cycle is runtime.MemStats.Mallocs over the run ÷ cycles (everything in the process, including one allocation of the harness per cycle for the key string). keys left/cycle: keys on the server right after the run ÷ cycles (warm-up included): what the lock leaves behind (lockgate: the fence floors of the Cluster slots its names fell in, one key per slot, at most 16384 whatever the number of names, so the figure falls as runs grow; a done marker only after a call that went unanswered; lockgate/held=N: its N leases too). Before every run (of any benchmark) the servers are emptied (FLUSHALL SYNC) and the Go heap collected, outside the measurement, so no run pays for the expiries or garbage of an earlier one. On this 2-core machine a single caller's round trip is bimodal from run to run (the same two-round-trip cycle at ~55µs or ~140µs, depending on where client and server get scheduled), so c=1 rows are noisy: read them with their min–max.
-- **contended**: 32 goroutines over 3 instances of the locker (3 nodes, each with its own clients; goroutine g uses node g mod 3), one key, a wait budget of 2s per attempt, the hold (time.Sleep) inside the lock. A handoff is an acquisition by another goroutine than the previous holder. × ideal is handoffs/s ÷ 1/(hold + RTT), with RTT the median PING round trip measured before the run; "real hold" uses the hold as it really lasted (time.Sleep(2ms) overshoots). Per goroutine and per Locker: the fewest and most acquisitions. past budget: waits that ended busy at the 2s budget, summed over reps. client cmds/acq: every RESP command the locker's clients wrote on their connections (pipelined, Pub/Sub and handshakes included) ÷ acquisitions; hook: what a go-redis hook saw (no Pub/Sub; — for rueidis, which has no go-redis hook). server cmds/acq: the INFO commandstats delta of the servers used (calls summed, INFO excluded; commands a script runs count too) ÷ acquisitions. wait: from the call to the acquisition, successful ones. violations: acquisitions that found another holder still inside (an atomic counter), summed over reps; any is a broken lock.
+- **contended**: 32 goroutines over 3 instances of the locker (3 nodes, each with its own clients; goroutine g uses node g mod 3), one key, a wait budget of 2s per attempt, the hold (time.Sleep) inside the lock. keys 8: the same 32 goroutines on 8 keys at once, goroutine g on key g mod 8 (4 goroutines a key, over all 3 instances; on the Cluster the 8 keys fall on every master). A handoff is an acquisition by another goroutine than the key's previous holder. × ideal is handoffs/s ÷ keys/(hold + RTT), with RTT the median PING round trip measured before the run; "real hold" uses the hold as it really lasted (time.Sleep(2ms) overshoots). Per goroutine and per Locker: the fewest and most acquisitions. past budget: waits that ended busy at the 2s budget, summed over reps. client cmds/acq: every RESP command the locker's clients wrote on their connections (pipelined, Pub/Sub and handshakes included) ÷ acquisitions; hook: what a go-redis hook saw (no Pub/Sub; — for rueidis, which has no go-redis hook). server cmds/acq: the INFO commandstats delta of the servers used (the Cluster's masters for …/cluster; calls summed, INFO excluded; commands a script runs count too) ÷ acquisitions. wait: from the call to the acquisition, successful ones. violations: acquisitions that found another holder still inside (an atomic counter), summed over reps; any is a broken lock.
 - **defaults and tuned**: redislock's default is no retry, which under contention just fails, so its contended "default" is the retry of its README example (LinearBackoff 100ms within a 2s context) and "tuned" a fixed 2ms; redsync's are its NewMutex defaults and WithTries/WithRetryDelay 2ms; rueidislock's are NewLocker defaults and its README's single-instance advice. 2ms was the best fixed delay of a sweep (0.5–20ms) on the development machine. Every contended waiter of every locker has a 2s budget (lockgate: WithWait, the peers: a context deadline).
 - **read-heavy**: 32 goroutines over 3 lockgate Lockers on one name for the contended run's length, each cycle a reader 9 times in 10 and a writer once (the same draw in both configurations), holding 2ms (time.Sleep); shared takes a reader's cycle with RLock and a writer's with Lock, exclusive takes every cycle with Lock. cycles/s, reads/s and writes/s are medians over the repetitions; writer wait is a successful Lock's time to return (the worst p50, p99 and max over the repetitions); writes past budget are writers busy at the 2s budget (a starved writer would show here); violations count a writer inside with anyone, or a reader with a writer.
 - **distinct names**: 16 goroutines lock and release each of N distinct names once, in order, on one instance of the locker, after FLUSHALL (one run per locker, not repeated). cycles/s early is over the 50 000 cycles after the first 1 000 names, late over the last 50 000 (a tenth of the run each when it is shorter): a lock whose cost grows with the names locked before shows late ÷ early below 1, and more server CPU late than early (server CPU: used_cpu_user + used_cpu_sys of INFO cpu over the same cycles ÷ cycles, read at the window's first and last cycle: the measure a shared machine's scheduling moves least). Redis memory after: used_memory after the run minus before it (allocator noise of ±0.1 MB); keys left: what stays in Redis after every lock was released (lockgate: one fence floor per Cluster slot its names fell in, at most 16384, each expiring 10 minutes after that slot's last lock).
@@ -141,9 +151,9 @@ func (r *Report) uncontendedTable() string {
 
 func (r *Report) contendedTable() string {
 	var b strings.Builder
-	b.WriteString("## Contended (32 goroutines, 3 Lockers, one key)\n\n")
-	b.WriteString("| locker | hold | acq/s | handoffs/s | × ideal | × ideal (real hold) | per goroutine min/max | per Locker min/max | past budget | client cmds/acq | hook cmds/acq | server cmds/acq | wait p50 | wait p99 | RTT | violations | errors |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("## Contended (32 goroutines, 3 Lockers; one key, or 8 keys at once)\n\n")
+	b.WriteString("| locker | keys | hold | acq/s | handoffs/s | × ideal | × ideal (real hold) | per goroutine min/max | per Locker min/max | past budget | client cmds/acq | hook cmds/acq | server cmds/acq | wait p50 | wait p99 | RTT | violations | errors |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, j := range r.Contended {
 		if len(j.runs) == 0 {
 			continue
@@ -163,8 +173,8 @@ func (r *Report) contendedTable() string {
 			hook = fmt.Sprintf("%.2f", med(func(x conResult) float64 { return perAcq(x.Hook, x.Acq) }))
 		}
 		errs := sumInts(j.runs, func(x conResult) int64 { return x.OtherErrs + x.ReleaseErrs })
-		fmt.Fprintf(&b, "| %s | %v | %s | %s | %s | %s | %.0f / %.0f | %.0f / %.0f | %d | %s | %s | %.2f | %s | %s | %s | %s | %s |\n",
-			j.peer.name, j.hold,
+		fmt.Fprintf(&b, "| %s | %d | %v | %s | %s | %s | %s | %.0f / %.0f | %.0f / %.0f | %d | %s | %s | %.2f | %s | %s | %s | %s | %s |\n",
+			j.peer.name, j.keys, j.hold,
 			fmtRate(med(func(x conResult) float64 { return x.AcqRate })),
 			fmtRateSpread(spreadOf(collect(j.runs, func(x conResult) float64 { return x.HandoffRate }))),
 			fmtRatioSpread(spreadOf(collect(j.runs, func(x conResult) float64 { return x.Ratio }))),
@@ -179,7 +189,7 @@ func (r *Report) contendedTable() string {
 			fmtDur(medDur(collect(j.runs, func(x conResult) float64 { return float64(x.RTT) }))),
 			violCell, errCell(errs, firstCon(j.runs)))
 	}
-	b.WriteString("\nTop server commands per acquisition (all reps together):\n\n| locker | hold | commands |\n|---|---:|---|\n")
+	b.WriteString("\nTop server commands per acquisition (all reps together):\n\n| locker | keys | hold | commands |\n|---|---:|---:|---|\n")
 	for _, j := range r.Contended {
 		total := cmdStats{}
 		var acq int64
@@ -193,7 +203,7 @@ func (r *Report) contendedTable() string {
 		for _, name := range total.top(5) {
 			parts = append(parts, fmt.Sprintf("%s %.2f", name, perAcq(total[name], acq)))
 		}
-		fmt.Fprintf(&b, "| %s | %v | %s |\n", j.peer.name, j.hold, strings.Join(parts, ", "))
+		fmt.Fprintf(&b, "| %s | %d | %v | %s |\n", j.peer.name, j.keys, j.hold, strings.Join(parts, ", "))
 	}
 	return b.String()
 }

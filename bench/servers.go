@@ -17,16 +17,26 @@ import (
 
 // env is the Redis side of a run: three independent redis-servers on
 // loopback, started for the run (single-server configurations use the
-// first; Redlock configurations use all three), and a plain client on each
-// for PING and INFO.
+// first; Redlock configurations use all three), a Redis Cluster of three
+// masters when a configuration runs on one, and a plain client on each
+// server and master for PING and INFO.
 type env struct {
 	servers []*redistest.Server
 	stats   []*redis.Client
+	cluster *redistest.Cluster
+	// clusterStats: a plain client on each of the Cluster's masters
+	clusterStats []*redis.Client
+	// useCluster: the clients a configuration makes (client) are the
+	// Cluster's (see onCluster)
+	useCluster bool
 }
 
 const nServers = 3
 
-func startEnv() (*env, error) {
+// clusterMasters is the size of the Cluster configurations run on.
+const clusterMasters = 3
+
+func startEnv(withCluster bool) (*env, error) {
 	e := &env{}
 	for range nServers {
 		s, err := redistest.NewServer()
@@ -35,18 +45,45 @@ func startEnv() (*env, error) {
 			return nil, err
 		}
 		e.servers = append(e.servers, s)
-		e.stats = append(e.stats, redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 2}))
+		e.stats = append(e.stats, statsClient(s.Addr))
+	}
+	if withCluster {
+		cl, err := redistest.NewCluster(clusterMasters)
+		if err != nil {
+			e.close()
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		e.cluster = cl
+		for _, s := range cl.Servers {
+			e.clusterStats = append(e.clusterStats, statsClient(s.Addr))
+		}
 	}
 	return e, nil
 }
 
+func statsClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: 2})
+}
+
 func (e *env) close() {
-	for _, c := range e.stats {
+	for _, c := range append(e.stats, e.clusterStats...) {
 		c.Close()
 	}
 	for _, s := range e.servers {
 		s.Close()
 	}
+	if e.cluster != nil {
+		e.cluster.Close()
+	}
+}
+
+// of is the servers p runs on, as their INFO clients: the first
+// p.servers, or the Cluster's masters.
+func (e *env) of(p peer) []*redis.Client {
+	if p.cluster {
+		return e.clusterStats
+	}
+	return e.stats[:p.servers]
 }
 
 func (e *env) addr(i int) string { return e.servers[i].Addr }
@@ -57,6 +94,13 @@ func (e *env) addr(i int) string { return e.servers[i].Addr }
 // go-redis honour context deadlines), instrumented with cnt when not nil.
 func newClient(addr string, cnt *counters) *redis.Client {
 	return newClientWith(addr, cnt, true)
+}
+
+// newClusterClient is newClient's Cluster client, on the run's Cluster.
+func newClusterClient(e *env, cnt *counters) *redis.ClusterClient {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: e.cluster.Addrs, PoolSize: 80, ContextTimeoutEnabled: true})
+	cnt.instrumentCluster(c)
+	return c
 }
 
 // newClientWith is newClient with ContextTimeoutEnabled as given.
@@ -71,7 +115,7 @@ func newClientWith(addr string, cnt *counters, ctxTimeout bool) *redis.Client {
 // for what an earlier one left behind (keys that would expire during it,
 // garbage to collect).
 func (e *env) reset(ctx context.Context) error {
-	for _, c := range e.stats {
+	for _, c := range append(e.stats, e.clusterStats...) {
 		if err := c.Do(ctx, "FLUSHALL", "SYNC").Err(); err != nil {
 			return err
 		}
@@ -80,10 +124,10 @@ func (e *env) reset(ctx context.Context) error {
 	return nil
 }
 
-// keys is the number of keys on the first n servers.
-func (e *env) keys(ctx context.Context, n int) (int64, error) {
+// keys is the number of keys on the servers cs.
+func (e *env) keys(ctx context.Context, cs []*redis.Client) (int64, error) {
 	var total int64
-	for _, c := range e.stats[:n] {
+	for _, c := range cs {
 		k, err := c.DBSize(ctx).Result()
 		if err != nil {
 			return 0, err
@@ -124,23 +168,22 @@ func (e *env) rtt(ctx context.Context) time.Duration {
 // that runs SET and DEL adds evalsha, set and del).
 type cmdStats map[string]int64
 
-// commandStats reads the calls of INFO commandstats of servers n (the
-// first n servers).
-func (e *env) commandStats(ctx context.Context, n int) (cmdStats, error) {
-	return e.commandField(ctx, n, "calls")
+// commandStats reads the calls of INFO commandstats of the servers cs.
+func (e *env) commandStats(ctx context.Context, cs []*redis.Client) (cmdStats, error) {
+	return e.commandField(ctx, cs, "calls")
 }
 
-// commandUsec reads the usec of INFO commandstats of the first n servers:
-// a script's covers the commands it runs, which count their own too.
-func (e *env) commandUsec(ctx context.Context, n int) (cmdStats, error) {
-	return e.commandField(ctx, n, "usec")
+// commandUsec reads the usec of INFO commandstats of the servers cs: a
+// script's covers the commands it runs, which count their own too.
+func (e *env) commandUsec(ctx context.Context, cs []*redis.Client) (cmdStats, error) {
+	return e.commandField(ctx, cs, "usec")
 }
 
 // commandField reads one field of INFO commandstats per command, summed
-// over the first n servers.
-func (e *env) commandField(ctx context.Context, n int, field string) (cmdStats, error) {
+// over the servers cs.
+func (e *env) commandField(ctx context.Context, cs []*redis.Client, field string) (cmdStats, error) {
 	out := cmdStats{}
-	for _, c := range e.stats[:n] {
+	for _, c := range cs {
 		info, err := c.Info(ctx, "commandstats").Result()
 		if err != nil {
 			return nil, err

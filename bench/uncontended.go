@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Concurrencies of the uncontended benchmark.
@@ -101,12 +103,12 @@ func runUncontended(ctx context.Context, e *env, p peer, conc int, d, warm time.
 	}
 
 	phase("warm", warm, false)
-	before, err := e.serverUse(ctx, p.servers)
+	before, err := e.serverUse(ctx, e.of(p))
 	if err != nil {
 		return uncResult{}, err
 	}
 	elapsed, mallocs := phase("run", d, true)
-	after, err := e.serverUse(ctx, p.servers)
+	after, err := e.serverUse(ctx, e.of(p))
 	if err != nil {
 		return uncResult{}, err
 	}
@@ -129,7 +131,7 @@ func runUncontended(ctx context.Context, e *env, p peer, conc int, d, warm time.
 	r.ServerCmds = float64(after.calls.delta(before.calls).total()) / cycles
 	r.ServerTime = float64(after.usec.delta(before.usec).serverTime(p.topLevel)) / cycles
 	r.ServerCPU = (after.cpu - before.cpu) * 1e6 / cycles
-	keys, err := e.keys(ctx, p.servers)
+	keys, err := e.keys(ctx, e.of(p))
 	if err != nil {
 		return r, err
 	}
@@ -137,20 +139,20 @@ func runUncontended(ctx context.Context, e *env, p peer, conc int, d, warm time.
 	return r, ctx.Err()
 }
 
-// serverUse is what the first n servers have done so far: INFO
-// commandstats (calls and usec per command) and INFO cpu (seconds).
+// serverUse is what the servers cs have done so far: INFO commandstats
+// (calls and usec per command) and INFO cpu (seconds).
 type serverUse struct {
 	calls, usec cmdStats
 	cpu         float64
 }
 
-func (e *env) serverUse(ctx context.Context, n int) (u serverUse, err error) {
-	if u.calls, err = e.commandStats(ctx, n); err != nil {
+func (e *env) serverUse(ctx context.Context, cs []*redis.Client) (u serverUse, err error) {
+	if u.calls, err = e.commandStats(ctx, cs); err != nil {
 		return u, err
 	}
-	if u.usec, err = e.commandUsec(ctx, n); err != nil {
+	if u.usec, err = e.commandUsec(ctx, cs); err != nil {
 		return u, err
 	}
-	u.cpu, err = e.serversCPU(ctx, n)
+	u.cpu, err = e.serversCPU(ctx, cs)
 	return u, err
 }
