@@ -218,7 +218,11 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 		// budget ends.
 		a.undo()
 		a.freshOwner()
-		a.unavail = err
+		if l.mut.noRedlockBackoff {
+			a.unavail = err
+			return nil
+		}
+		a.retryAfter(cause, err) // backs off as its failures go on
 		return nil
 	case a.waited && cause != errEnded && (!definitive(cause) || l.failingOver(cause)),
 		a.waits && (transient(cause) || l.failingOver(cause)):

@@ -65,14 +65,20 @@ var errLostNotHeld = fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
 // its lock was no longer renewed and expired.
 var errAbandoned = fmt.Errorf("%w: the lease's context ended without Unlock, so its lock was no longer renewed", ErrLockLost)
 
-// parentEnded reports whether the context given to Lock has ended while
-// the hold is still held (not unlocked).
+// parentEnded reports whether the first lease's context has ended (the
+// context given to Lock ended, or the first lease was unlocked) while the
+// hold is still held (not unlocked): the leases left are re-entries, whose
+// contexts ended with it (see reenter), never unlocked.
 func (h *hold) parentEnded() bool {
-	if h.parentDone == nil || h.count.Load() <= 0 {
+	done := h.first.ctx.Done()
+	if h.l.mut.firstCtxOnly {
+		done = h.parentDone
+	}
+	if done == nil || h.count.Load() <= 0 {
 		return false
 	}
 	select {
-	case <-h.parentDone:
+	case <-done:
 		return true
 	default:
 		return false
@@ -90,6 +96,9 @@ type Lease struct {
 	cancel    context.CancelCauseFunc
 	unlocked  atomic.Bool // Unlock was called
 	gaveBack  atomic.Bool // and returned nil
+	// stopFollow stops a re-entry's context from following the first
+	// lease's (see newLease); nil for a first lease
+	stopFollow func() bool
 }
 
 // newHeld makes the hold of a lock an acquisition obtained (owner, fence,
@@ -130,7 +139,10 @@ func newLease(h *hold, ctx context.Context, reentrant bool) *Lease {
 }
 
 // reenter adds a lease to h for a Lock with ctx, or returns nil when h has
-// ended or its last lease has already unlocked.
+// ended or its last lease has already unlocked. The re-entry's context is
+// cancelled with the first lease's, whatever ctx (a context that kept the
+// first lease's values without its cancellation, context.WithoutCancel):
+// the hold lives as long as the first lease's context (see parentEnded).
 func (h *hold) reenter(ctx context.Context) *Lease {
 	for {
 		n := h.count.Load()
@@ -138,7 +150,12 @@ func (h *hold) reenter(ctx context.Context) *Lease {
 			return nil
 		}
 		if h.count.CompareAndSwap(n, n+1) {
-			return newLease(h, ctx, true)
+			s := newLease(h, ctx, true)
+			if !h.l.mut.firstCtxOnly {
+				first := &h.first.ctx
+				s.stopFollow = context.AfterFunc(first, func() { s.cancel(context.Cause(first)) })
+			}
+			return s
 		}
 	}
 }
@@ -217,13 +234,16 @@ func (s *Lease) Done() <-chan struct{} { return s.Context().Done() }
 
 // Valid returns the end of the lease's validity on the local clock: the
 // moment after which another owner could obtain the lock if no renewal
-// gets through. Renewals move it forward. Zero for a nil lease.
+// gets through. Renewals move it forward. Zero for a nil lease, and once
+// the lease was unlocked, lost or its Locker closed.
 func (s *Lease) Valid() time.Time {
 	switch {
 	case s == nil:
 		return time.Time{}
 	case s.parts != nil:
 		return s.multiValid()
+	case s.unlocked.Load() || s.h.end.Load() != endLive:
+		return time.Time{} // given back, lost or closed: valid no more
 	}
 	return s.h.l.timeAt(s.h.validUntil.Load())
 }
@@ -235,8 +255,11 @@ func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	if s != nil && s.parts != nil {
 		return s.multiTTL(ctx)
 	}
-	if s == nil || s.h.end.Load() != endLive {
+	if s == nil {
 		return 0, ErrNotHeld
+	}
+	if err := s.h.endErr(); err != nil {
+		return 0, err
 	}
 	d, err := bounded(s.h.l, ctx, s.h.l.callDeadline(ctx), func(cctx context.Context) (time.Duration, error) {
 		return s.h.l.be.pttl(cctx, &s.h.keys, s.h.owner.id)
@@ -262,8 +285,11 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if s != nil && s.parts != nil {
 		return s.multiExtend(ctx, ttl)
 	}
-	if s == nil || s.h.end.Load() != endLive {
+	if s == nil {
 		return ErrNotHeld
+	}
+	if err := s.h.endErr(); err != nil {
+		return err
 	}
 	h := s.h
 	sent := h.l.clock()
@@ -281,10 +307,21 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		err = unavailable("extend", err)
 	case !b[0].held:
 		err = ErrNotHeld
-		h.l.wd.lose(h, ErrNotHeld)
+		if h.count.Load() > 0 { // not an Unlock's release that ran first
+			h.l.wd.lose(h, ErrNotHeld)
+		}
 	default:
 		h.ttl.Store(int64(ttl))
-		h.l.wd.renewed(h, sent, ttl)
+		if !h.l.wd.renewed(h, sent, ttl) {
+			// The hold ended (or is being released) while the renewal
+			// was in flight.
+			if err = h.endErr(); err == nil {
+				err = ErrNotHeld
+			}
+			if h.end.Load() == endLost {
+				h.giveBack() // nobody holds it here: see renewPart
+			}
+		}
 	}
 	h.l.observe(ctx, Event{Kind: EventExtended, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Read: h.keys.read, Fence: h.fence, Err: err})
 	return err
@@ -323,9 +360,13 @@ func (s *Lease) Unlock(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	s.cancel(context.Canceled)
+	if s.stopFollow != nil {
+		s.stopFollow()
+	}
 	if h.count.Add(-1) > 0 {
-		h.l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Read: h.keys.read, Reentrant: s.reentrant, Fence: h.fence})
-		return s.done(nil)
+		err := h.endErr() // a re-entry of a hold that was lost or closed
+		h.l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Read: h.keys.read, Reentrant: s.reentrant, Fence: h.fence, Err: err})
+		return s.done(err)
 	}
 	return s.done(h.releaseInRedis(ctx, false))
 }
@@ -338,16 +379,24 @@ func (s *Lease) done(err error) error {
 	return err
 }
 
-// releaseInRedis sends the release of the whole hold once (retry: again,
-// after a release that failed).
-func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
+// endErr is the error of a call on h once it ended (nil while it is live).
+func (h *hold) endErr() error {
 	switch h.end.Load() {
+	case endLive:
+		return nil
 	case endLost:
 		return errLostNotHeld
 	case endClosed:
 		return ErrClosed
-	case endReleased, endNotHeld:
-		return ErrNotHeld
+	}
+	return ErrNotHeld
+}
+
+// releaseInRedis sends the release of the whole hold once (retry: again,
+// after a release that failed).
+func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
+	if err := h.endErr(); err != nil {
+		return err
 	}
 	l := h.l
 	l.wd.remove(h)

@@ -145,9 +145,11 @@ func (l *Locker) Close() error {
 // contexts of the leases still held (cause ErrClosed), releases their locks
 // in Redis within ctx, then closes. Use it when a process stops (the fx
 // module does), so that a rolling deploy does not leave every in-flight
-// lock held for its TTL. Errors: ctx's error if it ended before every
-// release was answered, or the failed releases, joined (ErrUnavailable).
-// After Close it does nothing.
+// lock held for its TTL. Its releases are bounded by ctx; then, as Close,
+// it waits for the Redis calls still in flight, which the client's own
+// timeouts bound. Errors: ctx's error if it ended before every release was
+// answered, or the failed releases, joined (ErrUnavailable). After Close
+// it does nothing.
 func (l *Locker) Shutdown(ctx context.Context) error {
 	held := l.stop()
 	var ended []*hold
@@ -226,7 +228,9 @@ func (l *Locker) stopBackground() {
 
 // Lock obtains the lock named key, waiting while it is held for at most the
 // wait budget (WithWait, default 2s) or until ctx ends, and returns by then
-// plus at most 50ms whatever the client's timeouts. Waiters queue in Redis,
+// plus at most 50ms whatever the client's timeouts (on a client with
+// ContextTimeoutEnabled, a call Redis does not answer ends at its deadline,
+// not at ctx's cancellation: see docs/internals.md, "Bounded calls"). Waiters queue in Redis,
 // first come first served. A ctx that is, or derives from, the Context of a
 // lease holding key re-enters it: same fence, no round trip, one more
 // Unlock (a read lease's, RLock's, is not upgraded: ErrInvalid). Once ctx ends without Unlock the lock is no longer renewed and

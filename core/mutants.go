@@ -95,6 +95,21 @@ type mutants struct {
 	// watchdog's scheduler, so one caller's every lock and unlock costs a
 	// goroutine wake-up.
 	wakeOnIdle bool
+	// keepLateRenewal: a renewal (the watchdog's or Extend's) answered
+	// after the hold was declared lost still counts: Extend returns nil,
+	// and the lock stays extended in Redis though nobody holds it here.
+	keepLateRenewal bool
+	// firstCtxOnly: only the first Lock's ctx ending stops renewals, so a
+	// re-entry never unlocked keeps its lock renewed after the outer
+	// Unlock; and a re-entry's Context is not cancelled with the hold.
+	firstCtxOnly bool
+	// retryAtExpiry: a queued waiter whose attempts fail retries every
+	// millisecond once the holder's TTL as last seen has run out, whatever
+	// its backoff says.
+	retryAtExpiry bool
+	// noRedlockBackoff: a Redlock waiter that too few nodes answered tries
+	// again after 1–11ms every time, however often it failed.
+	noRedlockBackoff bool
 	// scripts: the queue's expiry set from the last joiner alone, to
 	// twice its entry's life plus its TTL ("queue-expiry"); at most 64 dead
 	// entries dropped per call ("sweep-64").
@@ -147,6 +162,10 @@ var mutantFlags = map[string]func(*mutants){
 	"forget-free":        func(m *mutants) { m.forgetFree = true },
 	"stay-on-master":     func(m *mutants) { m.stayOnMaster = true },
 	"wake-on-idle":       func(m *mutants) { m.wakeOnIdle = true },
+	"keep-late-renewal":  func(m *mutants) { m.keepLateRenewal = true },
+	"first-ctx-only":     func(m *mutants) { m.firstCtxOnly = true },
+	"retry-at-expiry":    func(m *mutants) { m.retryAtExpiry = true },
+	"no-redlock-backoff": func(m *mutants) { m.noRedlockBackoff = true },
 }
 
 // parseMutants reads a comma-separated list of mutant names.

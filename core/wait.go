@@ -159,7 +159,8 @@ func (a *acquisition) sleep(remaining time.Duration) time.Duration {
 		// holder, a handover to another waiter included
 		sleep = max(sleep, min(remaining, time.Until(a.holder.at.Add(every))))
 	}
-	if a.holder.seen() {
+	if a.holder.seen() && (a.unavail == nil || l.mut.retryAtExpiry) {
+		// (While attempts fail, their backoff, nextTry, says when.)
 		sleep = min(sleep, a.holder.left()+time.Millisecond)
 	}
 	if !a.nextTry.IsZero() {

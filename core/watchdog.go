@@ -139,12 +139,18 @@ func (w *watchdog) remove(h *hold) {
 	}
 }
 
-// renewed records a successful renewal sent at sent (monotonic ns).
-func (w *watchdog) renewed(h *hold, sent int64, ttl time.Duration) {
+// renewed records a successful renewal sent at sent (monotonic ns); false,
+// recording nothing, when h is no longer watched: lost meanwhile (its
+// validity ran out while the renewal was in flight), released or closed.
+func (w *watchdog) renewed(h *hold, sent int64, ttl time.Duration) bool {
 	w.mu.Lock()
-	w.setRenewed(h, sent, ttl)
+	ok := h.heapIndex >= 0 && h.end.Load() == endLive || w.l.mut.keepLateRenewal
+	if ok {
+		w.setRenewed(h, sent, ttl)
+	}
 	w.mu.Unlock()
 	signal(w.kick)
+	return ok
 }
 
 func (w *watchdog) setRenewed(h *hold, sent int64, ttl time.Duration) {
@@ -170,6 +176,12 @@ func (w *watchdog) lose(h *hold, why error) {
 	}
 	w.remove(h)
 	w.l.lost(h, why)
+}
+
+// giveBack releases h's lock in Redis in the background (see undo), for
+// a hold that ended here while Redis may still hold it for its owner.
+func (h *hold) giveBack() {
+	h.l.undo(&h.keys, h.owner, &callOptions{ttl: time.Duration(h.ttl.Load()), releaseTimeout: h.release})
 }
 
 // endWith ends h for why, cancelling its leases' contexts with cause;
@@ -272,7 +284,7 @@ func (w *watchdog) settle(due *dueHolds) {
 			// Renewals that replicas did not acknowledge still extended the
 			// lock on the master: give it back rather than leave it held by
 			// nobody until its TTL runs out.
-			w.l.undo(&h.keys, h.owner, &callOptions{ttl: time.Duration(h.ttl.Load()), releaseTimeout: h.release})
+			h.giveBack()
 		}
 	}
 	if due.dispatched {
@@ -360,12 +372,18 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 			break
 		}
 	}
-	var lost []*hold
+	var lost, late []*hold
 	w.mu.Lock()
 	now := w.l.clock()
 	for _, i := range part {
 		h := batch[i]
 		h.pending = false
+		if rs[i].err == nil && rs[i].held && h.end.Load() == endLost && !w.l.mut.keepLateRenewal {
+			// Declared lost (its validity ran out) while the renewal was
+			// in flight, which then extended it in Redis: nobody holds it
+			// here, so give it back rather than leave it held for a TTL.
+			late = append(late, h)
+		}
 		if h.end.Load() != endLive || h.heapIndex < 0 {
 			continue // released or lost meanwhile
 		}
@@ -396,6 +414,9 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 	}
 	for _, h := range lost {
 		w.lose(h, ErrNotHeld)
+	}
+	for _, h := range late {
+		h.giveBack()
 	}
 	signal(w.kick)
 }

@@ -1,0 +1,159 @@
+package core_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/redistest"
+)
+
+// scriptCalls is how many EVALSHA commands srv has seen, run or rejected
+// (a read-only server rejects a write script before it runs).
+func scriptCalls(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(info, "\r\n") {
+		rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:")
+		if !ok {
+			continue
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			if k == "calls" || k == "rejected_calls" {
+				x, _ := strconv.Atoi(v)
+				n += x
+			}
+		}
+	}
+	return n
+}
+
+// readOnly makes the server behind c refuse writes (READONLY: a replica of
+// a master that is not there) until the test ends.
+func readOnly(t *testing.T, c *redis.Client) {
+	t.Helper()
+	if err := c.Do(context.Background(), "replicaof", "127.0.0.1", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Do(context.Background(), "replicaof", "no", "one") })
+}
+
+// A queued waiter whose attempts fail (a server turned read-only) backs off
+// as failures go on, also once the holder's TTL as it last saw it has run
+// out: before, it retried every millisecond from then on. Control:
+// retry-at-expiry.
+func TestFailingWaiterBacksOffPastTheHoldersExpiry(t *testing.T) {
+	t.Parallel()
+	for _, control := range []bool{false, true} {
+		name := "fixed"
+		if control {
+			name = "control"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			holder, direct := locktest.NewLocker(t, srv)
+			var opts []core.Option
+			if control {
+				opts = append(opts, core.WithMutants("retry-at-expiry"))
+			}
+			waiter, _ := locktest.NewLocker(t, srv, opts...)
+			ctx := locktest.Context(t)
+			if _, err := holder.Lock(ctx, "backoff", core.WithTTL(300*time.Millisecond), core.WithoutWatchdog()); err != nil {
+				t.Fatal(err)
+			}
+			before := scriptCalls(t, direct)
+			// The waiter queues behind the holder, then the server refuses
+			// writes before the holder's TTL runs out.
+			time.AfterFunc(150*time.Millisecond, func() { readOnly(t, direct) })
+			_, err := waiter.Lock(ctx, "backoff", core.WithTTL(30*time.Second), core.WithWait(1500*time.Millisecond))
+			if err == nil {
+				t.Fatal("Lock on a read-only server succeeded")
+			}
+			n := scriptCalls(t, direct) - before
+			t.Logf("%d scripts in the 1.5s budget: %v", n, err)
+			switch {
+			case control && n < 100:
+				t.Fatalf("control: %d scripts, want the millisecond retries (100 or more)", n)
+			case !control && n > 30:
+				t.Fatalf("%d scripts in a 1.5s budget, want a backoff (25ms doubling: under 30)", n)
+			}
+		})
+	}
+}
+
+// A Redlock waiter that too few nodes answer (two of three read-only)
+// backs off as failures go on: before, it tried again every 1–11ms, each
+// time under a new owner whose grants it gives back in the background.
+// Control: no-redlock-backoff.
+func TestRedlockFailingNodesBackOff(t *testing.T) {
+	t.Parallel()
+	for _, control := range []bool{false, true} {
+		name := "fixed"
+		if control {
+			name = "control"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srvs := redistest.StartN(t, 3)
+			// The waiter reaches the node that stays writable through a
+			// proxy, which counts its acquire scripts there (its give-backs
+			// are release scripts, not counted).
+			proxy := redistest.StartProxy(t, srvs[2].Addr)
+			mk := func(addrs []string, opts ...core.Option) (*core.Locker, []*redis.Client) {
+				var cs []redis.UniversalClient
+				var raw []*redis.Client
+				for _, a := range addrs {
+					c := redis.NewClient(&redis.Options{Addr: a})
+					t.Cleanup(func() { c.Close() })
+					cs = append(cs, c)
+					raw = append(raw, c)
+				}
+				l, err := core.NewRedlock(cs, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { l.Close() })
+				return l, raw
+			}
+			holder, direct := mk([]string{srvs[0].Addr, srvs[1].Addr, srvs[2].Addr})
+			var opts []core.Option
+			if control {
+				opts = append(opts, core.WithMutants("no-redlock-backoff"))
+			}
+			waiter, _ := mk([]string{srvs[0].Addr, srvs[1].Addr, proxy.Addr}, opts...)
+			ctx := locktest.Context(t)
+			if _, err := holder.Lock(ctx, "rl-backoff", core.WithTTL(30*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			time.AfterFunc(100*time.Millisecond, func() {
+				readOnly(t, direct[0])
+				readOnly(t, direct[1])
+			})
+			acquires := proxy.Watch(script(t, "acquire", "rl-backoff"))
+			_, err := waiter.Lock(ctx, "rl-backoff", core.WithTTL(600*time.Millisecond), core.WithWait(1500*time.Millisecond))
+			if err == nil {
+				t.Fatal("Lock with two of three nodes read-only succeeded")
+			}
+			n := acquires.Count()
+			t.Logf("%d attempts on the node that answers, in the 1.5s budget: %v", n, err)
+			switch {
+			case control && n < 30:
+				t.Fatalf("control: %d attempts, want the 1–11ms retries (30 or more; about 120 on a quiet machine)", n)
+			case !control && n > 20:
+				t.Fatalf("%d attempts in a 1.5s budget, want a backoff (25ms doubling up to TTL/3: about 10)", n)
+			}
+		})
+	}
+}
