@@ -17,7 +17,11 @@ func (r *Report) clusterTable() string {
 		if one == nil || cl == nil {
 			continue
 		}
-		rows = append(rows, fmt.Sprintf("| uncontended, %d callers: × the floor of its topology | %.2f | %.2f |", conc, one.ratioMed(), cl.ratioMed()))
+		callers := fmt.Sprintf("%d callers", conc)
+		if conc == 1 {
+			callers = "1 caller"
+		}
+		rows = append(rows, fmt.Sprintf("| uncontended, %s: × the floor of its topology | %.2f | %.2f |", callers, one.ratioMed(), cl.ratioMed()))
 	}
 	for _, keys := range contendedKeys {
 		for _, h := range contendedHolds {
