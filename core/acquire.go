@@ -248,12 +248,13 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 
 // retryAfter has a waiting call try again after cause, a failure that may
 // pass: after a backoff doubled each time, from retryMin up to the lease's
-// refresh interval (failoverRetry at most while the deployment fails over);
-// it ends unavailable with err if its budget ends first.
+// refresh interval (failoverRetry at most while the deployment fails over,
+// or for a Redlock, whose nodes may come back at any moment); it ends
+// unavailable with err if its budget ends first.
 func (a *acquisition) retryAfter(cause, err error) {
 	a.unavail = err
 	a.retryIn = min(max(2*a.retryIn, retryMin), refresh(a.o.ttl))
-	if a.l.failingOver(cause) {
+	if a.l.failingOver(cause) || !a.l.be.queues() {
 		a.retryIn = min(a.retryIn, failoverRetry)
 	}
 	a.nextTry = time.Now().Add(a.retryIn)
