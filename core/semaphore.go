@@ -22,7 +22,8 @@ import (
 // never exclude or re-enter each other. Shutdown releases permits, Close
 // leaves them to expire. In Redis: a hash "<prefix>{<name>}:sem" of
 // holders (each "<expiry ms>|<fence>") and the count, and its queue, in
-// the name's slot, gone once nobody holds or waits. See docs/usage.md,
+// the name's slot: the hash is gone once nobody holds or waits, the
+// queue's keys expire after their longest-lived entry. See docs/usage.md,
 // "Semaphores".
 //
 // Errors: as for Lock (a *BusyError when no permit came free within the
