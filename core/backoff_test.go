@@ -55,42 +55,31 @@ func readOnly(t *testing.T, c *redis.Client) {
 // retry-at-expiry.
 func TestFailingWaiterBacksOffPastTheHoldersExpiry(t *testing.T) {
 	t.Parallel()
-	for _, control := range []bool{false, true} {
-		name := "fixed"
-		if control {
-			name = "control"
+	fixedAndControl(t, "retry-at-expiry", func(t *testing.T, control bool, opts []core.Option) {
+		srv := redistest.Start(t)
+		holder, direct := locktest.NewLocker(t, srv)
+		waiter, _ := locktest.NewLocker(t, srv, opts...)
+		ctx := locktest.Context(t)
+		if _, err := holder.Lock(ctx, "backoff", core.WithTTL(300*time.Millisecond), core.WithoutWatchdog()); err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			srv := redistest.Start(t)
-			holder, direct := locktest.NewLocker(t, srv)
-			var opts []core.Option
-			if control {
-				opts = append(opts, core.WithMutants("retry-at-expiry"))
-			}
-			waiter, _ := locktest.NewLocker(t, srv, opts...)
-			ctx := locktest.Context(t)
-			if _, err := holder.Lock(ctx, "backoff", core.WithTTL(300*time.Millisecond), core.WithoutWatchdog()); err != nil {
-				t.Fatal(err)
-			}
-			before := scriptCalls(t, direct)
-			// The waiter queues behind the holder, then the server refuses
-			// writes before the holder's TTL runs out.
-			time.AfterFunc(150*time.Millisecond, func() { readOnly(t, direct) })
-			_, err := waiter.Lock(ctx, "backoff", core.WithTTL(30*time.Second), core.WithWait(1500*time.Millisecond))
-			if err == nil {
-				t.Fatal("Lock on a read-only server succeeded")
-			}
-			n := scriptCalls(t, direct) - before
-			t.Logf("%d scripts in the 1.5s budget: %v", n, err)
-			switch {
-			case control && n < 100:
-				t.Fatalf("control: %d scripts, want the millisecond retries (100 or more)", n)
-			case !control && n > 30:
-				t.Fatalf("%d scripts in a 1.5s budget, want a backoff (25ms doubling: under 30)", n)
-			}
-		})
-	}
+		before := scriptCalls(t, direct)
+		// The waiter queues behind the holder, then the server refuses
+		// writes before the holder's TTL runs out.
+		time.AfterFunc(150*time.Millisecond, func() { readOnly(t, direct) })
+		_, err := waiter.Lock(ctx, "backoff", core.WithTTL(30*time.Second), core.WithWait(1500*time.Millisecond))
+		if err == nil {
+			t.Fatal("Lock on a read-only server succeeded")
+		}
+		n := scriptCalls(t, direct) - before
+		t.Logf("%d scripts in the 1.5s budget: %v", n, err)
+		switch {
+		case control && n < 100:
+			t.Fatalf("control: %d scripts, want the millisecond retries (100 or more)", n)
+		case !control && n > 30:
+			t.Fatalf("%d scripts in a 1.5s budget, want a backoff (25ms doubling: under 30)", n)
+		}
+	})
 }
 
 // A Redlock waiter that too few nodes answer (two of three read-only)
@@ -99,61 +88,50 @@ func TestFailingWaiterBacksOffPastTheHoldersExpiry(t *testing.T) {
 // Control: no-redlock-backoff.
 func TestRedlockFailingNodesBackOff(t *testing.T) {
 	t.Parallel()
-	for _, control := range []bool{false, true} {
-		name := "fixed"
-		if control {
-			name = "control"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			srvs := redistest.StartN(t, 3)
-			// The waiter reaches the node that stays writable through a
-			// proxy, which counts its acquire scripts there (its give-backs
-			// are release scripts, not counted).
-			proxy := redistest.StartProxy(t, srvs[2].Addr)
-			mk := func(addrs []string, opts ...core.Option) (*core.Locker, []*redis.Client) {
-				var cs []redis.UniversalClient
-				var raw []*redis.Client
-				for _, a := range addrs {
-					c := redis.NewClient(&redis.Options{Addr: a})
-					t.Cleanup(func() { c.Close() })
-					cs = append(cs, c)
-					raw = append(raw, c)
-				}
-				l, err := core.NewRedlock(cs, opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { l.Close() })
-				return l, raw
+	fixedAndControl(t, "no-redlock-backoff", func(t *testing.T, control bool, opts []core.Option) {
+		srvs := redistest.StartN(t, 3)
+		// The waiter reaches the node that stays writable through a
+		// proxy, which counts its acquire scripts there (its give-backs
+		// are release scripts, not counted).
+		proxy := redistest.StartProxy(t, srvs[2].Addr)
+		mk := func(addrs []string, opts ...core.Option) (*core.Locker, []*redis.Client) {
+			var cs []redis.UniversalClient
+			var raw []*redis.Client
+			for _, a := range addrs {
+				c := redis.NewClient(&redis.Options{Addr: a})
+				t.Cleanup(func() { c.Close() })
+				cs = append(cs, c)
+				raw = append(raw, c)
 			}
-			holder, direct := mk([]string{srvs[0].Addr, srvs[1].Addr, srvs[2].Addr})
-			var opts []core.Option
-			if control {
-				opts = append(opts, core.WithMutants("no-redlock-backoff"))
-			}
-			waiter, _ := mk([]string{srvs[0].Addr, srvs[1].Addr, proxy.Addr}, opts...)
-			ctx := locktest.Context(t)
-			if _, err := holder.Lock(ctx, "rl-backoff", core.WithTTL(30*time.Second)); err != nil {
+			l, err := core.NewRedlock(cs, opts...)
+			if err != nil {
 				t.Fatal(err)
 			}
-			time.AfterFunc(100*time.Millisecond, func() {
-				readOnly(t, direct[0])
-				readOnly(t, direct[1])
-			})
-			acquires := proxy.Watch(script(t, "acquire", "rl-backoff"))
-			_, err := waiter.Lock(ctx, "rl-backoff", core.WithTTL(600*time.Millisecond), core.WithWait(1500*time.Millisecond))
-			if err == nil {
-				t.Fatal("Lock with two of three nodes read-only succeeded")
-			}
-			n := acquires.Count()
-			t.Logf("%d attempts on the node that answers, in the 1.5s budget: %v", n, err)
-			switch {
-			case control && n < 30:
-				t.Fatalf("control: %d attempts, want the 1–11ms retries (30 or more; about 120 on a quiet machine)", n)
-			case !control && n > 20:
-				t.Fatalf("%d attempts in a 1.5s budget, want a backoff (25ms doubling up to TTL/3: about 10)", n)
-			}
+			t.Cleanup(func() { l.Close() })
+			return l, raw
+		}
+		holder, direct := mk([]string{srvs[0].Addr, srvs[1].Addr, srvs[2].Addr})
+		waiter, _ := mk([]string{srvs[0].Addr, srvs[1].Addr, proxy.Addr}, opts...)
+		ctx := locktest.Context(t)
+		if _, err := holder.Lock(ctx, "rl-backoff", core.WithTTL(30*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(100*time.Millisecond, func() {
+			readOnly(t, direct[0])
+			readOnly(t, direct[1])
 		})
-	}
+		acquires := proxy.Watch(script(t, "acquire", "rl-backoff"))
+		_, err := waiter.Lock(ctx, "rl-backoff", core.WithTTL(600*time.Millisecond), core.WithWait(1500*time.Millisecond))
+		if err == nil {
+			t.Fatal("Lock with two of three nodes read-only succeeded")
+		}
+		n := acquires.Count()
+		t.Logf("%d attempts on the node that answers, in the 1.5s budget: %v", n, err)
+		switch {
+		case control && n < 30:
+			t.Fatalf("control: %d attempts, want the 1–11ms retries (30 or more; about 120 on a quiet machine)", n)
+		case !control && n > 20:
+			t.Fatalf("%d attempts in a 1.5s budget, want a backoff (25ms doubling up to TTL/3: about 10)", n)
+		}
+	})
 }

@@ -3,6 +3,8 @@ package core_test
 import (
 	"testing"
 	"time"
+
+	"github.com/lockgate/lockgate/core"
 )
 
 // within fails the test if ch does not close within d.
@@ -12,5 +14,21 @@ func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	case <-ch:
 	case <-time.After(d):
 		t.Fatalf("%s did not happen within %v", what, d)
+	}
+}
+
+// fixedAndControl runs f as two parallel subtests: "fixed", and "control",
+// whose opts put mutant back (the defect the test guards against), so that
+// the test shows its check can fail.
+func fixedAndControl(t *testing.T, mutant string, f func(t *testing.T, control bool, opts []core.Option)) {
+	for _, control := range []bool{false, true} {
+		name, opts := "fixed", []core.Option(nil)
+		if control {
+			name, opts = "control", []core.Option{core.WithMutants(mutant)}
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f(t, control, opts)
+		})
 	}
 }

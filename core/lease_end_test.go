@@ -19,65 +19,55 @@ import (
 // stays out).
 func TestExtendAnsweredAfterLossGivesTheLockBack(t *testing.T) {
 	t.Parallel()
-	for _, control := range []bool{false, true} {
-		name := "fixed"
-		if control {
-			name = "control"
+	fixedAndControl(t, "keep-late-renewal", func(t *testing.T, control bool, opts []core.Option) {
+		srv := redistest.Start(t)
+		p, c := lateClient(t, srv, 5*time.Second)
+		opts = append(opts, core.WithAttemptTimeout(4*time.Second))
+		l := locktest.Locker(t, c, opts...)
+		other, _ := locktest.NewLocker(t, srv)
+		ctx := locktest.Context(t)
+		const ttl = 500 * time.Millisecond
+		s, err := l.Lock(ctx, "late-extend", core.WithTTL(ttl), core.WithoutWatchdog())
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			srv := redistest.Start(t)
-			p, c := lateClient(t, srv, 5*time.Second)
-			opts := []core.Option{core.WithAttemptTimeout(4 * time.Second)}
-			if control {
-				opts = append(opts, core.WithMutants("keep-late-renewal"))
+		if err := s.Extend(ctx, ttl); err != nil { // the server caches the renew script
+			t.Fatal(err)
+		}
+		// The renewal runs at once; its answer comes well after the
+		// lease's validity (under its TTL) ends.
+		hr := p.HoldReply(script(t, "renew", "late-extend"), 3*ttl)
+		err = s.Extend(ctx, 10*time.Minute)
+		select {
+		case <-s.Done():
+		default:
+			t.Fatalf("the lease was not lost while the renewal's answer was held (%v)", err)
+		}
+		select {
+		case <-hr.Answered():
+		default:
+			t.Fatal("the renewal did not run in Redis")
+		}
+		got, lerr := other.Lock(ctx, "late-extend", core.WithWait(2*time.Second))
+		if lerr == nil {
+			got.Unlock(ctx)
+		}
+		if control {
+			if err != nil || lerr == nil {
+				t.Fatalf("control: Extend = %v (want nil), another owner's Lock = %v (want busy: the lock extended by 10m)", err, lerr)
 			}
-			l := locktest.Locker(t, c, opts...)
-			other, _ := locktest.NewLocker(t, srv)
-			ctx := locktest.Context(t)
-			const ttl = 500 * time.Millisecond
-			s, err := l.Lock(ctx, "late-extend", core.WithTTL(ttl), core.WithoutWatchdog())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Extend(ctx, ttl); err != nil { // the server caches the renew script
-				t.Fatal(err)
-			}
-			// The renewal runs at once; its answer comes well after the
-			// lease's validity (under its TTL) ends.
-			hr := p.HoldReply(script(t, "renew", "late-extend"), 3*ttl)
-			err = s.Extend(ctx, 10*time.Minute)
-			select {
-			case <-s.Done():
-			default:
-				t.Fatalf("the lease was not lost while the renewal's answer was held (%v)", err)
-			}
-			select {
-			case <-hr.Answered():
-			default:
-				t.Fatal("the renewal did not run in Redis")
-			}
-			got, lerr := other.Lock(ctx, "late-extend", core.WithWait(2*time.Second))
-			if lerr == nil {
-				got.Unlock(ctx)
-			}
-			if control {
-				if err != nil || lerr == nil {
-					t.Fatalf("control: Extend = %v (want nil), another owner's Lock = %v (want busy: the lock extended by 10m)", err, lerr)
-				}
-				return
-			}
-			if !errors.Is(err, core.ErrLockLost) || !errors.Is(err, core.ErrNotHeld) {
-				t.Errorf("Extend answered after the loss = %v, want ErrNotHeld and ErrLockLost", err)
-			}
-			if lerr != nil {
-				t.Errorf("another owner's Lock after the late Extend = %v, want the lock given back", lerr)
-			}
-			if v := s.Valid(); !v.IsZero() {
-				t.Errorf("Valid of the lost lease = %v ahead, want zero", time.Until(v))
-			}
-		})
-	}
+			return
+		}
+		if !errors.Is(err, core.ErrLockLost) || !errors.Is(err, core.ErrNotHeld) {
+			t.Errorf("Extend answered after the loss = %v, want ErrNotHeld and ErrLockLost", err)
+		}
+		if lerr != nil {
+			t.Errorf("another owner's Lock after the late Extend = %v, want the lock given back", lerr)
+		}
+		if v := s.Valid(); !v.IsZero() {
+			t.Errorf("Valid of the lost lease = %v ahead, want zero", time.Until(v))
+		}
+	})
 }
 
 // A renewal by the watchdog answered after the lease was declared lost is
@@ -85,56 +75,45 @@ func TestExtendAnsweredAfterLossGivesTheLockBack(t *testing.T) {
 // Control: keep-late-renewal sends none.
 func TestWatchdogRenewalAnsweredAfterLossGivesTheLockBack(t *testing.T) {
 	t.Parallel()
-	for _, control := range []bool{false, true} {
-		name := "fixed"
-		if control {
-			name = "control"
+	fixedAndControl(t, "keep-late-renewal", func(t *testing.T, control bool, opts []core.Option) {
+		srv := redistest.Start(t)
+		p, c := lateClient(t, srv, 5*time.Second)
+		l := locktest.Locker(t, c, opts...)
+		ctx := locktest.Context(t)
+		const ttl = 600 * time.Millisecond
+		warm, err := l.Lock(ctx, "late-renew:warm")
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			srv := redistest.Start(t)
-			p, c := lateClient(t, srv, 5*time.Second)
-			var opts []core.Option
-			if control {
-				opts = append(opts, core.WithMutants("keep-late-renewal"))
+		if err := warm.Extend(ctx, time.Minute); err != nil { // the server caches the renew script
+			t.Fatal(err)
+		}
+		hr := p.HoldReply(script(t, "renew", "late-renew"), 2*ttl)
+		s, err := l.Lock(ctx, "late-renew", core.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := p.Watch(script(t, "release", "late-renew"))
+		within(t, s.Done(), 3*ttl, "the lease's loss while its renewal's answer is held")
+		within(t, hr.Released(), 3*ttl, "the held renewal's answer")
+		sent := func() bool { return release.Count() > 0 }
+		deadline := time.Now().Add(2 * time.Second)
+		if control {
+			deadline = time.Now().Add(500 * time.Millisecond)
+		}
+		for !sent() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond) // the proxy counts; nothing signals
+		}
+		if control {
+			if sent() {
+				t.Fatal("control: the late renewal was given back")
 			}
-			l := locktest.Locker(t, c, opts...)
-			ctx := locktest.Context(t)
-			const ttl = 600 * time.Millisecond
-			warm, err := l.Lock(ctx, "late-renew:warm")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := warm.Extend(ctx, time.Minute); err != nil { // the server caches the renew script
-				t.Fatal(err)
-			}
-			hr := p.HoldReply(script(t, "renew", "late-renew"), 2*ttl)
-			s, err := l.Lock(ctx, "late-renew", core.WithTTL(ttl))
-			if err != nil {
-				t.Fatal(err)
-			}
-			release := p.Watch(script(t, "release", "late-renew"))
-			within(t, s.Done(), 3*ttl, "the lease's loss while its renewal's answer is held")
-			within(t, hr.Released(), 3*ttl, "the held renewal's answer")
-			sent := func() bool { return release.Count() > 0 }
-			deadline := time.Now().Add(2 * time.Second)
-			if control {
-				deadline = time.Now().Add(500 * time.Millisecond)
-			}
-			for !sent() && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond) // the proxy counts; nothing signals
-			}
-			if control {
-				if sent() {
-					t.Fatal("control: the late renewal was given back")
-				}
-				return
-			}
-			if !sent() {
-				t.Fatal("no release was sent after the renewal answered held for a lost lease")
-			}
-		})
-	}
+			return
+		}
+		if !sent() {
+			t.Fatal("no release was sent after the renewal answered held for a lost lease")
+		}
+	})
 }
 
 // A re-entry lives as long as the first lease's context: one made under
@@ -144,73 +123,62 @@ func TestWatchdogRenewalAnsweredAfterLossGivesTheLockBack(t *testing.T) {
 // A re-entry's Unlock after the loss reports it. Control: first-ctx-only.
 func TestReentryEndsWithTheFirstLease(t *testing.T) {
 	t.Parallel()
-	for _, control := range []bool{false, true} {
-		name := "fixed"
-		if control {
-			name = "control"
+	fixedAndControl(t, "first-ctx-only", func(t *testing.T, control bool, opts []core.Option) {
+		srv := redistest.Start(t)
+		l, direct := locktest.NewLocker(t, srv, opts...)
+		other, _ := locktest.NewLocker(t, srv)
+		ctx := locktest.Context(t)
+		const ttl = 400 * time.Millisecond
+
+		// Lost: the key removed behind the holder's back.
+		outer, err := l.Lock(ctx, "re:lost", core.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			srv := redistest.Start(t)
-			var opts []core.Option
+		inner, err := l.Lock(context.WithoutCancel(outer.Context()), "re:lost")
+		if err != nil || !inner.Reentrant() {
+			t.Fatalf("re-entry: %v", err)
+		}
+		direct.Del(ctx, locktest.RedisKey("re:lost"))
+		within(t, outer.Done(), 3*ttl, "the outer lease's loss")
+		select {
+		case <-inner.Done():
 			if control {
-				opts = append(opts, core.WithMutants("first-ctx-only"))
+				t.Fatal("control: the re-entry's context ended with the hold")
 			}
-			l, direct := locktest.NewLocker(t, srv, opts...)
-			other, _ := locktest.NewLocker(t, srv)
-			ctx := locktest.Context(t)
-			const ttl = 400 * time.Millisecond
+		case <-time.After(200 * time.Millisecond):
+			if !control {
+				t.Fatal("the re-entry's context lives on after its hold was lost")
+			}
+		}
+		if err := inner.Unlock(ctx); !control && !errors.Is(err, core.ErrLockLost) {
+			t.Errorf("the re-entry's Unlock after the loss = %v, want ErrLockLost", err)
+		}
 
-			// Lost: the key removed behind the holder's back.
-			outer, err := l.Lock(ctx, "re:lost", core.WithTTL(ttl))
-			if err != nil {
-				t.Fatal(err)
+		// Forgotten: the outer lease unlocked, the re-entry never.
+		outer, err = l.Lock(ctx, "re:forgot", core.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Lock(outer.Context(), "re:forgot"); err != nil {
+			t.Fatal(err)
+		}
+		if err := outer.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := other.Lock(ctx, "re:forgot", core.WithWait(4*ttl))
+		if control {
+			if err == nil {
+				got.Unlock(ctx)
+				t.Fatal("control: the forgotten re-entry's lock expired")
 			}
-			inner, err := l.Lock(context.WithoutCancel(outer.Context()), "re:lost")
-			if err != nil || !inner.Reentrant() {
-				t.Fatalf("re-entry: %v", err)
-			}
-			direct.Del(ctx, locktest.RedisKey("re:lost"))
-			within(t, outer.Done(), 3*ttl, "the outer lease's loss")
-			select {
-			case <-inner.Done():
-				if control {
-					t.Fatal("control: the re-entry's context ended with the hold")
-				}
-			case <-time.After(200 * time.Millisecond):
-				if !control {
-					t.Fatal("the re-entry's context lives on after its hold was lost")
-				}
-			}
-			if err := inner.Unlock(ctx); !control && !errors.Is(err, core.ErrLockLost) {
-				t.Errorf("the re-entry's Unlock after the loss = %v, want ErrLockLost", err)
-			}
-
-			// Forgotten: the outer lease unlocked, the re-entry never.
-			outer, err = l.Lock(ctx, "re:forgot", core.WithTTL(ttl))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := l.Lock(outer.Context(), "re:forgot"); err != nil {
-				t.Fatal(err)
-			}
-			if err := outer.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			got, err := other.Lock(ctx, "re:forgot", core.WithWait(4*ttl))
-			if control {
-				if err == nil {
-					got.Unlock(ctx)
-					t.Fatal("control: the forgotten re-entry's lock expired")
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("another owner, within %v of the outer Unlock: %v (the forgotten re-entry is still renewed)", 4*ttl, err)
-			}
-			got.Unlock(ctx)
-		})
-	}
+			return
+		}
+		if err != nil {
+			t.Fatalf("another owner, within %v of the outer Unlock: %v (the forgotten re-entry is still renewed)", 4*ttl, err)
+		}
+		got.Unlock(ctx)
+	})
 }
 
 // Once a lease ends, what it answers says so: Valid is zero after Unlock,
