@@ -223,6 +223,7 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 			return nil
 		}
 		a.retryAfter(cause, err) // backs off as its failures go on
+		a.nextTry = a.nextTry.Add(jitter())
 		return nil
 	case a.waited && cause != errEnded && (!definitive(cause) || l.failingOver(cause)),
 		a.waits && (transient(cause) || l.failingOver(cause)):

@@ -30,6 +30,10 @@ type hold struct {
 	// was valid; a later release that finds the lock gone finds that one's
 	// work (no other owner could have taken the lock before it ran)
 	releaseSent atomic.Bool
+	// renewUnknown: the last renewal (the watchdog's or Extend's) may have
+	// run without its answer: if the hold is then lost, it is given back,
+	// since that renewal may have extended the lock in Redis
+	renewUnknown atomic.Bool
 
 	count      atomic.Int32 // leases holding it; 0 once the last one unlocked
 	end        atomic.Int32 // why it ended (endLive while held)
@@ -250,7 +254,8 @@ func (s *Lease) Valid() time.Time {
 
 // TTL asks Redis for the lock's remaining time to live, within the same
 // budget as Extend. It returns ErrNotHeld when this owner no longer holds
-// the lock, an ErrUnavailable error when Redis cannot answer.
+// the lock (also ErrLockLost once the lease was lost), ErrClosed after
+// Close, an ErrUnavailable error when Redis cannot answer.
 func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	if s != nil && s.parts != nil {
 		return s.multiTTL(ctx)
@@ -276,8 +281,10 @@ func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 // plus at most 50ms, whatever the client's timeouts. The lock's expiry in
 // Redis only grows.
 // Errors: ErrInvalid for a ttl below MinTTL or above MaxTTL, ErrNotHeld
-// when the lock is no longer held (the lease is then lost), ErrUnavailable
-// when Redis cannot answer.
+// when the lock is no longer held (the lease is then lost; ErrLockLost too
+// when it was lost before, or while the renewal was on its way, which then
+// gives the lock back), ErrClosed after Close, ErrUnavailable when Redis
+// cannot answer.
 func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
@@ -301,6 +308,9 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err == errLate {
 		err = errNoAnswer
 	}
+	if err != nil && err != ErrClosed && !neverRan(err) {
+		h.renewUnknown.Store(true) // it may have run: see watchdog.settle
+	}
 	switch {
 	case err == ErrClosed:
 	case err != nil:
@@ -312,6 +322,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		}
 	default:
 		h.ttl.Store(int64(ttl))
+		h.renewUnknown.Store(false)
 		if !h.l.wd.renewed(h, sent, ttl) {
 			// The hold ended (or is being released) while the renewal
 			// was in flight.
@@ -359,11 +370,15 @@ func (s *Lease) Unlock(ctx context.Context) error {
 		}
 		return ErrNotHeld
 	}
+	// The count drops before the context ends: the watchdog takes a
+	// first lease's ended context with leases left for forgotten
+	// re-entries (parentEnded), which an Unlock under way is not.
+	left := h.count.Add(-1)
 	s.cancel(context.Canceled)
 	if s.stopFollow != nil {
 		s.stopFollow()
 	}
-	if h.count.Add(-1) > 0 {
+	if left > 0 {
 		err := h.endErr() // a re-entry of a hold that was lost or closed
 		h.l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Read: h.keys.read, Reentrant: s.reentrant, Fence: h.fence, Err: err})
 		return s.done(err)

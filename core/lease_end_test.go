@@ -70,6 +70,46 @@ func TestExtendAnsweredAfterLossGivesTheLockBack(t *testing.T) {
 	})
 }
 
+// An Extend that Redis ran but did not answer within its budget
+// (ErrUnavailable) may have extended the lock: once the lease is lost, at
+// its validity's end, the lock is given back. Control: keep-late-renewal
+// leaves it extended (10m) though nobody holds it.
+func TestExtendUnansweredThenLostGivesTheLockBack(t *testing.T) {
+	t.Parallel()
+	fixedAndControl(t, "keep-late-renewal", func(t *testing.T, control bool, opts []core.Option) {
+		srv := redistest.Start(t)
+		p, c := lateClient(t, srv, 5*time.Second)
+		l := locktest.Locker(t, c, opts...)
+		other, _ := locktest.NewLocker(t, srv)
+		ctx := locktest.Context(t)
+		const ttl = 700 * time.Millisecond
+		s, err := l.Lock(ctx, "unanswered-extend", core.WithTTL(ttl), core.WithoutWatchdog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Extend(ctx, ttl); err != nil { // the server caches the renew script
+			t.Fatal(err)
+		}
+		// The renewal runs at once; its answer comes after Extend's
+		// budget (the 500ms attempt timeout) and after the lease's validity.
+		p.HoldReply(script(t, "renew", "unanswered-extend"), 3*ttl)
+		if err := s.Extend(ctx, 10*time.Minute); !errors.Is(err, core.ErrUnavailable) {
+			t.Fatalf("Extend with its answer held = %v, want ErrUnavailable", err)
+		}
+		within(t, s.Done(), 2*ttl, "the lease's loss at its validity's end")
+		got, err := other.Lock(ctx, "unanswered-extend", core.WithWait(2*time.Second))
+		if err == nil {
+			got.Unlock(ctx)
+		}
+		switch {
+		case control && err == nil:
+			t.Fatal("control: the lock was given back")
+		case !control && err != nil:
+			t.Fatalf("another owner's Lock after the lost lease's unanswered Extend = %v, want the lock given back", err)
+		}
+	})
+}
+
 // A renewal by the watchdog answered after the lease was declared lost is
 // given back too: the release reaches Redis once the answer arrives.
 // Control: keep-late-renewal sends none.

@@ -65,9 +65,13 @@ func giveBack(parts []*Lease, by time.Time) {
 	var dones []chan struct{}
 	for _, p := range parts {
 		p.unlocked.Store(true)
-		p.cancel(context.Canceled)
 		h := p.h
-		if h.count.Add(-1) > 0 {
+		left := h.count.Add(-1)
+		p.cancel(context.Canceled)
+		if p.stopFollow != nil {
+			p.stopFollow()
+		}
+		if left > 0 {
 			continue
 		}
 		h.end.CompareAndSwap(endLive, endReleased)

@@ -97,7 +97,8 @@ type mutants struct {
 	wakeOnIdle bool
 	// keepLateRenewal: a renewal (the watchdog's or Extend's) answered
 	// after the hold was declared lost still counts: Extend returns nil,
-	// and the lock stays extended in Redis though nobody holds it here.
+	// and the lock stays extended in Redis though nobody holds it here;
+	// one not answered at all is not given back when the hold is lost.
 	keepLateRenewal bool
 	// firstCtxOnly: only the first Lock's ctx ending stops renewals, so a
 	// re-entry never unlocked keeps its lock renewed after the outer

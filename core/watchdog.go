@@ -171,9 +171,16 @@ func (w *watchdog) fix(h *hold) {
 // lose ends a hold that is no longer held: its leases' contexts are
 // cancelled with ErrLockLost. It does nothing to a hold already ended.
 func (w *watchdog) lose(h *hold, why error) {
-	if !h.endWith(endLost, ErrLockLost) {
-		return
+	if h.end.CompareAndSwap(endLive, endLost) {
+		w.ended(h, ErrLockLost, why)
 	}
+}
+
+// ended finishes a hold whose end was just set: its leases' contexts are
+// cancelled with cause, it leaves the watchdog, and the Observer and the
+// log are told why it was lost.
+func (w *watchdog) ended(h *hold, cause, why error) {
+	h.first.cancel(cause)
 	w.remove(h)
 	w.l.lost(h, why)
 }
@@ -245,7 +252,11 @@ func (w *watchdog) collect(now int64, due *dueHolds) {
 		h := w.h[0]
 		if h.validUntil.Load() <= now {
 			heap.Pop(&w.h)
-			due.lost = append(due.lost, h)
+			// Lost from this moment (under w.mu): a renewal answered from
+			// now on is refused and given back (see renewed, renewPart).
+			if h.end.CompareAndSwap(endLive, endLost) {
+				due.lost = append(due.lost, h)
+			}
 			continue
 		}
 		ttl := time.Duration(h.ttl.Load())
@@ -279,11 +290,12 @@ func (w *watchdog) settle(due *dueHolds) {
 		if h.abandoned {
 			why = errAbandoned
 		}
-		w.lose(h, why)
-		if w.l.be.replicaAck() {
-			// Renewals that replicas did not acknowledge still extended the
-			// lock on the master: give it back rather than leave it held by
-			// nobody until its TTL runs out.
+		w.ended(h, ErrLockLost, why)
+		if w.l.be.replicaAck() || h.renewUnknown.Load() && !w.l.mut.keepLateRenewal {
+			// A renewal whose outcome is unknown (no answer in time, a cut
+			// connection), or one replicas did not acknowledge, may have
+			// extended the lock in Redis: give it back rather than leave it
+			// held by nobody until its TTL runs out.
 			h.giveBack()
 		}
 	}
@@ -389,6 +401,9 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 		}
 		switch {
 		case rs[i].err != nil:
+			if !neverRan(rs[i].err) {
+				h.renewUnknown.Store(true) // it may have run: see settle
+			}
 			// transient: retry soon (sooner while a node that came back
 			// may still refuse: see checkNow); the scheduler declares the
 			// loss if the validity runs out first.
@@ -401,6 +416,7 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 		case !rs[i].held:
 			lost = append(lost, h)
 		default:
+			h.renewUnknown.Store(false)
 			w.setRenewed(h, sent, rs[i].ttl)
 		}
 	}

@@ -249,7 +249,9 @@ func ConfigName(setting string) string { return "Config." + setting }
 // running the handler without it; the handler says which, and such a
 // request is sent again, three times at most ("no lease held in Redis" was
 // seen in two clean-clone runs). A lock missing from Redis while its lease
-// is still valid fails at once.
+// is still valid fails at once. The validity is read before Redis is
+// asked: a lease that ended before the handler looked (lost at its
+// validity's end) says zero.
 func goodSettings(t *testing.T, s Stack) {
 	e := newEnv(t, s)
 	l := e.locker()
@@ -258,10 +260,11 @@ func goodSettings(t *testing.T, s Stack) {
 		if lease == nil {
 			return http.StatusInternalServerError, notHeld + "none (fail-open ran the handler)"
 		}
+		valid := lease.Valid()
 		if e.inRedis(lease.Key()) {
 			return http.StatusOK, lease.Key()
 		}
-		if time.Now().After(lease.Valid()) {
+		if time.Now().After(valid) {
 			// The lease's own validity had ended (no renewal in time):
 			// what the lease says, not a lock missing under a valid one.
 			return http.StatusInternalServerError, notHeld + "past its validity before the handler looked"
