@@ -212,18 +212,7 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 	case ctx.Err() != nil:
 		err = errors.Join(err, ctxErr(ctx))
 	case !l.be.queues() && a.waits:
-		// Redlock: too few nodes answered this time; retry within the
-		// budget (under a new owner: what this one was granted is given
-		// back), and tell unavailable only if that is still so when the
-		// budget ends.
-		a.undo()
-		a.freshOwner()
-		if l.mut.noRedlockBackoff {
-			a.unavail = err
-			return nil
-		}
-		a.retryAfter(cause, err) // backs off as its failures go on
-		a.nextTry = a.nextTry.Add(jitter())
+		a.retryFresh(cause, err) // Redlock: too few nodes answered this time
 		return nil
 	case a.waited && cause != errEnded && (!definitive(cause) || l.failingOver(cause)),
 		a.waits && (transient(cause) || l.failingOver(cause)):
@@ -245,6 +234,21 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 		a.undo()
 	}
 	return err
+}
+
+// retryFresh has a Redlock waiter whose attempt too few nodes answered
+// (cause, err its error) try again within its budget: under a new owner
+// (what this one was granted is given back), after a backoff with jitter;
+// it ends unavailable only if that is still so when the budget ends.
+func (a *acquisition) retryFresh(cause, err error) {
+	a.undo()
+	a.freshOwner()
+	if a.l.mut.noRedlockBackoff {
+		a.unavail = err
+		return
+	}
+	a.retryAfter(cause, err)
+	a.nextTry = a.nextTry.Add(jitter())
 }
 
 // retryAfter has a waiting call try again after cause, a failure that may

@@ -384,8 +384,30 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 			break
 		}
 	}
-	var lost, late []*hold
 	w.mu.Lock()
+	lost, late := w.renewedPart(batch, rs, part, sent)
+	w.mu.Unlock()
+	if w.l.opts.observer != nil {
+		for _, i := range part {
+			if rs[i].err != nil || rs[i].held {
+				w.l.observe(context.Background(), Event{Kind: EventRenewed, Key: batch[i].key, Pattern: batch[i].pattern, Permits: batch[i].keys.permits, Read: batch[i].keys.read, Fence: batch[i].fence, Err: rs[i].err})
+			}
+		}
+	}
+	for _, h := range lost {
+		w.lose(h, ErrNotHeld)
+	}
+	for _, h := range late {
+		h.giveBack()
+	}
+	signal(w.kick)
+}
+
+// renewedPart records what the renewals of part (sent at sent) answered
+// (w.mu held): the holds renewed, retried soon after a failure, found not
+// held (lost, for the caller to end), or answered held after they were
+// lost meanwhile (late, for the caller to give back).
+func (w *watchdog) renewedPart(batch []*hold, rs []renewal, part []int, sent int64) (lost, late []*hold) {
 	now := w.l.clock()
 	for _, i := range part {
 		h := batch[i]
@@ -420,21 +442,7 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 			w.setRenewed(h, sent, rs[i].ttl)
 		}
 	}
-	w.mu.Unlock()
-	if w.l.opts.observer != nil {
-		for _, i := range part {
-			if rs[i].err != nil || rs[i].held {
-				w.l.observe(context.Background(), Event{Kind: EventRenewed, Key: batch[i].key, Pattern: batch[i].pattern, Permits: batch[i].keys.permits, Read: batch[i].keys.read, Fence: batch[i].fence, Err: rs[i].err})
-			}
-		}
-	}
-	for _, h := range lost {
-		w.lose(h, ErrNotHeld)
-	}
-	for _, h := range late {
-		h.giveBack()
-	}
-	signal(w.kick)
+	return lost, late
 }
 
 // close stops the scheduler and both senders and returns every hold still
