@@ -30,10 +30,12 @@ type hold struct {
 	// was valid; a later release that finds the lock gone finds that one's
 	// work (no other owner could have taken the lock before it ran)
 	releaseSent atomic.Bool
-	// renewUnknown: the last renewal (the watchdog's or Extend's) may have
-	// run without its answer: if the hold is then lost, it is given back,
-	// since that renewal may have extended the lock in Redis
-	renewUnknown atomic.Bool
+	// unknownTTL: the longest TTL (ns) of a renewal (the watchdog's or
+	// Extend's) that may have run without its answer, 0 for none; an
+	// answered renewal at least as long clears it. A hold lost with one
+	// is given back, since it may have extended the lock in Redis (see
+	// mayHaveRenewed).
+	unknownTTL atomic.Int64
 
 	count      atomic.Int32 // leases holding it; 0 once the last one unlocked
 	end        atomic.Int32 // why it ended (endLive while held)
@@ -309,7 +311,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		err = errNoAnswer
 	}
 	if err != nil && err != ErrClosed && !neverRan(err) {
-		h.renewUnknown.Store(true) // it may have run: see watchdog.settle
+		h.mayHaveRenewed(ttl)
 	}
 	switch {
 	case err == ErrClosed:
@@ -322,7 +324,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		}
 	default:
 		h.ttl.Store(int64(ttl))
-		h.renewUnknown.Store(false)
+		h.renewedFor(ttl)
 		if !h.l.wd.renewed(h, sent, ttl) {
 			// The hold ended (or is being released) while the renewal
 			// was in flight.
@@ -392,6 +394,36 @@ func (s *Lease) done(err error) error {
 		s.gaveBack.Store(true)
 	}
 	return err
+}
+
+// mayHaveRenewed records a renewal to ttl whose outcome is unknown (it may
+// have run). The hold's loss gives such a renewal back (watchdog.settle);
+// one that ends after the loss was decided gives it back itself (both may:
+// a release is owner-checked).
+func (h *hold) mayHaveRenewed(ttl time.Duration) {
+	h.recordUnknown(ttl)
+	if h.end.Load() == endLost && !h.l.mut.keepLateRenewal {
+		h.giveBack()
+	}
+}
+
+// recordUnknown is mayHaveRenewed's record alone (for a caller that holds
+// the watchdog's lock, of a hold not lost: see renewedPart).
+func (h *hold) recordUnknown(ttl time.Duration) {
+	for {
+		old := h.unknownTTL.Load()
+		if int64(ttl) <= old || h.unknownTTL.CompareAndSwap(old, int64(ttl)) {
+			return
+		}
+	}
+}
+
+// renewedFor records an answered renewal to ttl: a renewal of unknown
+// outcome no longer than it changed nothing it did not.
+func (h *hold) renewedFor(ttl time.Duration) {
+	if old := h.unknownTTL.Load(); old != 0 && old <= int64(ttl) {
+		h.unknownTTL.CompareAndSwap(old, 0)
+	}
 }
 
 // endErr is the error of a call on h once it ended (nil while it is live).

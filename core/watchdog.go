@@ -188,7 +188,8 @@ func (w *watchdog) ended(h *hold, cause, why error) {
 // giveBack releases h's lock in Redis in the background (see undo), for
 // a hold that ended here while Redis may still hold it for its owner.
 func (h *hold) giveBack() {
-	h.l.undo(&h.keys, h.owner, &callOptions{ttl: time.Duration(h.ttl.Load()), releaseTimeout: h.release})
+	ttl := max(h.ttl.Load(), h.unknownTTL.Load()) // how long it may be held
+	h.l.undo(&h.keys, h.owner, &callOptions{ttl: time.Duration(ttl), releaseTimeout: h.release})
 }
 
 // endWith ends h for why, cancelling its leases' contexts with cause;
@@ -291,7 +292,7 @@ func (w *watchdog) settle(due *dueHolds) {
 			why = errAbandoned
 		}
 		w.ended(h, ErrLockLost, why)
-		if w.l.be.replicaAck() || h.renewUnknown.Load() && !w.l.mut.keepLateRenewal {
+		if w.l.be.replicaAck() || h.unknownTTL.Load() != 0 && !w.l.mut.keepLateRenewal {
 			// A renewal whose outcome is unknown (no answer in time, a cut
 			// connection), or one replicas did not acknowledge, may have
 			// extended the lock in Redis: give it back rather than leave it
@@ -412,11 +413,13 @@ func (w *watchdog) renewedPart(batch []*hold, rs []renewal, part []int, sent int
 	for _, i := range part {
 		h := batch[i]
 		h.pending = false
-		if rs[i].err == nil && rs[i].held && h.end.Load() == endLost && !w.l.mut.keepLateRenewal {
+		mayHaveRun := rs[i].err == nil && rs[i].held || rs[i].err != nil && !neverRan(rs[i].err)
+		if mayHaveRun && h.end.Load() == endLost && !w.l.mut.keepLateRenewal {
 			// Declared lost (its validity ran out) while the renewal was
-			// in flight, which then extended it in Redis: nobody holds it
-			// here, so give it back rather than leave it held for a TTL.
+			// in flight, which may have extended it in Redis: nobody holds
+			// it here, so give it back rather than leave it held for a TTL.
 			late = append(late, h)
+			continue
 		}
 		if h.end.Load() != endLive || h.heapIndex < 0 {
 			continue // released or lost meanwhile
@@ -424,7 +427,7 @@ func (w *watchdog) renewedPart(batch []*hold, rs []renewal, part []int, sent int
 		switch {
 		case rs[i].err != nil:
 			if !neverRan(rs[i].err) {
-				h.renewUnknown.Store(true) // it may have run: see settle
+				h.recordUnknown(rs[i].ttl) // given back if the hold is lost: see settle
 			}
 			// transient: retry soon (sooner while a node that came back
 			// may still refuse: see checkNow); the scheduler declares the
@@ -438,7 +441,7 @@ func (w *watchdog) renewedPart(batch []*hold, rs []renewal, part []int, sent int
 		case !rs[i].held:
 			lost = append(lost, h)
 		default:
-			h.renewUnknown.Store(false)
+			h.renewedFor(rs[i].ttl)
 			w.setRenewed(h, sent, rs[i].ttl)
 		}
 	}
