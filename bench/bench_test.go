@@ -200,11 +200,12 @@ func TestOnly(t *testing.T) {
 	if got := strings.Join(names, " "); got != want || len(r.Contended)+len(r.Middleware) != 0 {
 		t.Errorf("plan %q (+%d contended, %d middleware), want %q", got, len(r.Contended), len(r.Middleware), want)
 	}
-	// lockgate and its variants (semaphore1, multi2, redlock3), at every
-	// hold; not uncontended/lockgate
+	// lockgate and its variants (semaphore1, multi2, redlock3, cluster), at
+	// every hold, and lockgate's and lockgate/cluster's runs on 8 keys; not
+	// uncontended/lockgate
 	r = &Report{Config: Config{Only: "contended/lockgate"}, Peers: peers()}
 	r.plan()
-	if len(r.Uncontended) != 0 || len(r.Contended) != 4*len(contendedHolds) {
+	if len(r.Uncontended) != 0 || len(r.Contended) != (5+2)*len(contendedHolds) {
 		t.Errorf("contended/lockgate: %d uncontended, %d contended", len(r.Uncontended), len(r.Contended))
 	}
 	r = &Report{Config: Config{Only: "fiber/locked-hot"}, Peers: peers()}

@@ -183,7 +183,7 @@ func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, tt
 	script, args := s.scripts.acquire, []any{owner.arg, ttl, s.windowArg, entry, seq, tag}
 	switch {
 	case k.semaphore():
-		script, args = semAcquireScript, []any{owner.arg, ttl, s.windowArg, entry, seq, k.permitsArg, tag}
+		script, args = s.scripts.semAcquire, []any{owner.arg, ttl, s.windowArg, entry, seq, k.permitsArg, tag}
 	case k.read:
 		script = rlockAcquireScript
 	}

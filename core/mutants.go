@@ -113,7 +113,9 @@ type mutants struct {
 	noRedlockBackoff bool
 	// scripts: the queue's expiry set from the last joiner alone, to
 	// twice its entry's life plus its TTL ("queue-expiry"); at most 64 dead
-	// entries dropped per call ("sweep-64").
+	// entries dropped per call ("sweep-64"); a semaphore waiter whose turn
+	// comes takes its permit and leaves the other free ones to the waiters
+	// behind it until they next wake ("sem-stop-at-self").
 	scripts *scripts
 }
 
@@ -130,6 +132,12 @@ var mutantEdits = map[string][2]string{
     redis.call('PEXPIRE', KEYS[4], d)
     redis.call('PEXPIRE', KEYS[5], d)`},
 	"sweep-64": {"local batches, size = math.huge, 100", "local batches, size = 4, 16"},
+}
+
+// semMutantEdits are the semaphore script's mutants: each replaces text of
+// semaphore_acquire.lua.
+var semMutantEdits = map[string][2]string{
+	"sem-stop-at-self": {"      own = true\n", "      own = true\n      free = 0 break\n"},
 }
 
 // scriptSet is the scripts a backend of a Locker with m sends.
@@ -172,7 +180,7 @@ var mutantFlags = map[string]func(*mutants){
 // parseMutants reads a comma-separated list of mutant names.
 func parseMutants(list string) (mutants, error) {
 	var m mutants
-	q := queueSrc
+	q, sem := queueSrc, semAcquireSrc
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
 		if set, ok := mutantFlags[name]; ok {
@@ -182,14 +190,18 @@ func parseMutants(list string) (mutants, error) {
 		if name == "" {
 			continue
 		}
-		e, ok := mutantEdits[name]
-		if !ok || !strings.Contains(q, e[0]) {
+		src, e, ok := &q, mutantEdits[name], false
+		if _, ok = mutantEdits[name]; !ok {
+			src, e = &sem, semMutantEdits[name]
+			_, ok = semMutantEdits[name]
+		}
+		if !ok || !strings.Contains(*src, e[0]) {
 			return mutants{}, fmt.Errorf("lockgate: unknown mutant %q", name)
 		}
-		q = strings.Replace(q, e[0], e[1], 1)
+		*src = strings.Replace(*src, e[0], e[1], 1)
 	}
-	if q != queueSrc {
-		m.scripts = &scripts{newScript(withQueue(acquireSrc, q)), newScript(withQueue(releaseSrc, q))}
+	if q != queueSrc || sem != semAcquireSrc {
+		m.scripts = &scripts{newScript(withQueue(acquireSrc, q)), newScript(withQueue(releaseSrc, q)), newScript(withQueue(sem, q))}
 	}
 	return m, nil
 }

@@ -123,11 +123,12 @@ func withQueue(src, queue string) string {
 	return flags + "\n" + clockSrc + fast + queue + semSrc + rwSrc + rest
 }
 
-// scripts are the acquire and release scripts a backend sends: the
-// package's own, or a mutant's (see mutants.go).
-type scripts struct{ acquire, release *script }
+// scripts are the lock's acquire and release scripts and the semaphore's
+// acquire script a backend sends: the package's own, or a mutant's (see
+// mutants.go).
+type scripts struct{ acquire, release, semAcquire *script }
 
-var queueScripts = scripts{acquireScript, releaseScript}
+var queueScripts = scripts{acquireScript, releaseScript, semAcquireScript}
 
 // scriptCall is one script call sent in a pipeline: cmd is its EVALSHA
 // (see script.cmd), answered once the pipeline returns, or the EVAL that

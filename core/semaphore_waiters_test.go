@@ -194,3 +194,59 @@ func handedExpiry(t *testing.T, handedWhileQueued bool) {
 		t.Fatalf("W2, head of the queue, got the free permit %v after it came free (A's expiry)", late)
 	}
 }
+
+// A semaphore waiter whose turn comes takes its permit and hands the other
+// free permits to the live waiters behind it, at once: here both holders'
+// permits are gone from Redis (their hash lost), the first waiter finds two
+// free at its refresh, and the second, whose own refresh is 10s away, gets
+// the other in its 3s budget. Control: sem-stop-at-self leaves the second
+// permit free until the second waiter wakes by itself (busy at its budget).
+func TestSemaphoreWaiterPassesSparePermitsBehindIt(t *testing.T) {
+	t.Parallel()
+	fixedAndControl(t, "sem-stop-at-self", func(t *testing.T, control bool, opts []core.Option) {
+		srv := redistest.Start(t)
+		holders, direct := locktest.NewLocker(t, srv)
+		first, _ := locktest.NewLocker(t, srv, opts...)
+		second, _ := locktest.NewLocker(t, srv, opts...)
+		ctx := locktest.Context(t)
+		const name = "spare"
+		for range 2 {
+			if _, err := holders.Semaphore(ctx, name, 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hash := locktest.RedisKey(name) + ":sem"
+		type result struct {
+			s   *core.Lease
+			err error
+		}
+		firstDone := make(chan result, 1)
+		go func() {
+			s, err := first.Semaphore(ctx, name, 2, core.WithTTL(600*time.Millisecond), core.WithWait(5*time.Second))
+			firstDone <- result{s, err}
+		}()
+		waitQueuedOn(t, direct, hash, 1)
+		secondDone := make(chan error, 1)
+		go func() {
+			s, err := second.Semaphore(ctx, name, 2, core.WithTTL(30*time.Second), core.WithWait(3*time.Second))
+			if err == nil {
+				defer s.Unlock(ctx)
+			}
+			secondDone <- err
+		}()
+		waitQueuedOn(t, direct, hash, 2)
+		direct.Del(ctx, hash) // the holders' permits are lost; no release tells anyone
+		r := <-firstDone
+		if r.err != nil {
+			t.Fatalf("the first waiter: %v", r.err)
+		}
+		defer r.s.Unlock(ctx) // held until the second waiter is done: its release would pass a permit on
+		err := <-secondDone
+		switch {
+		case control && err == nil:
+			t.Fatal("control: the second waiter got the spare permit")
+		case !control && err != nil:
+			t.Fatalf("the second waiter, behind one that took a permit with another free: %v", err)
+		}
+	})
+}

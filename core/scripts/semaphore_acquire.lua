@@ -37,9 +37,11 @@ if live == 0 and extra > 0 then
 end
 -- First come, first served: free permits go to live waiters that arrived
 -- earlier (a single attempt never jumps the queue either), expired entries
--- are dropped on the way; a caller at the head takes its own.
+-- are dropped on the way; a caller whose turn comes takes its own, and
+-- the live waiters behind it get the other free permits.
 local free = n - live
 if free > 0 and extra > 0 then
+  local own = false
   while free > 0 do
     local w, exp, seq, tag = head(ms)
     if w == false then free = 0 break end
@@ -47,12 +49,14 @@ if free > 0 and extra > 0 then
     if w == owner then
       redis.call('ZREM', KEYS[4], owner)
       redis.call('HDEL', KEYS[5], owner)
-      break
+      own = true
+    else
+      give(w, exp, seq, tag, now, ms, ARGV[3], 'n', n)
+      if not soon or exp < soon then soon, soonTag = exp, tag end
     end
-    give(w, exp, seq, tag, now, ms, ARGV[3], 'n', n)
     free = free - 1
-    if not soon or exp < soon then soon, soonTag = exp, tag end
   end
+  if own then free = 1 end
 end
 if free > 0 then
   local f = fence(now, ARGV[3])
