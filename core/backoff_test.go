@@ -51,8 +51,9 @@ func readOnly(t *testing.T, c *redis.Client) {
 
 // A queued waiter whose attempts fail (a server turned read-only) backs off
 // as failures go on, also once the holder's TTL as it last saw it has run
-// out: before, it retried every millisecond from then on. Control:
-// retry-at-expiry.
+// out: before, it retried every millisecond from then on. The server turns
+// read-only once the waiter is queued (it has seen the holder's TTL).
+// Control: retry-at-expiry.
 func TestFailingWaiterBacksOffPastTheHoldersExpiry(t *testing.T) {
 	t.Parallel()
 	fixedAndControl(t, "retry-at-expiry", func(t *testing.T, control bool, opts []core.Option) {
@@ -60,24 +61,27 @@ func TestFailingWaiterBacksOffPastTheHoldersExpiry(t *testing.T) {
 		holder, direct := locktest.NewLocker(t, srv)
 		waiter, _ := locktest.NewLocker(t, srv, opts...)
 		ctx := locktest.Context(t)
-		if _, err := holder.Lock(ctx, "backoff", core.WithTTL(300*time.Millisecond), core.WithoutWatchdog()); err != nil {
+		if _, err := holder.Lock(ctx, "backoff", core.WithTTL(time.Second), core.WithoutWatchdog()); err != nil {
 			t.Fatal(err)
 		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := waiter.Lock(ctx, "backoff", core.WithTTL(30*time.Second), core.WithWait(2*time.Second))
+			done <- err
+		}()
+		waitQueuedOn(t, direct, locktest.RedisKey("backoff"), 1)
 		before := scriptCalls(t, direct)
-		// The waiter queues behind the holder, then the server refuses
-		// writes before the holder's TTL runs out.
-		time.AfterFunc(150*time.Millisecond, func() { readOnly(t, direct) })
-		_, err := waiter.Lock(ctx, "backoff", core.WithTTL(30*time.Second), core.WithWait(1500*time.Millisecond))
-		if err == nil {
+		readOnly(t, direct)
+		if err := <-done; err == nil {
 			t.Fatal("Lock on a read-only server succeeded")
 		}
 		n := scriptCalls(t, direct) - before
-		t.Logf("%d scripts in the 1.5s budget: %v", n, err)
+		t.Logf("%d scripts after the server turned read-only", n)
 		switch {
 		case control && n < 100:
-			t.Fatalf("control: %d scripts, want the millisecond retries (100 or more)", n)
+			t.Fatalf("control: %d scripts, want the millisecond retries past the holder's expiry (100 or more)", n)
 		case !control && n > 30:
-			t.Fatalf("%d scripts in a 1.5s budget, want a backoff (25ms doubling: under 30)", n)
+			t.Fatalf("%d scripts in a 2s budget, want a backoff (25ms doubling: under 30)", n)
 		}
 	})
 }

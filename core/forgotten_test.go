@@ -53,7 +53,9 @@ func TestForgottenUnlockIsNotRenewed(t *testing.T) {
 					got.Unlock(ctx)
 					t.Fatalf("control: another owner took a renewed lease's lock after %v", time.Since(start))
 				}
-				if !errors.Is(err, core.ErrNotObtained) {
+				// Busy; on a loaded machine the last attempt's answer may
+				// come after the budget (unavailable): either way, out.
+				if !errors.Is(err, core.ErrNotObtained) && !errors.Is(err, core.ErrUnavailable) {
 					t.Fatalf("control: %v", err)
 				}
 				for _, s := range leases {

@@ -199,15 +199,17 @@ func handedExpiry(t *testing.T, handedWhileQueued bool) {
 // free permits to the live waiters behind it, at once: here both holders'
 // permits are gone from Redis (their hash lost), the first waiter finds two
 // free at its refresh, and the second, whose own refresh is 10s away, gets
-// the other in its 3s budget. Control: sem-stop-at-self leaves the second
-// permit free until the second waiter wakes by itself (busy at its budget).
+// the other in its 3s budget. Both wait on one Locker, so that no check
+// after a new subscription wakes the second. Control: sem-stop-at-self
+// leaves the second permit free until the second waiter wakes by itself
+// (busy at its budget).
 func TestSemaphoreWaiterPassesSparePermitsBehindIt(t *testing.T) {
 	t.Parallel()
 	fixedAndControl(t, "sem-stop-at-self", func(t *testing.T, control bool, opts []core.Option) {
 		srv := redistest.Start(t)
 		holders, direct := locktest.NewLocker(t, srv)
-		first, _ := locktest.NewLocker(t, srv, opts...)
-		second, _ := locktest.NewLocker(t, srv, opts...)
+		waiters, _ := locktest.NewLocker(t, srv, opts...)
+		first, second := waiters, waiters
 		ctx := locktest.Context(t)
 		const name = "spare"
 		for range 2 {
