@@ -138,7 +138,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(rep.Uncontended)+len(rep.Contended)+len(rep.Middleware)+len(rep.Names)+len(rep.ReadHeavy) == 0 {
 		return rep, fmt.Errorf("-only %q selects no configuration", cfg.Only)
 	}
-	e, err := startEnv(rep.onCluster())
+	e, err := startEnv(rep.usesCluster())
 	if err != nil {
 		return rep, err
 	}
@@ -254,8 +254,8 @@ func (r *Report) planUncontended(conc int, cluster bool) {
 	r.Uncontended = append(r.Uncontended, jobs...)
 }
 
-// onCluster reports whether a planned configuration runs on the Cluster.
-func (r *Report) onCluster() bool {
+// usesCluster reports whether a planned configuration runs on the Cluster.
+func (r *Report) usesCluster() bool {
 	for _, j := range r.Uncontended {
 		if j.peer.cluster {
 			return true

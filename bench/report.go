@@ -19,7 +19,7 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "- date: %s (took %v)\n", r.Started.Format(time.RFC3339), r.Took.Round(time.Second))
 	fmt.Fprintf(&b, "- cores: runtime.NumCPU %d, GOMAXPROCS %d; %s\n", r.NumCPU, r.GOMAXPROCS, r.GoVersion)
 	cluster := ""
-	if r.onCluster() {
+	if r.usesCluster() {
 		cluster = fmt.Sprintf(", and a Redis Cluster of %d masters (no replicas) for the rows named …/cluster", clusterMasters)
 	}
 	fmt.Fprintf(&b, "- redis-server %s, %d independent servers on 127.0.0.1 started for the run%s\n", r.RedisVersion, nServers, cluster)

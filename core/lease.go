@@ -372,20 +372,27 @@ func (s *Lease) Unlock(ctx context.Context) error {
 		}
 		return ErrNotHeld
 	}
-	// The count drops before the context ends: the watchdog takes a
-	// first lease's ended context with leases left for forgotten
-	// re-entries (parentEnded), which an Unlock under way is not.
-	left := h.count.Add(-1)
-	s.cancel(context.Canceled)
-	if s.stopFollow != nil {
-		s.stopFollow()
-	}
-	if left > 0 {
+	if s.drop() > 0 {
 		err := h.endErr() // a re-entry of a hold that was lost or closed
 		h.l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Read: h.keys.read, Reentrant: s.reentrant, Fence: h.fence, Err: err})
 		return s.done(err)
 	}
 	return s.done(h.releaseInRedis(ctx, false))
+}
+
+// drop takes s out of its hold in the process and returns how many leases
+// the hold has left: the count drops, then s's context ends (cause
+// context.Canceled) and stops following the first lease's. The count
+// drops first: the watchdog takes a first lease's ended context with
+// leases left for forgotten re-entries (parentEnded), which an Unlock
+// under way is not.
+func (s *Lease) drop() int32 {
+	left := s.h.count.Add(-1)
+	s.cancel(context.Canceled)
+	if s.stopFollow != nil {
+		s.stopFollow()
+	}
+	return left
 }
 
 // done records that Unlock gave this lease back (err nil) and returns err.

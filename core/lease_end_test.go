@@ -137,26 +137,18 @@ func TestWatchdogRenewalAnsweredAfterLossGivesTheLockBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		release := p.Watch(script(t, "release", "late-renew"))
+		release := p.HoldReply(script(t, "release", "late-renew"), 0) // a signal when one is sent
 		within(t, s.Done(), 3*ttl, "the lease's loss while its renewal's answer is held")
 		within(t, hr.Released(), 3*ttl, "the held renewal's answer")
-		sent := func() bool { return release.Count() > 0 }
-		deadline := time.Now().Add(2 * time.Second)
 		if control {
-			deadline = time.Now().Add(500 * time.Millisecond)
-		}
-		for !sent() && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond) // the proxy counts; nothing signals
-		}
-		if control {
-			if sent() {
+			select {
+			case <-release.Matched():
 				t.Fatal("control: the late renewal was given back")
+			case <-time.After(500 * time.Millisecond):
 			}
 			return
 		}
-		if !sent() {
-			t.Fatal("no release was sent after the renewal answered held for a lost lease")
-		}
+		within(t, release.Matched(), 2*time.Second, "a release after the renewal answered held for a lost lease")
 	})
 }
 

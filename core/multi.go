@@ -66,19 +66,14 @@ func giveBack(parts []*Lease, by time.Time) {
 	for _, p := range parts {
 		p.unlocked.Store(true)
 		h := p.h
-		left := h.count.Add(-1)
-		p.cancel(context.Canceled)
-		if p.stopFollow != nil {
-			p.stopFollow()
-		}
-		if left > 0 {
+		if p.drop() > 0 {
 			continue
 		}
 		h.end.CompareAndSwap(endLive, endReleased)
 		h.l.wd.remove(h)
 		done := make(chan struct{})
 		dones = append(dones, done)
-		h.l.undoThen(&h.keys, h.owner, &callOptions{ttl: time.Duration(h.ttl.Load()), releaseTimeout: h.release}, done)
+		h.l.undoThen(&h.keys, h.owner, h.undoOptions(), done)
 	}
 	t := time.NewTimer(time.Until(by))
 	defer t.Stop()

@@ -190,10 +190,11 @@ func parseMutants(list string) (mutants, error) {
 		if name == "" {
 			continue
 		}
-		src, e, ok := &q, mutantEdits[name], false
-		if _, ok = mutantEdits[name]; !ok {
-			src, e = &sem, semMutantEdits[name]
-			_, ok = semMutantEdits[name]
+		src := &q
+		e, ok := mutantEdits[name]
+		if !ok {
+			src = &sem
+			e, ok = semMutantEdits[name]
 		}
 		if !ok || !strings.Contains(*src, e[0]) {
 			return mutants{}, fmt.Errorf("lockgate: unknown mutant %q", name)

@@ -187,9 +187,13 @@ func (w *watchdog) ended(h *hold, cause, why error) {
 
 // giveBack releases h's lock in Redis in the background (see undo), for
 // a hold that ended here while Redis may still hold it for its owner.
-func (h *hold) giveBack() {
-	ttl := max(h.ttl.Load(), h.unknownTTL.Load()) // how long it may be held
-	h.l.undo(&h.keys, h.owner, &callOptions{ttl: time.Duration(ttl), releaseTimeout: h.release})
+func (h *hold) giveBack() { h.l.undo(&h.keys, h.owner, h.undoOptions()) }
+
+// undoOptions are the options an undo of h's hold runs with: as long as
+// the hold may stand in Redis (its TTL, or a longer renewal of unknown
+// outcome), its release timeout.
+func (h *hold) undoOptions() *callOptions {
+	return &callOptions{ttl: time.Duration(max(h.ttl.Load(), h.unknownTTL.Load())), releaseTimeout: h.release}
 }
 
 // endWith ends h for why, cancelling its leases' contexts with cause;
