@@ -6,7 +6,8 @@
 # when its vet and tests end and how long they took. Most of a module's test
 # time is waiting (timeouts, TTLs, a paused server), so modules running side
 # by side share the cores rather than queue for them. Exits 1 if any module
-# failed, after all have run; closes with the test counts of all modules.
+# failed, after all have run; closes with the failed tests' names and first
+# messages, then the test counts of all modules.
 set -uo pipefail
 jobs=${TEST_JOBS:-1}
 # Tests that call t.Parallel run this many at a time in each package: most
@@ -46,7 +47,7 @@ one() {
   fi
   echo "== $m: go vet ok ($((SECONDS - t))s); go test -race"
   t=$SECONDS
-  if (cd "$m" && $go test -race -count=1 -parallel "$parallel" -timeout 12m -json ./... 2>&1) | "$tp" -since "$since" -totals "$dir/$n.totals"; then
+  if (cd "$m" && $go test -race -count=1 -parallel "$parallel" -timeout 12m -json ./... 2>&1) | "$tp" -since "$since" -totals "$dir/$n.totals" -recap "$dir/$n.recap"; then
     echo "== $m: go test ok ($((SECONDS - t))s, building included)"
   else
     echo "== $m: go test FAILED ($((SECONDS - t))s)"
@@ -71,6 +72,12 @@ for t in "$dir"/*.totals; do
   p=$((p + a)) f=$((f + b)) s=$((s + c))
 done
 failed=$(find "$dir" -name '*.failed' | wc -l)
+# The failed tests again, each with its first messages, last: a long run's
+# output is often seen only by its tail.
+if compgen -G "$dir/*.recap" >/dev/null; then
+  echo "== failed tests (their whole output is above):"
+  cat "$dir"/*.recap
+fi
 if [ "$failed" -gt 0 ]; then
   echo "== $failed module(s) FAILED (see above) after $((SECONDS - start))s"
 else

@@ -80,17 +80,19 @@ type reporter struct {
 	anyFail  bool
 	// Top-level tests (examples and fuzz seeds included) by their result.
 	passed, failed, skippedTests int
+	recap                        string // file the failed tests' recap is appended to ("": none)
 }
 
 func main() {
 	totals := flag.String("totals", "", "add this run's test counts to `file` (created when missing) and print the sums")
 	since := flag.Int64("since", 0, "count the times printed from this Unix `time` (make test's start) instead of from now")
+	recap := flag.String("recap", "", "append each failed test's name and its first messages to `file`, for make test's closing lines")
 	flag.Parse()
 	start := time.Now()
 	if *since > 0 {
 		start = time.Unix(*since, 0)
 	}
-	r := &reporter{start: start, last: time.Now(), pkgs: map[string]*pkgState{}, running: map[string]bool{}}
+	r := &reporter{start: start, last: time.Now(), pkgs: map[string]*pkgState{}, running: map[string]bool{}, recap: *recap}
 	go r.heartbeat(10 * time.Second)
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1024*1024), 64*1024*1024)
@@ -186,6 +188,7 @@ func (r *reporter) handle(e event) {
 		delete(r.running, e.Package)
 		r.printfLocked("%s FAIL  %s  %.1fs", r.stamp(), e.Package, e.Elapsed)
 		r.dumpLocked(s)
+		r.recapLocked(e.Package, s)
 		delete(r.pkgs, e.Package)
 	case "pass":
 		if e.Test != "" {
@@ -235,6 +238,69 @@ func (r *reporter) dumpLocked(s *pkgState) {
 	}
 	fmt.Println()
 	r.last = time.Now()
+}
+
+// recapLines is how many of a failed test's own messages the recap keeps.
+const recapLines = 4
+
+// recapLocked appends to the recap file a line per failed test of the package
+// (a subtest's parent is left out, its subtest names it) and under it the
+// first of its messages that name a file and line (t.Error and t.Fatal's), so
+// that the end of a long make test says what failed even where only its last
+// lines are seen. A package that failed without a failed test (a crash, a
+// timeout) gets a line saying so.
+func (r *reporter) recapLocked(pkg string, s *pkgState) {
+	if r.recap == "" {
+		return
+	}
+	var b strings.Builder
+	var names []string
+	for t := range s.failed {
+		if !hasFailedChild(s.failed, t) {
+			names = append(names, t)
+		}
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		fmt.Fprintf(&b, "%s: the package failed without a failed test (a crash or a timeout: see its output above)\n", pkg)
+	}
+	for _, t := range names {
+		fmt.Fprintf(&b, "%s %s\n", pkg, t)
+		kept := 0
+		for _, l := range s.lines {
+			if l.test == t && kept < recapLines && fileLine(l.text) {
+				fmt.Fprintf(&b, "      %s\n", strings.TrimSpace(l.text))
+				kept++
+			}
+		}
+	}
+	f, err := os.OpenFile(r.recap, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, err = f.WriteString(b.String())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testprogress: %v\n", err)
+	}
+}
+
+// hasFailedChild reports whether a subtest of test failed.
+func hasFailedChild(failed map[string]bool, test string) bool {
+	for t := range failed {
+		if strings.HasPrefix(t, test+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// fileLine reports a test's message line: "    name_test.go:42: ...".
+func fileLine(l string) bool {
+	t := strings.TrimSpace(l)
+	i := strings.Index(t, ".go:")
+	return i > 0 && !strings.ContainsAny(t[:i], " \t")
 }
 
 // framing reports test2json's lines that plain go test (without -v) does not
