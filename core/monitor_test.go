@@ -14,9 +14,14 @@ import (
 )
 
 // lossWait is how long after a node answers again the tests below wait
-// for a lease's loss: far under the next renewal (TTL/3 = 10s), far over
-// the monitor's reconnect interval and a round trip.
-const lossWait = 3 * time.Second
+// for a lease's loss: far under the next renewal (their TTL is monitorTTL,
+// renewed at a third of it, 20s), far over the monitor's reconnect interval
+// and a round trip, and over a loaded CI run's delays (3s was passed there
+// once, by an operator's failover seen through Sentinel).
+const lossWait = 6 * time.Second
+
+// monitorTTL is the TTL of the leases of the tests below.
+const monitorTTL = 60 * time.Second
 
 // watched waits until every node of nodes has one connection subscribed
 // to the Locker's monitor channel (polled: the server is the only one who
@@ -61,7 +66,7 @@ func lossSeen(t *testing.T, s *core.Lease, seen bool, since time.Time, what stri
 
 // A node that restarts empty takes its locks with it: the holder's lease
 // ends (ErrLockLost) as soon as the node answers again, not at its next
-// renewal (a third of the 30s TTL). Control: with no monitor the lease
+// renewal (a third of the 60s TTL). Control: with no monitor the lease
 // outlives the same wait.
 func TestLossSeenWhenNodeRestarts(t *testing.T) {
 	t.Parallel()
@@ -73,7 +78,7 @@ func TestLossSeenWhenNodeRestarts(t *testing.T) {
 			srv := redistest.Start(t)
 			l, c := locktest.NewLocker(t, srv, core.WithMutants(tc.mutants))
 			ctx := locktest.Context(t)
-			s, err := l.Lock(ctx, "restart", core.WithTTL(30*time.Second))
+			s, err := l.Lock(ctx, "restart", core.WithTTL(monitorTTL))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +104,7 @@ func TestLossSeenWhenClusterNodeRestarts(t *testing.T) {
 	l := locktest.Locker(t, c)
 	ctx := locktest.Context(t)
 	restarted := cl.Servers[0]
-	leases := lockPerNode(t, cl, c, l, "restart", 2, core.WithTTL(30*time.Second))
+	leases := lockPerNode(t, cl, c, l, "restart", 2, core.WithTTL(monitorTTL))
 	var nodes []*redis.Client
 	for _, srv := range cl.Servers {
 		nodes = append(nodes, srv.Client(t))
@@ -169,7 +174,7 @@ func TestLossSeenAfterSentinelFailover(t *testing.T) {
 			sn := redistest.StartSentinel(t)
 			l := locktest.Locker(t, sn.Client(t), core.WithMutants(tc.mutants))
 			ctx := locktest.Context(t)
-			s, err := l.Lock(ctx, "failover", core.WithTTL(30*time.Second))
+			s, err := l.Lock(ctx, "failover", core.WithTTL(monitorTTL))
 			if err != nil {
 				t.Fatal(err)
 			}
