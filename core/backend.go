@@ -276,12 +276,6 @@ func (s *deployment) clients() []namedClient {
 	return []namedClient{{name, s.c}}
 }
 
-// byHashTag groups part's leases by hash tag: the keys of one script call
-// on a sharded client must share a slot.
-func byHashTag(batch []renewal, part []int) [][]int {
-	return groupBy(part, func(i int) string { return hashTag(batch[i].keys.hash()) })
-}
-
 // groupBy splits idx into groups of equal key, in order of first
 // appearance.
 func groupBy(idx []int, key func(i int) string) [][]int {
@@ -310,20 +304,18 @@ func (s *deployment) forceRelease(ctx context.Context, k *lockKeys, owner string
 }
 
 func (s *deployment) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
+	sc := pttlScript
 	if k.perOwner() {
-		return s.semPTTL(ctx, k, owner)
+		sc = semPTTLScript // a permit's or a reader's own expiry
 	}
-	n, err := pttlScript.run(ctx, s.c, k.args[:1], owner).Int64()
+	n, err := sc.run(ctx, s.c, k.args[:1], owner).Int64()
 	if err != nil {
 		return 0, err
 	}
 	if n == -3 {
 		return 0, ErrNotHeld
 	}
-	if n < 0 {
-		n = 0
-	}
-	return time.Duration(n) * time.Millisecond, nil
+	return time.Duration(max(n, 0)) * time.Millisecond, nil
 }
 
 // groups: a plain client (a master or a Sentinel failover client) is one
@@ -357,13 +349,19 @@ func (s *deployment) splitsByNode() bool {
 // keys of one script must share a slot, so leases are grouped by hash tag
 // and the groups pipelined.
 func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
-	calls := [][]int{part} // indexes into batch, one script call each
-	if _, plain := s.c.(*redis.Client); !plain {
-		calls = byHashTag(batch, part)
-	}
-	if hasPerOwner(batch, part) {
-		calls = byKind(batch, calls)
-	}
+	// Indexes into batch, one script call each: one per renew script (a
+	// lock's, or a permit's or reader's) and, sharded, per hash tag.
+	_, plain := s.c.(*redis.Client)
+	calls := groupBy(part, func(i int) string {
+		tag := ""
+		if !plain {
+			tag = hashTag(batch[i].keys.hash())
+		}
+		if batch[i].keys.perOwner() {
+			return "o" + tag
+		}
+		return "l" + tag
+	})
 	var pc redis.Cmdable = s.c
 	var after func(redis.Pipeliner)
 	var waits []*redis.Cmd // one per pipeline: each covers the scripts it ran

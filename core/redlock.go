@@ -196,46 +196,44 @@ func (r *redlock) clients() []namedClient {
 	return cs
 }
 
+// answers runs call on every node and returns the answers of those that
+// answered, or unavailableNodes when fewer than a quorum did.
+func answers[T any](ctx context.Context, r *redlock, call func(context.Context, *deployment) (T, error)) ([]T, error) {
+	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (T, error) { return call(cctx, n) })
+	var got []T
+	for i := range res {
+		if errs[i] == nil {
+			got = append(got, res[i])
+		}
+	}
+	if len(got) < r.quorum {
+		// Too few to tell: unavailable, so that an undo tries again.
+		return nil, r.unavailableNodes(errs)
+	}
+	return got, nil
+}
+
 // release always leaves done markers: an acquire decided by a majority may
 // still run on the other nodes, unseen.
 func (r *redlock) release(ctx context.Context, k *lockKeys, owner ownerID, _ bool) (bool, error) {
-	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (bool, error) {
+	held, err := answers(ctx, r, func(cctx context.Context, n *deployment) (bool, error) {
 		return n.release(cctx, k, owner, true)
 	})
-	held, answered := false, 0
-	for i := range res {
-		if errs[i] == nil {
-			answered++
-			held = held || res[i]
-		}
-	}
-	if answered < r.quorum {
-		// Given back on too few nodes to tell: unavailable, so that an
-		// undo tries again. (Nodes that did not answer keep their copy
-		// until its TTL ends; a majority without it is enough for others.)
-		return held, r.unavailableNodes(errs)
-	}
-	return held, nil
+	return slices.Contains(held, true), err
 }
 
 // forceRelease: held when a quorum of nodes held owner's hold and removed it.
 func (r *redlock) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {
-	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (bool, error) {
+	removed, err := answers(ctx, r, func(cctx context.Context, n *deployment) (bool, error) {
 		return n.forceRelease(cctx, k, owner)
 	})
-	removed, answered := 0, 0
-	for i := range res {
-		if errs[i] == nil {
-			answered++
-			if res[i] {
-				removed++
-			}
+	n := 0
+	for _, ok := range removed {
+		if ok {
+			n++
 		}
 	}
-	if answered < r.quorum {
-		return removed > 0, r.unavailableNodes(errs)
-	}
-	return removed >= r.quorum, nil
+	return n >= r.quorum, err
 }
 
 func (r *redlock) groups(ctx context.Context, batch []renewal) [][]int {
@@ -337,29 +335,22 @@ func (r *redlock) restore(ctx context.Context, n *deployment, b renewal) {
 }
 
 func (r *redlock) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
-	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (time.Duration, error) {
-		return n.pttl(cctx, k, owner)
-	})
-	var ttls []time.Duration
-	answered := 0
-	for i := range res {
-		switch {
-		case errs[i] == nil:
-			answered++
-			ttls = append(ttls, res[i])
-		case errors.Is(errs[i], ErrNotHeld):
-			answered++
+	res, err := answers(ctx, r, func(cctx context.Context, n *deployment) (time.Duration, error) {
+		d, err := n.pttl(cctx, k, owner)
+		if errors.Is(err, ErrNotHeld) {
+			return -1, nil // an answer: not held there
 		}
+		return d, err
+	})
+	if err != nil {
+		return 0, err
 	}
-	if len(ttls) >= r.quorum {
-		slices.Sort(ttls)
-		slices.Reverse(ttls)
-		return ttls[r.quorum-1], nil // what a quorum still holds
-	}
-	if answered >= r.quorum {
+	slices.Sort(res)
+	slices.Reverse(res)
+	if len(res) < r.quorum || res[r.quorum-1] < 0 {
 		return 0, ErrNotHeld
 	}
-	return 0, r.unavailableNodes(errs)
+	return res[r.quorum-1], nil // what a quorum still holds
 }
 
 // ttlOf reads a TTL script argument (ms as a string).
@@ -431,24 +422,19 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 // fence of its own, and the lease's was written to a quorum before), the age
 // the youngest grant among them, the waiters the most any node counts.
 func (r *redlock) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
-	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (lockState, error) {
+	res, err := answers(ctx, r, func(cctx context.Context, n *deployment) (lockState, error) {
 		return n.inspect(cctx, k)
 	})
-	byOwner := map[string][]lockState{}
-	answered := 0
-	var out lockState
-	for i := range res {
-		if errs[i] != nil {
-			continue
-		}
-		answered++
-		out.Waiters = max(out.Waiters, res[i].Waiters)
-		if res[i].owner != "" {
-			byOwner[res[i].owner] = append(byOwner[res[i].owner], res[i])
-		}
+	if err != nil {
+		return lockState{}, err
 	}
-	if answered < r.quorum {
-		return lockState{}, r.unavailableNodes(errs)
+	byOwner := map[string][]lockState{}
+	var out lockState
+	for _, st := range res {
+		out.Waiters = max(out.Waiters, st.Waiters)
+		if st.owner != "" {
+			byOwner[st.owner] = append(byOwner[st.owner], st)
+		}
 	}
 	for owner, sts := range byOwner {
 		if len(sts) < r.quorum {

@@ -2,35 +2,36 @@ package core
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
+//go:embed scripts/*.lua
+var luaFiles embed.FS
+
+// lua is the source of scripts/<name>.lua.
+func lua(name string) string {
+	b, err := luaFiles.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic(err) // embedded: cannot happen
+	}
+	return string(b)
+}
+
 var (
-	//go:embed scripts/acquire.lua
-	acquireSrc string
-	//go:embed scripts/release.lua
-	releaseSrc string
-	//go:embed scripts/renew.lua
-	renewSrc string
-	//go:embed scripts/pttl.lua
-	pttlSrc string
-	//go:embed scripts/fence.lua
-	fenceSrc string
-	//go:embed scripts/inspect.lua
-	inspectSrc string
-	//go:embed scripts/queue.lua
-	queueSrc string
-	//go:embed scripts/clock.lua
-	clockSrc string
-	//go:embed scripts/rw.lua
-	rwSrc string
-	//go:embed scripts/rlock_acquire.lua
-	rlockAcquireSrc string
-	//go:embed scripts/rlock_release.lua
-	rlockReleaseSrc string
+	acquireSrc      = lua("acquire")
+	releaseSrc      = lua("release")
+	renewSrc        = lua("renew")
+	pttlSrc         = lua("pttl")
+	fenceSrc        = lua("fence")
+	inspectSrc      = lua("inspect")
+	queueSrc        = lua("queue")
+	clockSrc        = lua("clock")
+	rwSrc           = lua("rw")
+	rlockAcquireSrc = lua("rlock_acquire")
+	rlockReleaseSrc = lua("rlock_release")
 
 	acquireScript      = newScript(withQueue(acquireSrc, queueSrc))
 	releaseScript      = newScript(withQueue(releaseSrc, queueSrc))

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"time"
@@ -71,16 +70,11 @@ func (k *lockKeys) semaphore() bool { return k.permits > 0 }
 func (k *lockKeys) perOwner() bool { return k.permits > 0 || k.read }
 
 var (
-	//go:embed scripts/semaphore.lua
-	semSrc string
-	//go:embed scripts/semaphore_acquire.lua
-	semAcquireSrc string
-	//go:embed scripts/semaphore_release.lua
-	semReleaseSrc string
-	//go:embed scripts/semaphore_renew.lua
-	semRenewSrc string
-	//go:embed scripts/semaphore_pttl.lua
-	semPTTLSrc string
+	semSrc        = lua("semaphore")
+	semAcquireSrc = lua("semaphore_acquire")
+	semReleaseSrc = lua("semaphore_release")
+	semRenewSrc   = lua("semaphore_renew")
+	semPTTLSrc    = lua("semaphore_pttl")
 
 	semAcquireScript = newScript(withQueue(semAcquireSrc, queueSrc))
 	semReleaseScript = newScript(withQueue(semReleaseSrc, queueSrc))
@@ -97,52 +91,6 @@ func otherPermits(cmd *redis.Cmd) (int64, bool) {
 	}
 	have, _ := p[1].(int64)
 	return have, true
-}
-
-// semPTTL is pttl for a per-owner hold (a semaphore's permit, a reader's).
-func (s *deployment) semPTTL(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
-	n, err := semPTTLScript.run(ctx, s.c, k.args[:1], owner).Int64()
-	if err != nil {
-		return 0, err
-	}
-	if n == -3 {
-		return 0, ErrNotHeld
-	}
-	return time.Duration(max(n, 0)) * time.Millisecond, nil
-}
-
-// byKind splits the renewal calls that mix locks and per-owner holds
-// (permits, readers), so that each call runs one renew script: locks
-// first, as before, then the others.
-func byKind(batch []renewal, calls [][]int) [][]int {
-	out := make([][]int, 0, len(calls)+1)
-	for _, g := range calls {
-		var locks, sems []int
-		for _, i := range g {
-			if batch[i].keys.perOwner() {
-				sems = append(sems, i)
-			} else {
-				locks = append(locks, i)
-			}
-		}
-		for _, part := range [][]int{locks, sems} {
-			if len(part) > 0 {
-				out = append(out, part)
-			}
-		}
-	}
-	return out
-}
-
-// hasPerOwner reports whether part renews any per-owner hold (a permit, a
-// reader's).
-func hasPerOwner(batch []renewal, part []int) bool {
-	for _, i := range part {
-		if batch[i].keys.perOwner() {
-			return true
-		}
-	}
-	return false
 }
 
 // permitsError is a Semaphore refused because its holders passed another
