@@ -25,15 +25,12 @@ type acquisition struct {
 	ctxEnds  bool      // deadline is ctx's
 	attempts int
 
-	// refreshes of the queue entry: sentAt[i] is when refresh i+1 was sent
-	// (monotonic ns), the moment a hold granted on it is valid from; it
-	// starts in firstSent, so that a call answered at once allocates none
+	// sentAt[i]: when refresh i+1 of the queue entry was sent (monotonic ns),
+	// which a grant on it is valid from; starts in firstSent (no allocation)
 	sentAt    []int64
 	firstSent [1]int64
 
-	// uncertain: an attempt of this owner failed after it may have reached
-	// Redis (no answer in time, a cut connection): it may have run, or
-	// still run, unseen; the hold's release then leaves a done marker
+	// uncertain: an attempt may have run unseen; the release then leaves a done marker
 	uncertain bool
 
 	unavail error         // the last attempt failed (Redlock: too few nodes answered)
@@ -49,9 +46,8 @@ type acquisition struct {
 	sampled   bool // offset is an estimate of the server's clock
 }
 
-// holderSeen is what a waiting call knows of the lock's holder: how long it
-// had (ttl) when that was learnt (at). The zero value: nothing is known (no
-// busy answer yet).
+// holderSeen is what a waiting call knows of the holder: its ttl when
+// learnt (at). The zero value: nothing known yet.
 type holderSeen struct {
 	ttl time.Duration
 	at  time.Time
@@ -59,16 +55,14 @@ type holderSeen struct {
 
 func (h holderSeen) seen() bool { return !h.at.IsZero() }
 
-// ends is when the holder's TTL runs out unless it is renewed: the lock is
-// then free for the first waiter though no release tells anyone.
+// ends is when the holder's TTL runs out unless renewed.
 func (h holderSeen) ends() time.Time { return h.at.Add(h.ttl) }
 
 // left is how much of the holder's TTL is left now (0 once it ran out).
 func (h holderSeen) left() time.Duration { return max(time.Until(h.ends()), 0) }
 
-// busy is the error of a call that last saw the lock busy. Once the
-// holder's TTL as last seen has run out (it renewed, or the budget ended
-// as it ran out), the hint is no longer than the whole of that TTL.
+// busy is the *BusyError of a call that last saw the lock busy; once the
+// holder's TTL as seen ran out, the hint is at most that whole TTL.
 func (a *acquisition) busy() error {
 	left := a.holder.left()
 	hint := a.l.holdTimes.hint(left)
@@ -78,9 +72,8 @@ func (a *acquisition) busy() error {
 	return &BusyError{Key: a.key, RetryAfter: hint, HolderTTL: left, Permits: a.keys.permits}
 }
 
-// expired is the error of a call whose deadline passed while no attempt
-// was in flight: busy, joined with context.DeadlineExceeded when the
-// deadline was ctx's (ctx.Done may not have fired yet).
+// expired is the error of a call whose deadline passed between attempts:
+// busy (or unavailable), joined with context.DeadlineExceeded if it was ctx's.
 func (a *acquisition) expired() error {
 	last := a.busy()
 	if a.unavail != nil {
@@ -92,8 +85,8 @@ func (a *acquisition) expired() error {
 	return last
 }
 
-// ended is the error of a call whose ctx ended while no attempt was in
-// flight: the context's error, joined with busy when a busy answer was seen.
+// ended is the error of a call whose ctx ended between attempts: the
+// context's error, joined with busy or unavailable if seen.
 func (a *acquisition) ended(ctx context.Context) error {
 	if a.unavail != nil {
 		return errors.Join(a.unavail, ctxErr(ctx))
@@ -104,10 +97,9 @@ func (a *acquisition) ended(ctx context.Context) error {
 	return ctxErr(ctx)
 }
 
-// attempt sends the acquire script once (for a waiting caller, a refresh of
-// its queue entry), bounded by the call's deadline. It returns a lease, or
-// an error that ends the call, or neither: busy, or (Redlock) split or a
-// failure that may pass, the call going on within its budget.
+// attempt sends the acquire script once (for a waiter, also a refresh of its
+// entry) within the call's deadline. It returns a lease, an error that ends
+// the call, or neither: busy, or a failure the call may retry.
 func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	l, o := a.l, &a.o
 	a.attempts++
@@ -147,14 +139,12 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	case r.found == foundEnded:
 		return nil, a.failed(ctx, owner, errEnded)
 	case r.found == foundSplit:
-		// Redlock: some nodes granted, too few for a majority, and no
-		// majority is busy: give them back, try again soon.
+		// Redlock split: give the grants back, try again soon.
 		a.undoOwner(owner)
 		a.freshOwner()
 	case r.stray:
-		// Redlock: busy, and a node granted: give it back, and wait for
-		// the holder as after any busy answer (under a new owner: the
-		// give-back leaves the old one's done markers).
+		// Redlock: busy with a stray grant: give it back and wait, under a
+		// new owner (the give-back leaves the old one's done markers).
 		a.undoOwner(owner)
 		a.owner = a.keys.owner(newOwnerID())
 	}
@@ -166,8 +156,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	return nil, nil
 }
 
-// late is the error of an attempt that Redis did not answer within the
-// call's budget (its answer, if it comes, is undone: see attempt).
+// late is the error of an attempt not answered within the budget.
 func (a *acquisition) late(ctx context.Context) error {
 	err := unavailable("acquire", errNoAnswer)
 	if a.unavail != nil {
@@ -179,12 +168,11 @@ func (a *acquisition) late(ctx context.Context) error {
 	return err
 }
 
-// errEnded is the reason of a call whose own hold or wait Redis found
-// already ended (foundEnded): undone while the call still went on.
+// errEnded: Redis found this call's hold or wait already ended (undone).
 var errEnded = errors.New("this acquisition already ended")
 
 // failed handles an attempt of owner that ended in err: nil when the call
-// goes on (it tries again within its budget), else its error.
+// retries within its budget, else its error.
 func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) error {
 	l := a.l
 	switch {
@@ -201,8 +189,7 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 	if err == errLate {
 		return a.late(ctx)
 	}
-	// The call's context is not the caller's (bounded detaches it): a
-	// context error here is the budget ending before Redis answered.
+	// bounded detaches the context: a context error here is the budget's end.
 	cause := err
 	err = unavailable("acquire", withCause(cause))
 	if dialFailed(cause) {
@@ -216,30 +203,21 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 		return nil
 	case a.waited && cause != errEnded && (!definitive(cause) || l.failingOver(cause)),
 		a.waits && (transient(cause) || l.failingOver(cause)):
-		// A waiting call keeps its owner (and, queued, its place) through
-		// a failure that may pass (a node restarting, a failover, a cut
-		// connection, a dead master's address dialled while the deployment
-		// fails over): it tries again soon, and its next answer tells
-		// whether this attempt took the lock; unavailable only if the
-		// budget ends first. (errEnded, its own wait undone, ends it:
-		// nothing of a wait is undone while it goes on.)
+		// A failure that may pass: retry under the same owner, keeping the
+		// queue place. See docs/topologies.md, "A refused dial during a failover".
 		a.retryAfter(cause, err)
 		return nil
 	}
 	if !neverRan(cause) || a.uncertain || a.waited && !l.mut.keepEntry {
-		// It (or an earlier attempt) may have taken the lock, or queued; a
-		// waiter's entry is in the queue whatever this attempt did, and
-		// left there it stays live until it expires (TTL/2): a release
-		// meanwhile would grant the lock to a caller that is gone.
+		// It may hold or be queued; a queued entry stays live (mutant keep-entry).
+		// See docs/internals.md, "Waiting (`wait.go`, `acquire.go`)".
 		a.undo()
 	}
 	return err
 }
 
-// retryFresh has a Redlock waiter whose attempt too few nodes answered
-// (cause, err its error) try again within its budget: under a new owner
-// (what this one was granted is given back), after a backoff with jitter;
-// it ends unavailable only if that is still so when the budget ends.
+// retryFresh retries a Redlock attempt that too few nodes answered: grants
+// given back, a new owner, backoff plus jitter.
 func (a *acquisition) retryFresh(cause, err error) {
 	a.undo()
 	a.freshOwner()
@@ -251,11 +229,9 @@ func (a *acquisition) retryFresh(cause, err error) {
 	a.nextTry = a.nextTry.Add(jitter())
 }
 
-// retryAfter has a waiting call try again after cause, a failure that may
-// pass: after a backoff doubled each time, from retryMin up to the lease's
-// refresh interval (failoverRetry at most while the deployment fails over,
-// or for a Redlock, whose nodes may come back at any moment); it ends
-// unavailable with err if its budget ends first.
+// retryAfter schedules a waiting call's retry after cause: a backoff doubling
+// from retryMin to the refresh interval (at most failoverRetry during a
+// failover, or on Redlock). err is the call's error if the budget ends first.
 func (a *acquisition) retryAfter(cause, err error) {
 	a.unavail = err
 	a.retryIn = min(max(2*a.retryIn, retryMin), refresh(a.o.ttl))
@@ -265,14 +241,13 @@ func (a *acquisition) retryAfter(cause, err error) {
 	a.nextTry = time.Now().Add(a.retryIn)
 }
 
-// took makes the lease of an attempt sent at sent (monotonic ns; wall:
-// the wall clock then, when observed) that answered fence.
+// took makes the lease of an attempt sent at sent (monotonic ns; wall: the
+// wall clock then, if observed) that answered fence.
 func (a *acquisition) took(ctx context.Context, fence, sent int64, wall time.Time) (*Lease, error) {
 	l, o := a.l, &a.o
 	if !wall.IsZero() && a.attempts == 1 {
-		// A first attempt's fence is the server's clock when the script
-		// ran (a later one's may be a grant's, issued earlier), against
-		// the midpoint of the round trip (the answer was just delivered).
+		// Clock offset: a first attempt's fence is the server's clock, against
+		// the round trip's midpoint (a later fence may be an older grant's).
 		a.offset = time.UnixMicro(fence).Sub(wall.Add(time.Since(wall) / 2))
 		a.sampled = true
 	}
@@ -289,8 +264,7 @@ func (a *acquisition) took(ctx context.Context, fence, sent int64, wall time.Tim
 	return a.newHold(ctx, fence, validUntil, sent+int64(o.ttl/3), false)
 }
 
-// newHold makes the hold of a lock this call obtained and its first lease
-// (newHeld) and hands the hold to the watchdog.
+// newHold makes the hold and its first lease and hands it to the watchdog.
 func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt int64, handedOver bool) (*Lease, error) {
 	l := a.l
 	s := newHeld(ctx, l, a.key, a.keys, a.owner, &a.o, fence, validUntil, renewAt, handedOver)
@@ -302,45 +276,36 @@ func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt in
 	return s, nil
 }
 
-// undo releases the hold this call's attempts may have added, or its place
-// in the queue.
+// undo releases what this call's attempts may hold, or its queue place.
 func (a *acquisition) undo() { a.undoOwner(a.owner) }
 
 func (a *acquisition) undoOwner(owner ownerID) { a.l.undo(&a.keys, owner, &a.o) }
 
-// freshOwner readies a Redlock acquisition whose attempt may have left grants
-// (given back by the caller under the old owner) for another attempt: under
-// a new owner, since the old one's done markers make its attempts no-ops,
-// and after a random delay, so that owners that split the nodes do not
-// split them again.
+// freshOwner readies a Redlock retry: a new owner (the old one's done markers
+// void its attempts) after jitter, so split owners do not split again.
 func (a *acquisition) freshOwner() {
 	a.owner = a.keys.owner(newOwnerID())
 	a.nextTry = time.Now().Add(jitter())
 }
 
-// jitter is a random wait in [1ms, 11ms): after a Redlock split or release,
-// owners that would race try at different moments.
+// jitter is a random wait in [1ms, 11ms) that spreads Redlock retries.
 func jitter() time.Duration {
 	return time.Millisecond + time.Duration(rand.Int64N(int64(10*time.Millisecond)))
 }
 
 var noEntry any = ""
 
-// retryMin is how soon a waiting call first tries again after a failed
-// attempt; the wait doubles up to its refresh interval, or up to
-// failoverRetry while a failover is under way (failingOver): a failover
-// ends when a replica is promoted, not by itself, and a call that doubled
-// its wait past the promotion would see it late or never, its budget spent.
+// retryMin is a waiting call's first retry delay; failoverRetry caps it during
+// a failover, so retries do not step past the promotion. See
+// docs/topologies.md, "A refused dial during a failover".
 const (
 	retryMin      = 25 * time.Millisecond
 	failoverRetry = 250 * time.Millisecond
 )
 
-// transient reports whether err is a failure that may pass by itself and
-// that the client would have re-sent the call after (see once): the
-// connection (a read or write timeout, a cut), a full pool, or a server
-// that is loading, read-only for now or between masters. A definitive
-// failure is not transient.
+// transient reports whether err may pass by itself (one the client would
+// have re-sent after): a connection failure, a full pool, or a server
+// loading, read-only or between masters. Never a definitive one.
 func transient(err error) bool {
 	if definitive(err) {
 		return false
@@ -362,81 +327,59 @@ func transient(err error) bool {
 
 var transientPrefixes = []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "ERR max number of clients reached"}
 
-// definitive reports whether err ends a call at once, however much of its
-// budget is left, because trying again cannot help before someone changes
-// something: no server listens or the name does not resolve (the client
-// has already dialled again itself, DialerRetries times), the server
-// refused the credentials or the command (authentication, ACL), or the
-// lock's key holds another type.
+// definitive reports whether err ends a call at once, since retrying cannot
+// help: a failed dial (the client already retried it), refused credentials
+// or command, or WRONGTYPE. failingOver makes an exception for dials.
 func definitive(err error) bool { return dialFailed(err) || refusedByServer(err) }
 
-// refusedByServer reports whether the server answered err because of how it
-// is set up or what the key holds: credentials, permissions, WRONGTYPE.
+// refusedByServer reports an auth, ACL or WRONGTYPE refusal.
 func refusedByServer(err error) bool {
 	return authFailed(err) || redis.HasErrorPrefix(err, "WRONGTYPE")
 }
 
-// failingOver reports whether err, a definitive failure on a plain
-// client, is on l's client what a failover looks like: a failed dial
-// (refused, no route, a name that no longer resolves, timed out) on a
-// client that follows failovers (a Sentinel failover client, a Cluster
-// client) of a Locker that has reached its deployment before. Until the
-// sentinels promote a replica, a failover client dials the dead master's
-// address; until the slot map names the promoted replica, a Cluster client
-// dials the dead node's. A waiting Lock then tries again within its budget,
-// as after a transient failure (a single attempt still ends). Definitive as
-// before: a plain client's failed dial (nothing takes over its address),
-// and any failed dial before the deployment ever answered this Locker (a
-// wrong address, or a deployment down at start-up).
+// failingOver reports whether err is a failed dial that looks like a failover:
+// on a Sentinel or Cluster client of a Locker that reached its deployment
+// before. A waiting Lock then retries. See docs/topologies.md, "A refused
+// dial during a failover".
 func (l *Locker) failingOver(err error) bool {
-	// A probe's refusal is never one: a probe watches a call only while
-	// refusals end calls, and the call it stopped goes to its undo.
+	// Never a probe's refusal: the call it stopped goes to its undo.
 	return l.retriesRefusals() && dialFailed(err) && !isProbe(err)
 }
 
-// retriesRefusals reports whether a waiting Lock of l tries again after a
-// failed dial (failingOver).
+// retriesRefusals reports whether a waiting Lock retries a failed dial.
 func (l *Locker) retriesRefusals() bool {
 	return l.followsFailovers && l.reached.Load() && !l.mut.refusalDefinitive
 }
 
-// reloadSlots asks a Cluster client, after a dial failed, to read its slot
-// map again (in the background; go-redis runs one reload at a time, 200ms
-// apart at most). Without it a Cluster client goes on dialling a dead
-// master's address after its replica was promoted: a dead node sends no
-// redirection, and go-redis reloads the map by itself only every 60s
-// (ClusterStateReloadInterval), so every call on the node's slots failed
-// until then. Other clients: nothing.
+// reloadSlots makes a Cluster client read its slot map again after a failed
+// dial; otherwise it dials a dead master until go-redis's own 60s reload.
+// Other clients: nothing.
 func (l *Locker) reloadSlots() {
 	if cc, ok := l.client.(*redis.ClusterClient); ok && !l.mut.noSlotReload {
 		cc.ReloadState(context.Background())
 	}
 }
 
-// followsFailovers reports whether c dials whichever master its deployment
-// has now: a Sentinel failover client (a *redis.Client whose address is
-// go-redis's "FailoverClient") or a Cluster client.
+// followsFailovers reports whether c follows its deployment's master: a
+// Sentinel failover client or a Cluster client.
 func followsFailovers(c redis.UniversalClient) bool {
 	_, cluster := c.(*redis.ClusterClient)
 	return cluster || isFailoverClient(c)
 }
 
-// isFailoverClient reports whether c is a Sentinel failover client
-// (go-redis names its address so).
+// isFailoverClient reports whether c is a Sentinel failover client.
 func isFailoverClient(c redis.UniversalClient) bool {
 	p, ok := c.(*redis.Client)
 	return ok && p.Options().Addr == "FailoverClient"
 }
 
-// dialFailed reports whether err is a failure to connect: the call was
-// never sent.
+// dialFailed reports whether err is a failure to connect (nothing sent).
 func dialFailed(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// authFailed reports whether err is the server refusing the client's
-// credentials or the command's permissions: the call did not run.
+// authFailed reports a refused password or permission (the call did not run).
 func authFailed(err error) bool {
 	for _, p := range authPrefixes {
 		if redis.HasErrorPrefix(err, p) {
@@ -448,12 +391,11 @@ func authFailed(err error) bool {
 
 var authPrefixes = []string{"NOAUTH", "WRONGPASS", "NOPERM"}
 
-// neverRan reports whether a call that failed with err cannot have run (a
-// probe's dial says nothing of the call it stopped).
+// neverRan reports whether a call that failed with err cannot have run; a
+// probe's dial says nothing of the call it stopped.
 func neverRan(err error) bool { return !isProbe(err) && (dialFailed(err) || authFailed(err)) }
 
-// withCause makes a definitive failure say what it is in words an operator
-// reads: a missing password shows as a protocol error otherwise.
+// withCause names a missing password, which otherwise shows as a protocol error.
 func withCause(err error) error {
 	if err != nil && strings.Contains(err.Error(), "Protocol error: unauthenticated") {
 		return fmt.Errorf("authentication required: the server asks for a password and the client sent none (%w)", err)

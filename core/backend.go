@@ -9,66 +9,44 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// backend is the narrow seam between the Locker (waiting, leases, watchdog)
-// and where the lock lives: today one Redis deployment (a master, a
-// Sentinel failover client or a Cluster). Every operation is safe to run
-// twice — go-redis re-sends a command whose reply came late — and has the
-// effect of once with the same reply.
+// backend is where the Locker's locks live: one Redis deployment
+// (deployment) or Redlock's masters (redlock). Every operation is safe to
+// run twice, with the effect and the reply of once.
 type backend interface {
-	// acquire tries once for owner (ttl is in ms as a string, boxed once per
-	// option set). entry is how long a waiting caller's queue entry lives
-	// (ms as a string; "" for a single attempt, which never queues), seq the
-	// number of its refresh. An answered acquire says what it found (see
-	// acquireReply); an error is a call that failed. tag is the caller's
-	// holder tag (nil when the Locker has no tag function: then nothing is
-	// stored or answered).
+	// acquire tries once for owner. ttl and entry (the queue entry's life; ""
+	// for a single attempt, which never queues) are ms as strings, seq the
+	// entry's refresh number, tag the holder tag or nil. An error means the call failed.
 	acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error)
-	// release gives up owner's hold, handing the lock to the first live
-	// waiter, or owner's place in the queue: held reports whether owner
-	// held the lock. With marker it leaves owner's done marker, so that a
-	// copy of an acquire of owner still in flight does nothing when it
-	// arrives, and a copy of this release reports held again: the caller
-	// asks for it when a call of owner's may have run without its answer
-	// (see once); a release after calls that were all answered needs none.
+	// release gives up owner's hold (handing it to the first live waiter) or
+	// its place in the queue, and reports whether owner held it. marker leaves
+	// owner's done marker: ask for it after a call that may have run unanswered.
+	// See docs/design.md, "Redis layout".
 	release(ctx context.Context, k *lockKeys, owner ownerID, marker bool) (held bool, err error)
-	// forceRelease is release by an operator (ForceRelease): held only if
-	// owner holds the lock now (a copy of a release that already happened
-	// does not count), and owner's own later release reports not held.
+	// forceRelease is ForceRelease's: held only if owner holds the lock now;
+	// owner's own later release reports not held.
 	forceRelease(ctx context.Context, k *lockKeys, owner string) (held bool, err error)
-	// groups splits a renewal batch into parts that can be sent and
-	// answered independently (one per Redis node); each part is a list of
-	// indexes into batch.
+	// groups splits a renewal batch into parts (indexes into batch) sent
+	// and answered independently, one per Redis node.
 	groups(ctx context.Context, batch []renewal) [][]int
-	// splitsByNode reports whether groups splits renewals by node (a Cluster):
-	// the watchdog then sends every part on a goroutine of its own, so that
-	// a hung node holds up no renewal of another node's. Otherwise a batch
-	// is one part, which the watchdog's sender waits for.
+	// splitsByNode reports whether groups splits by node (a Cluster): the
+	// watchdog then sends each part on a goroutine of its own.
 	splitsByNode() bool
-	// renew extends batch[i] for every i in part (one round trip) and sets
-	// batch[i].held / batch[i].err.
+	// renew extends batch[i] for each i in part in one round trip, setting its held and err.
 	renew(ctx context.Context, batch []renewal, part []int)
 	// pttl returns the lock's remaining TTL if owner holds it, else ErrNotHeld.
 	pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error)
 	// inspect reads the lock's state without changing it (Inspect).
 	inspect(ctx context.Context, k *lockKeys) (lockState, error)
-	// scan calls fn with the keys of lock hashes matching glob, on every
-	// node, until fn returns false (List).
+	// scan calls fn on each node's lock hash keys matching glob until fn returns false (List).
 	scan(ctx context.Context, glob string, fn func(key string) bool) error
 	// queues reports whether waiters queue in Redis and are handed the lock
-	// by a release (one deployment). Waiters that do not (Redlock's, whose
-	// nodes could grant different waiters) are told the lock is free, take
-	// turns within their Locker, and give back partial grants and retry
-	// under a new owner after a random delay.
+	// by a release. Redlock's do not: they take turns within their Locker.
 	queues() bool
 	// replicaAck reports whether grants and renewals count only once replicas
-	// acknowledged them (WithReplicaAck): a grant told by a message is then
-	// claimed by an attempt, which waits for the replicas, and a lease lost
-	// is given back, since renewals that were not acknowledged still
-	// extended it on the master.
+	// acknowledged them (WithReplicaAck): grant messages are then claimed by
+	// an attempt, and lost leases given back.
 	replicaAck() bool
-	// clients are the clients of the nodes the backend uses, named as
-	// errors name them (Ping): one for a deployment, whose Cluster client
-	// stands for its masters; one per Redlock node.
+	// clients are the backend's clients, named as errors name them (Ping).
 	clients() []namedClient
 }
 
@@ -84,8 +62,7 @@ type acquireReply struct {
 	fence  int64         // held: the hold's fence
 	wait   time.Duration // busy, split: the holder's remaining TTL, or what the live waiters ahead may take
 	holder string        // busy, split: the holder's tag (when a tag was sent)
-	// stray: Redlock, busy on a majority yet granted by some node: what
-	// was granted is the caller's to give back
+	// stray: Redlock, busy on a majority yet granted by a node: the caller gives it back
 	stray bool
 }
 
@@ -93,21 +70,17 @@ type acquireReply struct {
 type found uint8
 
 const (
-	// foundBusy: another owner holds the lock, or live waiters are ahead
-	// (a waiting caller is now queued).
+	// foundBusy: another owner holds it, or live waiters are ahead (a waiting caller is now queued).
 	foundBusy found = iota
-	// foundHeld: the owner holds the lock (taken now, by an earlier copy of
-	// the call, or handed to it as a waiter).
+	// foundHeld: the owner holds it (taken now, by an earlier copy, or handed to it as a waiter).
 	foundHeld
-	// foundSplit: Redlock, granted by fewer nodes than a quorum, busy on
-	// the others (wait and holder as for busy); what was granted is the
-	// caller's to give back.
+	// foundSplit: Redlock, granted by fewer than a quorum and busy elsewhere; the caller gives its grants back.
 	foundSplit
-	// foundEnded: the owner's hold or wait had already ended: a late copy
-	// of a call that was undone.
+	// foundEnded: the owner's hold or wait had already ended (a late copy of an undone call).
 	foundEnded
 )
 
+// renewal is one lease's entry in a renewal batch.
 type renewal struct {
 	keys   *lockKeys
 	owner  *ownerID // the hold's
@@ -117,25 +90,22 @@ type renewal struct {
 	err    error
 }
 
-// deployment is the backend on one Redis deployment (a master, a Sentinel
-// failover client or a Cluster).
+// deployment is the backend on one Redis master, Sentinel or Cluster.
 type deployment struct {
 	c       redis.UniversalClient
 	scripts *scripts // the acquire and release scripts
 	// the scripts' Locker-wide arguments, boxed once
 	windowArg any // fence window, ms
-	markerArg any // how long a done marker lives, ms
-	// pipe coalesces concurrent acquires and releases (nil: each call is
-	// sent on its own; see coalescer for when it is used)
+	markerArg any // done marker lifetime, ms
+	// pipe coalesces acquires and releases (nil: each call is sent alone)
 	pipe *coalescer
 	// WithReplicaAck: grants and renewals wait for ackN replicas
 	ackN       int
 	ackTimeout time.Duration
 }
 
-// node is where a call on key goes when it must share a round trip with a
-// WAIT: the client, or on a Cluster the client of the key's master (WAIT
-// names no key, so a cluster pipeline would send it anywhere).
+// node is where a call on key goes when it shares a round trip with a WAIT:
+// on a Cluster the key's master, since WAIT names no key.
 func (s *deployment) node(ctx context.Context, key string) (redis.Cmdable, error) {
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
 		return cc.MasterForKey(ctx, key)
@@ -143,9 +113,7 @@ func (s *deployment) node(ctx context.Context, key string) (redis.Cmdable, error
 	return s.c, nil
 }
 
-// acked sends script and WAIT ackN ackTimeout in one pipeline (the script
-// again with its source if the server's cache lacked it) and returns the
-// script's command and the number of replicas that acknowledged.
+// acked sends script and WAIT in one pipeline; it returns the command and the acks.
 func (s *deployment) acked(ctx context.Context, script *script, key string, keys []any, args ...any) (*redis.Cmd, int64, error) {
 	c, err := s.node(ctx, key)
 	if err != nil {
@@ -163,8 +131,7 @@ func (s *deployment) wait(ctx context.Context, p redis.Pipeliner) *redis.Cmd {
 	return p.Do(ctx, "wait", s.ackN, s.ackTimeout.Milliseconds())
 }
 
-// notReplicated is the error of a grant or renewal acknowledged by got of
-// the ackN replicas asked for.
+// notReplicated is ErrNotReplicated for got acknowledgements of ackN.
 func (s *deployment) notReplicated(got int64) error {
 	return fmt.Errorf("%w (%d of %d within %v)", ErrNotReplicated, got, s.ackN, s.ackTimeout)
 }
@@ -220,8 +187,7 @@ func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, tt
 	return acquireReply{found: foundBusy, wait: time.Duration(-v) * time.Millisecond, holder: holder}, nil
 }
 
-// readAcquire reads the acquire script's answer: a number, or (busy, asked
-// with a tag) the number and the holder's tag.
+// readAcquire reads the acquire script's number and, if busy, the holder's tag.
 func readAcquire(cmd *redis.Cmd) (int64, string, error) {
 	r, err := cmd.Result()
 	if err != nil {
@@ -276,8 +242,7 @@ func (s *deployment) clients() []namedClient {
 	return []namedClient{{name, s.c}}
 }
 
-// groupBy splits idx into groups of equal key, in order of first
-// appearance.
+// groupBy splits idx into groups of equal key, in order of first appearance.
 func groupBy(idx []int, key func(i int) string) [][]int {
 	var groups [][]int
 	at := map[string]int{}
@@ -294,8 +259,7 @@ func groupBy(idx []int, key func(i int) string) [][]int {
 	return groups
 }
 
-// noMarker is the release script's marker lifetime for a release that
-// leaves no done marker.
+// noMarker is the marker lifetime of a release that leaves no done marker.
 var noMarker any = "0"
 
 func (s *deployment) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {
@@ -318,10 +282,8 @@ func (s *deployment) pttl(ctx context.Context, k *lockKeys, owner string) (time.
 	return time.Duration(max(n, 0)) * time.Millisecond, nil
 }
 
-// groups: a plain client (a master or a Sentinel failover client) is one
-// node, so the batch is one part; on a Cluster leases are grouped by the
-// node that serves their slot, so that a hung node delays only its own
-// leases' renewals.
+// groups: one part on a plain client; on a Cluster one per master serving
+// the leases' slots, so that a hung node delays only its own leases.
 func (s *deployment) groups(ctx context.Context, batch []renewal) [][]int {
 	all := make([]int, len(batch))
 	for i := range all {
@@ -344,13 +306,9 @@ func (s *deployment) splitsByNode() bool {
 	return ok
 }
 
-// renew sends one part in one round trip. On a plain client it is one
-// script call for all its leases; on a sharded client (Cluster, Ring) the
-// keys of one script must share a slot, so leases are grouped by hash tag
-// and the groups pipelined.
+// renew sends one part in one round trip.
 func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
-	// Indexes into batch, one script call each: one per renew script (a
-	// lock's, or a permit's or reader's) and, sharded, per hash tag.
+	// One call per renew script and, sharded, per hash tag (one script's keys share a slot).
 	_, plain := s.c.(*redis.Client)
 	calls := groupBy(part, func(i int) string {
 		tag := ""

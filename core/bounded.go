@@ -6,27 +6,23 @@ import (
 	"time"
 )
 
-// replyGrace is how long a call whose budget ended (or whose context was
-// cancelled) still waits for a reply already on its way, so that a healthy
-// Redis answering a moment late is reported as what it answered, not as
-// unavailable.
+// replyGrace is how long a call past its budget (or cancelled) still waits for
+// a reply on its way, so a healthy Redis a moment late is not "unavailable".
 const replyGrace = 50 * time.Millisecond
 
 // errLate: the caller's budget ended (plus replyGrace) before Redis answered.
 var errLate = errors.New("no answer in time")
 
 // bounded runs call so that the caller waits at most until deadline (zero:
-// none) or the end of ctx, plus replyGrace, whatever the client's timeouts;
-// call's context keeps ctx's values, not its cancellation. A late answer
-// goes to orphan (nil: nothing to undo). Errors: call's own, errLate, or
-// ErrClosed. See docs/internals.md, "Bounded calls".
+// none) or ctx's end, plus replyGrace; call's ctx keeps ctx's values, not its
+// cancellation. A late answer goes to orphan (nil: nothing to undo). Errors:
+// call's own, errLate, ErrClosed. See docs/internals.md, "Bounded calls".
 func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call func(context.Context) (T, error), orphan func(T, error)) (T, error) {
 	return boundedProbed(l, ctx, deadline, true, call, orphan)
 }
 
-// boundedProbed is bounded, probing the server (reach.go) only if probing:
-// a waiting Lock on a client that follows failovers goes without (reason in
-// docs/internals.md, "Bounded calls").
+// boundedProbed is bounded, probing the server (reach.go) only if probing.
+// See docs/internals.md, "Bounded calls" (no probe for a waiting Lock).
 func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, probing bool, call func(context.Context) (T, error), orphan func(T, error)) (T, error) {
 	var zero T
 	if deadline.IsZero() && (ctx.Done() == nil || l.ctxDeadlines) {
@@ -72,15 +68,12 @@ func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, pr
 	return f.wait(ctx, cctx, deadline, refused)
 }
 
-// answersLate reports whether a call that bounded runs may be answered
-// after its caller stopped waiting: only when the client does not honour
-// context deadlines (the call then runs on a goroutine of its own). Callers
-// make their orphan only then, which spares the other calls an allocation.
+// answersLate reports whether a bounded call may be answered after its caller
+// left (the client ignores deadlines); callers make an orphan only then.
 func (l *Locker) answersLate() bool { return !l.ctxDeadlines }
 
-// detached is ctx without its cancellation, keeping its values: ctx itself
-// when it is never cancelled (context.Background and its values), which
-// spares an allocation on every call that detaches it.
+// detached is ctx without its cancellation; ctx itself when it is never
+// cancelled, which spares an allocation.
 func detached(ctx context.Context) context.Context {
 	if ctx.Done() == nil {
 		return ctx
@@ -88,9 +81,8 @@ func detached(ctx context.Context) context.Context {
 	return context.WithoutCancel(ctx)
 }
 
-// wait waits for the flight's answer until cctx ends (its deadline plus
-// replyGrace), ctx is cancelled (then replyGrace more at most) or a probe
-// finds the server refusing (refused; nil: none runs).
+// wait waits for the flight's answer until cctx ends, ctx is cancelled (then
+// replyGrace more at most) or a probe reports a refused dial (refused).
 func (f *flight[T]) wait(ctx, cctx context.Context, deadline time.Time, refused <-chan error) (T, error) {
 	var zero T
 	stop, done := cctx.Done(), ctx.Done()

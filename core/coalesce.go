@@ -7,10 +7,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// coalescer sends the acquire and release scripts of one Locker's callers
-// to a plain client in at most coalesceSlots round trips at a time; calls
-// that arrive while every slot is busy go together as one pipeline. A
-// queued call may be sent after its caller gave up: the caller undoes it.
+// coalescer sends one Locker's acquire and release scripts to a plain client
+// in at most coalesceSlots round trips at once; later calls queue as one
+// pipeline. A queued call may be sent after its caller gave up, who undoes it.
 // See docs/internals.md, "Coalescing".
 type coalescer struct {
 	c     *redis.Client
@@ -23,16 +22,14 @@ type coalescer struct {
 
 const coalesceSlots = 4
 
-// batch is the calls queued while every slot was in flight: they are sent
-// as one pipeline and answered together, when done is closed.
+// batch is the calls queued while every slot was busy; done closes on the answer.
 type batch struct {
 	calls []scriptCall
 	done  chan struct{}
 }
 
-// run sends q, a command of script (EVALSHA, falling back to EVAL when the
-// server's script cache lacks it), and returns its answered command, or one
-// failed with ctx's error if ctx ended while it waited in the queue.
+// run sends q (EVALSHA, EVAL on NOSCRIPT) and returns its answered command,
+// or one failed with ctx's error if ctx ended while it was queued.
 func (p *coalescer) run(ctx context.Context, script *script, q once) *redis.Cmd {
 	p.mu.Lock()
 	if p.inFlight < coalesceSlots {
@@ -60,8 +57,7 @@ func (p *coalescer) run(ctx context.Context, script *script, q once) *redis.Cmd 
 	}
 }
 
-// take returns the queue, to be sent in the slot just answered, or nil
-// after freeing the slot.
+// take returns the queue to send in the slot just answered, or frees the slot.
 func (p *coalescer) take() *batch {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -74,9 +70,8 @@ func (p *coalescer) take() *batch {
 	return b
 }
 
-// next hands the slot of a round trip just answered to the queue, if any:
-// its batches are sent on a goroutine of the Locker (or here, once the
-// Locker is closed), so the caller that was answered returns at once.
+// next hands the answered slot to the queue, sent on a goroutine of the
+// Locker (here once closed) so the answered caller returns at once.
 func (p *coalescer) next(ctx context.Context) {
 	first := p.take()
 	if first == nil {

@@ -7,50 +7,37 @@ import (
 	"time"
 )
 
-// Sentinel errors. Compare with errors.Is: the errors a Locker returns wrap
-// or join these with more detail.
+// Sentinel errors, which returned errors wrap or join: compare with errors.Is.
+// See docs/usage.md, "Errors".
 var (
-	// ErrNotObtained reports that the lock was still held by another owner
-	// when the wait budget ended, or when TryLock found it held. The error
-	// returned is a *BusyError, joined with the context's error when the
-	// caller's context ended while waiting. It is never reported for a Redis
-	// that did not answer (that is ErrUnavailable).
+	// ErrNotObtained reports that another owner still held the lock when the
+	// wait budget ended or TryLock tried: a *BusyError, joined with ctx's error
+	// if ctx ended. A Redis that did not answer is ErrUnavailable, never this.
 	ErrNotObtained = errors.New("lockgate: lock not obtained")
 
-	// ErrNotHeld reports an Unlock, TTL or Extend for a lock this owner no
-	// longer holds: it expired, was taken by another owner, was deleted, or
-	// the lease was already released or lost. Nothing of another owner is
-	// touched.
+	// ErrNotHeld reports an Unlock, TTL or Extend of a lock this owner no longer
+	// holds (expired, taken, deleted, released, lost); no other owner is touched.
 	ErrNotHeld = errors.New("lockgate: lock not held")
 
-	// ErrLockLost is the cause (context.Cause) of a lease context cancelled
-	// because the lock was lost: a renewal found it owned by someone else or
-	// gone, or renewals failed until the lease's validity ended. A Lock
-	// whose context is such a lease's context reports it too.
+	// ErrLockLost is the context.Cause of a lease context whose lock was lost
+	// (gone, another owner's, or not renewed in time); Lock with that ctx reports it.
 	ErrLockLost = errors.New("lockgate: lock lost")
 
-	// ErrUnavailable reports that Redis could not be reached, did not
-	// answer within the caller's budget, or answered with an error, so
-	// whether the lock is free is unknown. It is never reported for a busy
-	// lock. HTTP adapters answer 503, gRPC Unavailable.
+	// ErrUnavailable reports that Redis could not be reached, did not answer
+	// within the budget, or failed: whether the lock is free is unknown. Never
+	// for a busy lock. Adapters answer 503 / Unavailable.
 	ErrUnavailable = errors.New("lockgate: redis unavailable")
 
-	// ErrNotReplicated reports that a lock was granted on the master but
-	// fewer replicas than WithReplicaAck asks for acknowledged it within its
-	// timeout: the lock was released again (or, for a renewal, the renewal
-	// does not count). It matches ErrUnavailable (errors.Is), so adapters
-	// answer 503 / Unavailable.
+	// ErrNotReplicated reports a grant too few replicas acknowledged in time
+	// (WithReplicaAck), released again. It matches ErrUnavailable.
 	ErrNotReplicated = fmt.Errorf("%w: not acknowledged by enough replicas", ErrUnavailable)
 
-	// ErrInvalid reports bad input (an empty or too long key, a TTL below
-	// MinTTL, a negative wait, a nil client, ...). Nothing was sent to
-	// Redis. The error text names the offending argument.
+	// ErrInvalid reports bad input (empty or too long key, TTL below MinTTL,
+	// negative wait, nil client, ...), named in the text; nothing was sent.
 	ErrInvalid = errors.New("lockgate: invalid argument")
 
-	// ErrUnsupported reports a Redis server the Locker cannot work with
-	// (older than 7.0: the scripts need PEXPIRE ... GT and SET ... GET). The
-	// error text names the server's version. Adapters answer 503 and never
-	// fail open on it.
+	// ErrUnsupported reports a Redis server the Locker cannot work with (older
+	// than 7.0, named in the text). Adapters answer 503, never failing open.
 	ErrUnsupported = errors.New("lockgate: redis server not supported")
 
 	// ErrClosed reports a call on a Locker after Close or Shutdown, and is
@@ -58,21 +45,17 @@ var (
 	ErrClosed = errors.New("lockgate: locker closed")
 )
 
-// BusyError is returned (as *BusyError) when a lock could not be obtained
-// because another owner holds it. It matches ErrNotObtained with errors.Is;
-// use errors.As or RetryAfter to read the hint.
+// BusyError (as *BusyError) reports a lock another owner holds. It matches
+// ErrNotObtained; read its hint with errors.As or RetryAfter.
 type BusyError struct {
 	// Key is the lock name as given to Lock.
 	Key string
-	// RetryAfter is when the lock is likely free: the mean time this
-	// Locker's own leases were held (or, before it has released any,
-	// HolderTTL, or 1s when that is unknown), capped by HolderTTL (once
-	// that has run out, by the holder's whole TTL as last seen). It is an
-	// estimate, not a promise.
+	// RetryAfter estimates when the lock is likely free: this Locker's mean hold
+	// time (before any: HolderTTL, or 1s), capped by HolderTTL (once that ran
+	// out, by the holder's TTL as last seen). Not a promise.
 	RetryAfter time.Duration
-	// HolderTTL is the holder's remaining time to live in Redis as last
-	// seen: an upper bound on the wait while the holder is not renewing.
-	// With the watchdog renewing it, the holder may keep the lock longer.
+	// HolderTTL is the holder's remaining TTL as last seen: an upper bound on
+	// the wait unless the holder renews.
 	HolderTTL time.Duration
 	// Permits is a Semaphore's permits count, all of them held (HolderTTL:
 	// the first to expire); 0 for a lock.
@@ -88,8 +71,7 @@ func (e *BusyError) Error() string {
 		e.Key, roundForText(e.RetryAfter), roundForText(e.HolderTTL))
 }
 
-// roundForText rounds d for a message: to the millisecond under a second,
-// to a tenth of a second above.
+// roundForText rounds d for a message: to 1ms under a second, else to 100ms.
 func roundForText(d time.Duration) time.Duration {
 	if d < time.Second {
 		return d.Round(time.Millisecond)
@@ -100,9 +82,8 @@ func roundForText(d time.Duration) time.Duration {
 // Is reports whether target is ErrNotObtained.
 func (e *BusyError) Is(target error) bool { return target == ErrNotObtained }
 
-// RetryAfter returns the hint carried by err (BusyError.RetryAfter), and
-// whether err carries one (it is or wraps a *BusyError). Adapters use it for
-// the Retry-After header and gRPC RetryInfo.
+// RetryAfter returns err's hint (BusyError.RetryAfter) and whether it carries
+// one. Adapters use it for Retry-After and gRPC RetryInfo.
 func RetryAfter(err error) (time.Duration, bool) {
 	var be *BusyError
 	if errors.As(err, &be) {
@@ -111,9 +92,8 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-// RetryAfterSeconds is RetryAfter as an HTTP Retry-After value: the hint
-// rounded up to whole seconds, at least 1 (also when err carries no hint,
-// so a client never retries at once).
+// RetryAfterSeconds is RetryAfter in whole seconds, rounded up, at least 1
+// (also without a hint, so a client never retries at once).
 func RetryAfterSeconds(err error) int {
 	d, _ := RetryAfter(err)
 	return max(int((d+time.Second-1)/time.Second), 1)

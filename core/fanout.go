@@ -5,11 +5,8 @@ import (
 	"time"
 )
 
-// fanOut runs call on every node in parallel, each bounded by d (and by
-// ctx), and returns the results of the nodes that answered in time; a node
-// that did not has its error set to a timeout. A late answer is dropped:
-// the scripts are safe to repeat and to undo, and an acquire's undo goes to
-// every node (see attempt).
+// fanOut runs call on every node in parallel, each bounded by d and ctx; a
+// node that did not answer in time keeps errNoAnswer; a late answer is dropped.
 func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *deployment) (T, error)) ([]T, []error) {
 	return fanOutUntil(ctx, r, d, call, nil)
 }
@@ -20,28 +17,22 @@ type verdict uint8
 const (
 	open     verdict = iota // wait for more answers
 	decided                 // the outcome is known: return now
-	settling                // known unless a slower answer changes it: return after fanOutGrace, or when every node answered
+	settling                // known unless a slower answer changes it: return after fanOutGrace
 )
 
-// fanOutGrace is how long a settling fan-out still waits for the nodes
-// that have not answered: a healthy node answers within it, so its answer
-// (a grant, say) is counted rather than left behind; a hung one delays the
-// outcome no longer than that.
+// fanOutGrace is how long a settling fan-out still waits: a healthy node's
+// answer (a grant, say) is counted, a hung one delays no longer.
 const fanOutGrace = 5 * time.Millisecond
 
-// fanOutUntil is fanOut that returns as soon as judge, told of each answer
-// as it comes, says the outcome is known (a majority granted), or
-// fanOutGrace after it says it is settling: a node that hangs then delays
-// nobody. The calls still in flight go on in the background within d (a
-// healthy node gets the lock too); their nodes' errors stay a timeout.
+// fanOutUntil is fanOut that returns once judge, told of each answer, says
+// decided, or fanOutGrace after settling; calls in flight go on within d.
+// See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
 func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *deployment) (T, error), judge func(v T, err error) verdict) ([]T, []error) {
 	res := make([]T, len(r.nodes))
 	errs := make([]error, len(r.nodes))
 	if dl, ok := ctx.Deadline(); ok {
-		// Return what answered a little before ctx ends, not at its end:
-		// a caller bounded by the same instant (an attempt at the end of
-		// its budget, with one node not answering) would otherwise race
-		// the fan-out's own timeout and find no answer at all.
+		// End a little before ctx, or a caller bounded by the same instant
+		// races this timeout and finds no answer at all.
 		d = max(min(d, time.Until(dl)-replyGrace/2), time.Millisecond)
 	}
 	base := ctx
@@ -94,10 +85,8 @@ type nodeAnswer[T any] struct {
 	err error
 }
 
-// startAll starts call on every node, on goroutines the Locker tracks,
-// each answering on ch, and returns how many started. errs is set for
-// every node: errNoAnswer until it answers, ErrClosed when the Locker is
-// closed and the call never started.
+// startAll starts call on every node, answering on ch, and returns how many
+// started; errs[i] is errNoAnswer, or ErrClosed if the Locker is closed.
 func startAll[T any](ctx context.Context, r *redlock, call func(ctx context.Context, i int, n *deployment) (T, error), ch chan<- nodeAnswer[T], errs []error) int {
 	started := 0
 	for i, n := range r.nodes {
@@ -114,9 +103,8 @@ func startAll[T any](ctx context.Context, r *redlock, call func(ctx context.Cont
 	return started
 }
 
-// drain returns a function that reads the left answers still to come on
-// ch, then cancels their context: the calls of a fan-out decided early
-// finish in the background.
+// drain returns a function that reads the left answers still due on ch,
+// then cancels their context (a fan-out decided early).
 func drain[A any](ch <-chan A, left int, cancel context.CancelFunc) func() {
 	return func() {
 		defer cancel()

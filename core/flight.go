@@ -4,11 +4,9 @@ import (
 	"sync/atomic"
 )
 
-// flight is one call to Redis that its caller may stop waiting for. go-redis
-// only gives up on a command after its own timeouts and retries (with its
-// defaults, seconds), so a caller whose budget is shorter waits for the
-// flight instead, and leaves a late result to orphan, which undoes whatever
-// the call did. The goroutine is tracked by the Locker: Close waits for it.
+// flight is one call to Redis on a goroutine of the Locker (Close waits for
+// it), which its caller may stop waiting for; a late result goes to orphan,
+// which undoes the call. See docs/internals.md, "Bounded calls".
 type flight[T any] struct {
 	done   chan struct{}
 	res    T
@@ -23,9 +21,8 @@ const (
 	flightOrphaned
 )
 
-// startFlight runs call on a goroutine of l. orphan (may be nil) receives
-// the result if the caller stopped waiting first. It returns nil, running
-// nothing, once l is closed.
+// startFlight runs call on a goroutine of l; orphan (may be nil) gets the
+// result if the caller gave up first. nil, running nothing, once l is closed.
 func startFlight[T any](l *Locker, call func() (T, error), orphan func(T, error)) *flight[T] {
 	f := &flight[T]{done: make(chan struct{}), orphan: orphan}
 	if !l.goBackground(func() {

@@ -5,13 +5,11 @@ import (
 	"time"
 )
 
-// defaultHint is the retry hint of a Locker that has not released a lock
-// yet: it has no hold time to go by.
+// defaultHint is the retry hint before any release, when the holder's TTL is unknown.
 const defaultHint = time.Second
 
-// holdTimes estimates how long a lock is held from the hold times of this
-// Locker's own releases: an exponentially weighted mean (weight 1/8 for the
-// newest), kept in nanoseconds.
+// holdTimes is the mean hold time of this Locker's releases: exponentially
+// weighted (1/8 for the newest), in nanoseconds.
 type holdTimes struct{ mean atomic.Int64 }
 
 func (t *holdTimes) observe(d time.Duration) {
@@ -31,18 +29,14 @@ func (t *holdTimes) observe(d time.Duration) {
 }
 
 // hint is BusyError.RetryAfter for a holder with holderTTL left: the mean
-// hold time, at most holderTTL; before any release of its own the Locker
-// has nothing to go by but the holder's TTL (defaultHint when unknown).
+// hold time capped at holderTTL; before any release, holderTTL or defaultHint.
 func (t *holdTimes) hint(holderTTL time.Duration) time.Duration {
 	h := time.Duration(t.mean.Load())
-	if h <= 0 {
-		h = defaultHint
-		if holderTTL > 0 {
-			h = holderTTL
-		}
+	if holderTTL > 0 && (h <= 0 || h > holderTTL) {
+		return holderTTL
 	}
-	if holderTTL > 0 && h > holderTTL {
-		h = holderTTL
+	if h <= 0 {
+		return defaultHint
 	}
 	return h
 }

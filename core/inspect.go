@@ -14,47 +14,35 @@ import (
 type LockInfo struct {
 	// Key is the lock name as given to Lock.
 	Key string
-	// Held is true while an owner holds the lock. (How many times the
-	// holder re-entered it is not in Redis: re-entries are counted in the
-	// holder's process, by its lease chain.)
+	// Held is true while an owner holds the lock (re-entries are not in Redis).
 	Held bool
-	// TTL is the lock's remaining time to live in Redis (zero when free);
-	// the holder's watchdog renews it every TTL/3.
+	// TTL is the lock's remaining time to live in Redis (zero when free).
 	TTL time.Duration
 	// Fence is the holder's fencing token (zero when free).
 	Fence int64
-	// Age is how long ago the holder was granted the lock, by the server's
-	// clock (the fence is the server time of the grant in µs, unless it
-	// had to be raised above an earlier one).
+	// Age is how long ago the holder was granted the lock, by the server's clock
+	// (read from the fence: the grant's server time in µs, unless raised).
 	Age time.Duration
-	// Waiters counts the callers queued for the lock whose queue entry is
-	// live (Lock calls waiting in a Redlock are not queued, so not counted).
+	// Waiters counts live queue entries (Redlock waiters do not queue).
 	Waiters int
-	// HolderTag is what the holder's WithHolderTag function stored (the
-	// otel module's: the holder's W3C traceparent, which names its trace
-	// id); empty when none.
+	// HolderTag is what the holder's WithHolderTag function stored, or empty.
 	HolderTag string
-	// Readers counts the live read holds (RLock) while readers, not a
-	// writer, hold the lock: Held is then false, and TTL is the
-	// longest-lived reader's. Over 1000 it counts entries, live or not.
+	// Readers counts live read holds (RLock); Held is then false and TTL is the
+	// longest reader's. Over 1000 it counts entries, live or not.
 	Readers int
 }
 
-// lockState is a backend's view of one lock: LockInfo and the owner id,
-// which only ForceRelease uses and nothing shows.
+// lockState is LockInfo plus the holder's owner id (for ForceRelease only).
 type lockState struct {
 	LockInfo
 	owner string
 }
 
-// Inspect returns what Redis knows of the lock named key, taking and
-// changing nothing (one read-only script), within ctx's deadline or the
-// attempt timeout, whichever is first, plus at most 50ms, whatever the
-// client's timeouts. On a Redlock the lock is held when a quorum of nodes
-// names one owner; its TTL and fence are then that quorum's.
-//
-// Errors: ErrInvalid for a bad key; an ErrUnavailable error when Redis does
-// not answer in time or fails; ErrClosed after Close.
+// Inspect returns what Redis knows of the lock named key, changing nothing,
+// within ctx's deadline or the attempt timeout (whichever is first) plus 50ms.
+// On a Redlock it is held when a quorum names one owner (TTL, fence: theirs).
+// Errors: ErrInvalid for a bad key; ErrUnavailable when Redis fails or does
+// not answer in time; ErrClosed after Close.
 func (l *Locker) Inspect(ctx context.Context, key string) (LockInfo, error) {
 	st, err := l.inspect(ctx, key)
 	return st.LockInfo, err
@@ -76,17 +64,13 @@ func (l *Locker) inspect(ctx context.Context, key string) (lockState, error) {
 	return r, nil
 }
 
-// boundedCall runs an operator's call (Inspect, ForceRelease) within
-// callDeadline plus replyGrace, as Lease.TTL does: errLate when Redis has
-// not answered by then. A late answer is dropped: these calls change
-// nothing, or (ForceRelease) say that they may have.
+// boundedCall runs an operator's call within callDeadline plus replyGrace
+// (else errLate); a late answer is dropped: nothing changed, or it may have.
 func boundedCall[T any](l *Locker, ctx context.Context, call func(context.Context) (T, error)) (T, error) {
 	return bounded(l, ctx, l.callDeadline(ctx), call, nil)
 }
 
-// opError is the error of an operator's call op: ErrClosed as it is,
-// anything else (no answer in time, a failing server) an ErrUnavailable
-// error.
+// opError is an operator's call error: ErrClosed as is, else ErrUnavailable.
 func opError(op string, err error) error {
 	switch {
 	case err == ErrClosed, errors.Is(err, ErrUnavailable):
@@ -97,18 +81,14 @@ func opError(op string, err error) error {
 	return unavailable(op, err)
 }
 
-// ForceRelease removes the lock named key whoever holds it and returns what
-// it removed (Held false: the lock was free, nothing was done); the release
-// hands the lock to the first live waiter. It is an operator's last resort
-// for a holder known to be gone: a live holder learns of it only at its next
-// renewal (ErrLockLost), so fence the resource (docs/fencing.md). It removes
-// exactly the hold it inspected; the holder's own Unlock then reports
-// ErrNotHeld. It removes a writer only: a lock that readers (RLock) hold is
-// returned with Held false and Readers set, untouched; they leave or expire.
-//
-// Errors: as Inspect; ErrNotHeld when the lock changed hands meanwhile
-// (nothing removed); an ErrUnavailable error from the release means the
-// hold may or may not have been removed (Inspect again).
+// ForceRelease removes the lock named key whoever holds it, returning what it
+// removed (Held false: it was free); the first live waiter gets the lock. An
+// operator's last resort for a holder known gone: a live holder learns only at
+// its next renewal (ErrLockLost), and its Unlock reports ErrNotHeld. Readers
+// (RLock) are left untouched. Errors: as Inspect; ErrNotHeld when the lock
+// changed hands meanwhile (nothing removed); ErrUnavailable when the release
+// failed (the hold may or may not be gone: Inspect again).
+// See docs/fencing.md, "Fencing".
 func (l *Locker) ForceRelease(ctx context.Context, key string) (LockInfo, error) {
 	st, err := l.inspect(ctx, key)
 	if err != nil || !st.Held {
@@ -128,16 +108,11 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (LockInfo, error)
 // DefaultListLimit is List's limit when it is given one of 0 or less.
 const DefaultListLimit = 100
 
-// List returns the names of locks that exist now (held, or granted to a
-// waiter) whose name matches match (Redis glob syntax: * ? [..] \; empty
-// matches all), at most limit of them (DefaultListLimit for limit <= 0),
-// in no particular order. It SCANs the keys under the Locker's prefix, on
-// every master of a Cluster and of a Redlock, so it costs time in the
-// number of keys on the server, not the number of locks: an operator's
-// tool, not something to call per request.
-//
-// Errors: an ErrUnavailable error when a node does not answer within ctx
-// or fails; ErrClosed after Close.
+// List returns at most limit (DefaultListLimit if <= 0) names of existing
+// locks matching match (a Redis glob; empty: all), in no order. It SCANs every
+// master's keys under the prefix, so it costs time in the server's keys: an
+// operator's tool, not for every request. Errors: ErrUnavailable when a node
+// fails or does not answer within ctx; ErrClosed after Close.
 func (l *Locker) List(ctx context.Context, match string, limit int) ([]string, error) {
 	if l.closed.Load() {
 		return nil, ErrClosed
@@ -149,9 +124,8 @@ func (l *Locker) List(ctx context.Context, match string, limit int) ([]string, e
 		match = "*"
 	}
 	glob := l.globFor(match)
-	// The names are collected by the call (on the Locker's goroutine when
-	// the client does not bound it): the caller gets them only from its
-	// answer. A scan may take longer than one attempt: only ctx bounds it.
+	// Only ctx bounds a scan. The names come only from the call's answer: the
+	// call may run on a goroutine of the Locker.
 	deadline, _ := ctx.Deadline()
 	names, err := bounded(l, ctx, deadline, func(cctx context.Context) ([]string, error) {
 		seen := map[string]bool{}
@@ -204,8 +178,7 @@ func (s *deployment) inspect(ctx context.Context, k *lockKeys) (lockState, error
 	return inspectReply(inspectScript.run(ctx, s.c, []any{k.args[0], k.args[3]}))
 }
 
-// scan calls fn with each key matching glob that is a hash, on every
-// master, until fn returns false.
+// scan calls fn with every hash key matching glob, on every master, until false.
 func (s *deployment) scan(ctx context.Context, glob string, fn func(string) bool) error {
 	stop := errors.New("enough")
 	one := func(ctx context.Context, c redis.Cmdable, fn func(string) bool) error {
@@ -227,8 +200,7 @@ func (s *deployment) scan(ctx context.Context, glob string, fn func(string) bool
 	}
 	var err error
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		// The masters are scanned in parallel: one fn call at a time, and
-		// none after one said enough.
+		// Masters scan in parallel: one fn call at a time, none after false.
 		var mu sync.Mutex
 		done := false
 		locked := func(key string) bool {

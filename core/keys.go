@@ -4,34 +4,26 @@ import (
 	"strings"
 )
 
-// lockKeys are the Redis names of one lock. The lock name is wrapped in a
-// hash tag so that the hash, the queue, the done markers and the channel map
-// to one Cluster slot whatever the name contains; the fence floor is that
-// slot's.
+// lockKeys are the Redis names of one lock, all in one Cluster slot. See
+// docs/design.md, "Redis layout".
 type lockKeys struct {
-	// names holds the lock hash (also the channel), the fence floor of its
-	// slot (the last fence issued there, see slot.go), the waiters' queue
-	// (zset) and their entries (hash); an array so that the scripts' KEYS
-	// slices need no allocation.
+	// names: the lock hash (also the channel), its slot's fence floor, the
+	// queue (zset) and its entries (hash); an array, so KEYS need no allocation
 	names [4]string
 	args  [4]any // names as script arguments (interfaces), made once
-	// permits is a semaphore's permits count, 0 for a lock; permitsArg
-	// the count as its scripts' argument
+	// permits is a semaphore's count (0 for a lock), permitsArg its argument
 	permits    int
 	permitsArg any
-	// read: an RLock's keys (a reader of the lock), whose holders are
-	// entries of the lock hash as a semaphore's are of its own
+	// read: an RLock's keys, whose holders are entries of the lock hash
 	read bool
 }
 
 func (k *lockKeys) hash() string { return k.names[0] }
 
-// marker is the key that records that owner's hold on this lock (or its
-// wait for it) ended (see the release script): "<prefix>{<name>}:done:<owner>".
+// marker is owner's done marker key: "<prefix>{<name>}:done:<owner>".
 func (k *lockKeys) marker(owner string) string { return k.names[0] + ":done:" + owner }
 
-// ownerID is an owner id with the script arguments made of it for one
-// lock, boxed once for all the calls of an acquisition and of its hold.
+// ownerID is an owner id and its script arguments on one lock, boxed once.
 type ownerID struct {
 	id     string
 	arg    any // id
@@ -53,14 +45,13 @@ var (
 	braceUnescaper = strings.NewReplacer("%7D", "}", "%25", "%")
 )
 
+// keysFor returns the keys of the lock named name.
 func (l *Locker) keysFor(name string) lockKeys {
 	if strings.ContainsAny(name, "%}") {
-		// '}' would end the hash tag early; escaping '%' too keeps the
-		// mapping from names to keys one-to-one.
+		// '}' would end the hash tag early; escaping '%' too keeps names one-to-one.
 		name = braceEscaper.Replace(name)
 	}
-	// The hash, the queue and its entries, "<hash>", "<hash>:q" and
-	// "<hash>:qt", are prefixes of one string: one allocation for the three.
+	// "<hash>", "<hash>:q" and "<hash>:qt" share one allocation.
 	qt := l.opts.prefix + "{" + name + "}:qt"
 	k := lockKeys{names: [4]string{qt[:len(qt)-3], l.floorKey(name), qt[:len(qt)-1], qt}}
 	for i, n := range k.names {
@@ -89,8 +80,7 @@ func hashTag(key string) string {
 	return key
 }
 
-// globFor is the SCAN MATCH pattern of the lock hashes whose names match
-// the glob match, written as keysFor writes names.
+// globFor is the SCAN MATCH pattern of lock hashes whose names match match.
 func (l *Locker) globFor(match string) string {
 	if strings.ContainsAny(match, "%}") {
 		match = braceEscaper.Replace(match)

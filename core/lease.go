@@ -8,9 +8,8 @@ import (
 	"time"
 )
 
-// hold is one acquisition in Redis: one owner, one fence. The lease that
-// took it and every lease that re-entered it share it; re-entry is counted
-// here, in the process, and only the last Unlock releases the lock in Redis.
+// hold is one acquisition in Redis (one owner, one fence), shared by the
+// lease that took it and its re-entries. See docs/internals.md, "Re-entry".
 type hold struct {
 	l        *Locker
 	key      string
@@ -22,19 +21,11 @@ type hold struct {
 	release  time.Duration // release timeout
 	first    *Lease        // its context is the parent of every re-entry's
 
-	// uncertain: a call of this owner may have run without its answer (an
-	// attempt that failed, a release that failed): its release leaves a
-	// done marker (see backend.release)
+	// uncertain: a call may have run unanswered, so releases leave a done marker
 	uncertain atomic.Bool
-	// releaseSent: a release whose answer was lost was sent while the hold
-	// was valid; a later release that finds the lock gone finds that one's
-	// work (no other owner could have taken the lock before it ran)
+	// releaseSent: a release sent while h was valid may have run: gone means released
 	releaseSent atomic.Bool
-	// unknownTTL: the longest TTL (ns) of a renewal (the watchdog's or
-	// Extend's) that may have run without its answer, 0 for none; an
-	// answered renewal at least as long clears it. A hold lost with one
-	// is given back, since it may have extended the lock in Redis (see
-	// mayHaveRenewed).
+	// unknownTTL: longest renewal TTL (ns) of unknown outcome, 0 for none
 	unknownTTL atomic.Int64
 
 	count      atomic.Int32 // leases holding it; 0 once the last one unlocked
@@ -42,15 +33,14 @@ type hold struct {
 	ttl        atomic.Int64 // current lease time (ns), changed by Extend
 	validUntil atomic.Int64 // validity end, ns on the Locker's monotonic clock
 
-	// parentDone is the Done channel of the context given to Lock (nil when
-	// it never ends): once it is closed the hold is no longer renewed
+	// parentDone is Lock's ctx.Done() (nil if it never ends)
 	parentDone <-chan struct{}
 
 	// watchdog bookkeeping, guarded by the watchdog's mutex
 	renewAt    int64  // next renewal due, monotonic ns
 	abandoned  bool   // its context ended without Unlock: not renewed any more
 	pending    bool   // a renewal is in flight
-	handedOver bool   // handed over by a release: renew once to the TTL even without the watchdog
+	handedOver bool   // granted by a release: renew once to the TTL, even without the watchdog
 	pattern    string // WithPattern of the acquisition, for observations
 	heapIndex  int    // index in the watchdog heap, -1 when not scheduled
 	heapKey    int64  // heap key: next(h) when last placed
@@ -67,14 +57,11 @@ const (
 
 var errLostNotHeld = fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
 
-// errAbandoned is why a lease whose context ended without Unlock was lost:
-// its lock was no longer renewed and expired.
+// errAbandoned: the lease's context ended without Unlock, so its lock expired.
 var errAbandoned = fmt.Errorf("%w: the lease's context ended without Unlock, so its lock was no longer renewed", ErrLockLost)
 
-// parentEnded reports whether the first lease's context has ended (the
-// context given to Lock ended, or the first lease was unlocked) while the
-// hold is still held (not unlocked): the leases left are re-entries, whose
-// contexts ended with it (see reenter), never unlocked.
+// parentEnded reports whether the first lease's context ended while leases
+// are left: forgotten re-entries. See docs/internals.md, "Re-entry".
 func (h *hold) parentEnded() bool {
 	done := h.first.ctx.Done()
 	if h.l.mut.firstCtxOnly {
@@ -102,16 +89,11 @@ type Lease struct {
 	cancel    context.CancelCauseFunc
 	unlocked  atomic.Bool // Unlock was called
 	gaveBack  atomic.Bool // and returned nil
-	// stopFollow stops a re-entry's context from following the first
-	// lease's (see newLease); nil for a first lease
+	// stopFollow stops a re-entry's context following the first lease's
 	stopFollow func() bool
 }
 
-// newHeld makes the hold of a lock an acquisition obtained (owner, fence,
-// validity and first renewal on the Locker's monotonic clock, the call's
-// options o) and its first lease, whose context derives from ctx.
-// handedOver marks a hold granted by a release: it claims the whole TTL
-// once, even without the watchdog. The caller hands the hold to the watchdog.
+// newHeld makes an obtained lock's hold and first lease, not yet watched.
 func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ownerID, o *callOptions, fence, validUntil, renewAt int64, handedOver bool) *Lease {
 	h := &hold{
 		l:          l,
@@ -123,7 +105,7 @@ func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ow
 		watchdog:   o.watchdog,
 		release:    o.releaseTimeout,
 		renewAt:    renewAt,
-		handedOver: handedOver, // granted: claims the whole TTL once, even without the watchdog
+		handedOver: handedOver,
 		pattern:    o.pattern,
 		heapIndex:  -1,
 		parentDone: ctx.Done(),
@@ -144,11 +126,8 @@ func newLease(h *hold, ctx context.Context, reentrant bool) *Lease {
 	return s
 }
 
-// reenter adds a lease to h for a Lock with ctx, or returns nil when h has
-// ended or its last lease has already unlocked. The re-entry's context is
-// cancelled with the first lease's, whatever ctx (a context that kept the
-// first lease's values without its cancellation, context.WithoutCancel):
-// the hold lives as long as the first lease's context (see parentEnded).
+// reenter adds a lease to h for ctx; nil once h ended or was unlocked. Its
+// context ends with the first lease's: see docs/internals.md, "Re-entry".
 func (h *hold) reenter(ctx context.Context) *Lease {
 	for {
 		n := h.count.Load()
@@ -189,11 +168,10 @@ func (s *Lease) Pattern() string {
 	return s.h.pattern
 }
 
-// Fence returns the lease's fencing token: greater than the fence of every
-// earlier holder of this key (conditions in docs/fencing.md), the same for
-// every re-entry of one hold. Pass it with every write the lock protects,
-// so the store can reject a lower one. A LockMulti's lease answers the
-// highest of its fences; fence each name's writes with FenceOf.
+// Fence returns the lease's fencing token: greater than any earlier holder's
+// of this key, the same for every re-entry. Pass it with every write the lock
+// protects. A LockMulti's lease answers the highest of its fences; fence
+// each name's writes with FenceOf. See docs/fencing.md, "Fencing".
 func (s *Lease) Fence() int64 {
 	switch {
 	case s == nil:
@@ -220,14 +198,11 @@ var endedCtx = func() context.Context {
 	return ctx
 }()
 
-// Context returns the lease's lifetime context: derived from the ctx given
-// to Lock (it keeps that context's values and deadline), carrying the lease
-// (a Lock of the same key with it, or with a context derived from it,
-// re-enters), and cancelled when the lease is unlocked (cause
-// context.Canceled), lost (cause ErrLockLost, read it with context.Cause),
-// or its Locker is closed (cause ErrClosed). A lost lease's context is
-// cancelled at the end of its validity (Valid), before Redis can hand the
-// lock to anyone else. The context of a nil lease is already cancelled.
+// Context returns the lease's lifetime context: it derives from Lock's ctx
+// and carries the lease (a Lock of the same key with it re-enters). It is
+// cancelled on Unlock (cause context.Canceled), on loss (cause ErrLockLost,
+// at the end of Valid, before Redis can hand the lock on) and on Close
+// (cause ErrClosed). A nil lease's is already cancelled.
 func (s *Lease) Context() context.Context {
 	if s == nil {
 		return endedCtx
@@ -238,10 +213,9 @@ func (s *Lease) Context() context.Context {
 // Done is a shortcut for Context().Done(); closed for a nil lease.
 func (s *Lease) Done() <-chan struct{} { return s.Context().Done() }
 
-// Valid returns the end of the lease's validity on the local clock: the
-// moment after which another owner could obtain the lock if no renewal
-// gets through. Renewals move it forward. Zero for a nil lease, and once
-// the lease was unlocked, lost or its Locker closed.
+// Valid returns the end of the lease's validity on the local clock, after
+// which another owner could obtain the lock; renewals move it. Zero for a
+// nil lease and once it was unlocked, lost or closed.
 func (s *Lease) Valid() time.Time {
 	switch {
 	case s == nil:
@@ -249,15 +223,14 @@ func (s *Lease) Valid() time.Time {
 	case s.parts != nil:
 		return s.multiValid()
 	case s.unlocked.Load() || s.h.end.Load() != endLive:
-		return time.Time{} // given back, lost or closed: valid no more
+		return time.Time{}
 	}
 	return s.h.l.timeAt(s.h.validUntil.Load())
 }
 
-// TTL asks Redis for the lock's remaining time to live, within the same
-// budget as Extend. It returns ErrNotHeld when this owner no longer holds
-// the lock (also ErrLockLost once the lease was lost), ErrClosed after
-// Close, an ErrUnavailable error when Redis cannot answer.
+// TTL asks Redis for the lock's remaining time to live, within Extend's
+// budget. Errors: ErrNotHeld when this owner no longer holds it (also
+// ErrLockLost once lost), ErrClosed after Close, ErrUnavailable.
 func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	if s != nil && s.parts != nil {
 		return s.multiTTL(ctx)
@@ -277,16 +250,13 @@ func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	return d, err
 }
 
-// Extend renews the lease by hand to ttl from now (and makes ttl the lease
-// time of later watchdog renewals), within ctx's deadline or the Locker's
-// attempt timeout (WithAttemptTimeout, default 500ms), whichever is first,
-// plus at most 50ms, whatever the client's timeouts. The lock's expiry in
-// Redis only grows.
-// Errors: ErrInvalid for a ttl below MinTTL or above MaxTTL, ErrNotHeld
-// when the lock is no longer held (the lease is then lost; ErrLockLost too
-// when it was lost before, or while the renewal was on its way, which then
-// gives the lock back), ErrClosed after Close, ErrUnavailable when Redis
-// cannot answer.
+// Extend renews the lease to ttl from now (the expiry in Redis only grows)
+// and makes ttl the lease time of later renewals, within ctx's deadline or
+// the attempt timeout (WithAttemptTimeout, default 500ms), whichever is
+// first, plus at most 50ms. Errors: ErrInvalid for a ttl below MinTTL or
+// above MaxTTL; ErrNotHeld when the lock is no longer held (the lease is
+// then lost; also ErrLockLost if it was lost first); ErrClosed after Close;
+// ErrUnavailable when Redis cannot answer.
 func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
@@ -326,8 +296,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		h.ttl.Store(int64(ttl))
 		h.renewedFor(ttl)
 		if !h.l.wd.renewed(h, sent, ttl) {
-			// The hold ended (or is being released) while the renewal
-			// was in flight.
+			// The hold ended (or is being released) during the renewal.
 			if err = h.endErr(); err == nil {
 				err = ErrNotHeld
 			}
@@ -340,18 +309,13 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	return err
 }
 
-// Unlock gives back this lease: a re-entry only drops its hold; the last
-// lease of a hold releases the lock in Redis, handing it to the first
-// waiter. The lease's context is cancelled (cause context.Canceled). The
-// release ignores ctx's cancellation and deadline (ctx only lends its
-// values) and is bounded by WithReleaseTimeout (default 1s) whatever the
-// client's timeouts; after a failure, calling Unlock again retries it.
-//
-// Errors: ErrNotHeld when the lease was already given back, or the lock
-// expired, was taken by another owner or was lost (then it also matches
-// ErrLockLost); an ErrUnavailable error when Redis did not answer in time
-// (the lock expires after its TTL unless Unlock is called again);
-// ErrClosed after Close (the lock expires after its TTL).
+// Unlock gives back this lease; the last lease of a hold releases the lock
+// in Redis, handing it to the first waiter. Its context is cancelled (cause
+// context.Canceled). The release ignores ctx's cancellation and deadline and
+// is bounded by WithReleaseTimeout (default 1s); after a failure, calling
+// Unlock again retries it. Errors: ErrNotHeld when already given back or no
+// longer held (also ErrLockLost if lost); ErrUnavailable when Redis did not
+// answer in time; ErrClosed after Close (the lock then expires after its TTL).
 func (s *Lease) Unlock(ctx context.Context) error {
 	switch {
 	case s == nil:
@@ -380,12 +344,8 @@ func (s *Lease) Unlock(ctx context.Context) error {
 	return s.done(h.releaseInRedis(ctx, false))
 }
 
-// drop takes s out of its hold in the process and returns how many leases
-// the hold has left: the count drops, then s's context ends (cause
-// context.Canceled) and stops following the first lease's. The count
-// drops first: the watchdog takes a first lease's ended context with
-// leases left for forgotten re-entries (parentEnded), which an Unlock
-// under way is not.
+// drop takes s out of its hold and returns the leases left. The count drops
+// before s's context ends: see docs/internals.md, "Re-entry".
 func (s *Lease) drop() int32 {
 	left := s.h.count.Add(-1)
 	s.cancel(context.Canceled)
@@ -403,10 +363,8 @@ func (s *Lease) done(err error) error {
 	return err
 }
 
-// mayHaveRenewed records a renewal to ttl whose outcome is unknown (it may
-// have run). The hold's loss gives such a renewal back (watchdog.settle);
-// one that ends after the loss was decided gives it back itself (both may:
-// a release is owner-checked).
+// mayHaveRenewed records a renewal to ttl of unknown outcome, giving the lock
+// back if h is lost already. See docs/internals.md, "The watchdog".
 func (h *hold) mayHaveRenewed(ttl time.Duration) {
 	h.recordUnknown(ttl)
 	if h.end.Load() == endLost && !h.l.mut.keepLateRenewal {
@@ -414,8 +372,7 @@ func (h *hold) mayHaveRenewed(ttl time.Duration) {
 	}
 }
 
-// recordUnknown is mayHaveRenewed's record alone (for a caller that holds
-// the watchdog's lock, of a hold not lost: see renewedPart).
+// recordUnknown is mayHaveRenewed without the give-back (w.mu held, h not lost).
 func (h *hold) recordUnknown(ttl time.Duration) {
 	for {
 		old := h.unknownTTL.Load()
@@ -425,8 +382,7 @@ func (h *hold) recordUnknown(ttl time.Duration) {
 	}
 }
 
-// renewedFor records an answered renewal to ttl: a renewal of unknown
-// outcome no longer than it changed nothing it did not.
+// renewedFor clears an unknown renewal no longer than an answered one to ttl.
 func (h *hold) renewedFor(ttl time.Duration) {
 	if old := h.unknownTTL.Load(); old != 0 && old <= int64(ttl) {
 		h.unknownTTL.CompareAndSwap(old, 0)
@@ -446,8 +402,7 @@ func (h *hold) endErr() error {
 	return ErrNotHeld
 }
 
-// releaseInRedis sends the release of the whole hold once (retry: again,
-// after a release that failed).
+// releaseInRedis releases the whole hold in Redis (retry: after a failure).
 func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 	if err := h.endErr(); err != nil {
 		return err
@@ -473,11 +428,8 @@ func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 	return err
 }
 
-// releaseBounded runs the release script within the hold's release
-// timeout, detached from ctx's cancellation, and sends it again (leaving a
-// done marker) after a failure that may pass while time is left. A release
-// not answered in time goes on in the background; its late answer still
-// ends the hold.
+// releaseBounded runs the release within h's release timeout, detached from
+// ctx, retrying transient failures. See docs/design.md, "Redis layout".
 func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 	var endLate func(bool, error)
 	if l.answersLate() {
@@ -533,8 +485,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// leaseCtx is the lease's lifetime context: a cancelable context whose
-// owner value is the lease.
+// leaseCtx is the lease's lifetime context; its owner value is the lease.
 type leaseCtx struct {
 	context.Context
 	lease *Lease
@@ -549,6 +500,5 @@ func (c *leaseCtx) Value(key any) any {
 
 func (c *leaseCtx) String() string { return "lockgate.Lease(" + c.lease.Key() + ").Context" }
 
-// errNoAnswer is the reason of an ErrUnavailable error for a call Redis
-// did not answer within the caller's budget.
+// errNoAnswer: Redis did not answer within the caller's budget (ErrUnavailable).
 var errNoAnswer = errors.New("no answer within the call's budget")

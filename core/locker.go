@@ -11,11 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Locker hands out distributed locks kept in Redis. It is safe for
-// concurrent use; make one per Redis deployment and share it. Once it holds
-// a lease it runs three background goroutines (the watchdog), once a caller
-// waits one Pub/Sub connection, and a goroutine per Redis call whose caller
-// has a budget; Close and Shutdown stop them all.
+// Locker hands out distributed locks kept in Redis. It is safe for concurrent
+// use; make one per Redis deployment and share it. Close or Shutdown stops its
+// background goroutines (the watchdog, Pub/Sub, bounded calls).
 type Locker struct {
 	client    redis.UniversalClient
 	be        backend
@@ -25,15 +23,11 @@ type Locker struct {
 	waitRooms []*waitRoom // one per Redis deployment: one, or a Redlock's nodes
 	holdTimes holdTimes
 	server    serverCheck
-	// markerTTL is how long a done marker lives: longer than the client
-	// can take to re-send a call
+	// markerTTL: a done marker's lifetime, longer than a client re-send takes
 	markerTTL time.Duration
-	// ctxDeadlines: the client honours context deadlines
-	// (ContextTimeoutEnabled), so calls need no goroutine to be bounded
+	// ctxDeadlines: the client bounds calls by ctx (ContextTimeoutEnabled)
 	ctxDeadlines bool
-	// followsFailovers: the client dials whichever master the deployment
-	// has now (a Sentinel failover client, a Cluster client), so a failed
-	// dial may be a failover under way (see failingOver)
+	// followsFailovers: a failed dial may be a failover (see failingOver)
 	followsFailovers bool
 	// reached: a call got an answer from the deployment once (answered)
 	reached atomic.Bool
@@ -54,14 +48,12 @@ type Locker struct {
 }
 
 // New returns a Locker on client: a *redis.Client, a Sentinel failover
-// client (redis.NewFailoverClient) or a *redis.ClusterClient. opts set the
-// defaults of every lock (WithTTL 30s, WithWait 2s, watchdog on,
-// WithReleaseTimeout 1s) and the Locker's own settings (WithPrefix
-// "lockgate:", WithObserver, WithLogger, WithDriftFactor 0.01,
-// WithFenceWindow 10m). New sends nothing to Redis and never closes client;
-// the first lock checks the server once (Redis 7.0 or later, else
-// ErrUnsupported; an eviction policy other than noeviction is logged).
-//
+// client or a *redis.ClusterClient. opts set every lock's defaults (WithTTL
+// 30s, WithWait 2s, watchdog on, WithReleaseTimeout 1s) and the Locker's
+// settings (WithPrefix "lockgate:", WithObserver, WithLogger, WithDriftFactor
+// 0.01, WithFenceWindow 10m). New sends nothing and never closes client; the
+// first lock checks the server (Redis 7.0 or later, else ErrUnsupported; an
+// eviction policy other than noeviction is logged).
 // Errors: ErrInvalid for a nil client or an invalid option, naming it.
 func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	if isNil(client) {
@@ -115,8 +107,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	return l, nil
 }
 
-// Must returns l, or panics with err: for package-level Lockers and tests,
-// core.Must(core.New(rdb)).
+// Must returns l, or panics with err: core.Must(core.New(rdb)).
 func Must(l *Locker, err error) *Locker {
 	if err != nil {
 		panic(err)
@@ -124,13 +115,10 @@ func Must(l *Locker, err error) *Locker {
 	return l
 }
 
-// Close stops the Locker's background work and is safe to call more than
-// once. Leases still held are not released in Redis (they expire after
-// their TTL; Shutdown releases them); their contexts are cancelled with
-// cause ErrClosed. Waiting Lock calls, and any Lock overlapping Close,
-// return ErrClosed and leave nothing held. Close waits for the Redis calls
-// still in flight, which the client's own timeouts bound. It never closes
-// the client given to New.
+// Close stops the Locker's background work; calling it again is safe. Held
+// leases are not released (they expire after their TTL); their contexts end
+// with cause ErrClosed. Waiting or overlapping Locks return ErrClosed, holding
+// nothing. Close waits for Redis calls in flight; it never closes the client.
 func (l *Locker) Close() error {
 	for _, h := range l.stop() {
 		if h.endWith(endClosed, ErrClosed) {
@@ -141,15 +129,11 @@ func (l *Locker) Close() error {
 	return nil
 }
 
-// Shutdown is a graceful Close: it stops new locks (ErrClosed), cancels the
-// contexts of the leases still held (cause ErrClosed), releases their locks
-// in Redis within ctx, then closes. Use it when a process stops (the fx
-// module does), so that a rolling deploy does not leave every in-flight
-// lock held for its TTL. Its releases are bounded by ctx; then, as Close,
-// it waits for the Redis calls still in flight, which the client's own
-// timeouts bound. Errors: ctx's error if it ended before every release was
-// answered, or the failed releases, joined (ErrUnavailable). After Close
-// it does nothing.
+// Shutdown is a graceful Close: it stops new locks (ErrClosed), cancels held
+// leases' contexts (cause ErrClosed), releases their locks in Redis within
+// ctx, then closes, waiting like Close for the calls in flight. Errors: ctx's
+// error if it ended before every release was answered, or the failed
+// releases joined (ErrUnavailable). No-op after Close.
 func (l *Locker) Shutdown(ctx context.Context) error {
 	held := l.stop()
 	var ended []*hold
@@ -186,9 +170,7 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// stop marks the Locker closed, ends waiting calls and the Pub/Sub loop,
-// stops the watchdog and returns the holds it kept (only the first call
-// returns any).
+// stop closes the Locker and its watchdog; the first call returns the holds kept.
 func (l *Locker) stop() []*hold {
 	var held []*hold
 	l.stopOnce.Do(func() {
@@ -202,8 +184,7 @@ func (l *Locker) stop() []*hold {
 	return held
 }
 
-// goBackground runs fn on a goroutine that Close waits for; false (fn not
-// run) once the Locker is closing.
+// goBackground runs fn on a goroutine Close waits for; false once closing.
 func (l *Locker) goBackground(fn func()) bool {
 	l.bgMu.Lock()
 	if l.bgClosed {
@@ -226,29 +207,26 @@ func (l *Locker) stopBackground() {
 	l.bg.Wait()
 }
 
-// Lock obtains the lock named key, waiting while it is held for at most the
-// wait budget (WithWait, default 2s) or until ctx ends, and returns by then
-// plus at most 50ms whatever the client's timeouts (on a client with
-// ContextTimeoutEnabled, a call Redis does not answer ends at its deadline,
-// not at ctx's cancellation: see docs/internals.md, "Bounded calls"). Waiters queue in Redis,
-// first come first served. A ctx that is, or derives from, the Context of a
-// lease holding key re-enters it: same fence, no round trip, one more
-// Unlock (a read lease's, RLock's, is not upgraded: ErrInvalid). Once ctx ends without Unlock the lock is no longer renewed and
-// expires within its TTL. See docs/usage.md, "Lock in detail".
-//
+// Lock obtains the lock named key, waiting in Redis's FIFO queue while it is
+// held, at most the wait budget (WithWait, default 2s) or until ctx ends, plus
+// at most 50ms (on a ContextTimeoutEnabled client, a hung call ends at ctx's
+// deadline, not at its cancellation). A ctx that is, or derives from, the
+// Context of a lease holding key re-enters it: same fence, one more Unlock (a
+// read lease is not upgraded: ErrInvalid). Once ctx ends without Unlock the
+// lock expires within its TTL.
 // Errors: a *BusyError (errors.Is ErrNotObtained) when still held at the
 // budget's end; ErrUnavailable when Redis failed or did not answer in time;
-// each joined with ctx's error if ctx ended first (ctx's error alone if it
-// had ended already); ErrInvalid; ErrUnsupported (Redis < 7.0); ErrClosed.
+// each joined with ctx's error if ctx ended first (alone if it had ended
+// already); ErrInvalid; ErrUnsupported (Redis < 7.0); ErrClosed.
+// See docs/usage.md, "Lock in detail".
 func (l *Locker) Lock(ctx context.Context, key string, opts ...LockOption) (*Lease, error) {
 	return l.lock(ctx, key, opts, true)
 }
 
-// TryLock makes exactly one attempt to obtain (or re-enter) the lock and
-// returns a *BusyError at once if another owner holds it. It returns within
-// the attempt timeout (WithAttemptTimeout, default 500ms) or ctx's
-// deadline, whichever is first, plus at most 50ms. Other errors as for
-// Lock.
+// TryLock makes one attempt to obtain (or re-enter) the lock: a *BusyError at
+// once if another owner holds it. It returns within the attempt timeout
+// (WithAttemptTimeout, default 500ms) or ctx's deadline, whichever is first,
+// plus at most 50ms. Other errors as for Lock.
 func (l *Locker) TryLock(ctx context.Context, key string, opts ...LockOption) (*Lease, error) {
 	return l.lock(ctx, key, opts, false)
 }
@@ -258,8 +236,7 @@ func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait b
 }
 
 // callOptions sets o to the Locker's call options with opts applied (o.err:
-// the first invalid one). (o is filled in place: options apply through an
-// interface, so a local copy would be moved to the heap on every call.)
+// the first invalid one), in place so that no copy escapes to the heap.
 func (l *Locker) callOptions(o *callOptions, opts []LockOption) {
 	*o = l.opts.call
 	for _, opt := range opts {
@@ -271,8 +248,7 @@ func (l *Locker) callOptions(o *callOptions, opts []LockOption) {
 	}
 }
 
-// lockUntil is lock, its budget ending by until at the latest (zero: no
-// such bound; LockMulti's names share one budget).
+// lockUntil is lock with a budget ending by until (zero: none), for LockMulti.
 func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, wait bool, until time.Time) (*Lease, error) {
 	start := time.Now()
 	a, err := l.prepare(ctx, start, key, opts, wait, until, 0, nil)
@@ -286,12 +262,9 @@ func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, w
 	return a.start(ctx, start)
 }
 
-// prepare makes the acquisition of key (a semaphore's of permits, or a
-// lock's: 0) that a call starting at start makes, with the call's options
-// applied and its deadline set: the wait budget (wait) or a single
-// attempt's, ctx's or until (zero: none), whichever ends first. An invalid
-// call (its options, its key, invalid: the caller's own finding), a closed
-// Locker or an ended ctx is observed and returned as the error.
+// prepare makes key's acquisition (permits 0 for a lock) with its options and
+// deadline: the wait budget or one attempt's, ctx's or until, whichever is
+// first. A bad call, a closed Locker or an ended ctx is observed and returned.
 func (l *Locker) prepare(ctx context.Context, start time.Time, key string, opts []LockOption, wait bool, until time.Time, permits int, invalid error) (*acquisition, error) {
 	a := &acquisition{l: l, key: key}
 	o := &a.o
@@ -331,8 +304,7 @@ func (l *Locker) prepare(ctx context.Context, start time.Time, key string, opts 
 	return a, nil
 }
 
-// start runs a, a fresh acquisition whose keys are set (a call that began
-// at start), under an owner id of its own, and tells the Observer.
+// start runs a fresh acquisition under a new owner id; tells the Observer.
 func (a *acquisition) start(ctx context.Context, start time.Time) (*Lease, error) {
 	a.owner = a.keys.owner(newOwnerID())
 	a.sentAt = a.firstSent[:0]
@@ -341,8 +313,7 @@ func (a *acquisition) start(ctx context.Context, start time.Time) (*Lease, error
 	return s, err
 }
 
-// reenter re-enters the hold of a's lock that a lease in ctx's chain has,
-// if there is one; nil and nil when a is a fresh acquisition.
+// reenter re-enters a hold of a's lock in ctx's chain; nil, nil if none.
 func (l *Locker) reenter(ctx context.Context, a *acquisition, start time.Time) (*Lease, error) {
 	s := reentry(ctx, a.key)
 	if s == nil {
@@ -350,10 +321,8 @@ func (l *Locker) reenter(ctx context.Context, a *acquisition, start time.Time) (
 	}
 	h := s.h
 	if h.l != l {
-		// Held through another Locker: the same lock only if the other's
-		// owner holds this key here, as one read-only look tells (a Locker
-		// on another deployment or prefix names another lock, which is
-		// acquired afresh; nothing is ever taken under the other's owner).
+		// Another Locker's: the same lock only if its owner holds key here
+		// (see docs/usage.md, "Lock in detail").
 		held, err := l.holds(ctx, a, h.keys.read, h.owner.id)
 		if err != nil {
 			l.observe(ctx, Event{Kind: EventNotObtained, Key: a.key, Pattern: a.o.pattern, Wait: time.Since(start), Err: err})
@@ -375,9 +344,7 @@ func (l *Locker) reenter(ctx context.Context, a *acquisition, start time.Time) (
 	return r, nil // nil: the hold ended meanwhile, a fresh acquisition
 }
 
-// callDeadline is the deadline of a single call (Extend, TTL, Inspect,
-// ForceRelease) with ctx: ctx's, or the attempt timeout from now when that
-// is earlier.
+// callDeadline is a single call's deadline: ctx's, or the attempt timeout if earlier.
 func (l *Locker) callDeadline(ctx context.Context) time.Time {
 	d := time.Now().Add(l.opts.call.attemptTimeout)
 	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
@@ -415,8 +382,7 @@ func (a *acquisition) event(start time.Time, s *Lease, err error) Event {
 	return ev
 }
 
-// clock is the Locker's monotonic clock: ns since it was made. Validity
-// times are readings of it.
+// clock is the Locker's monotonic clock (ns since New); validity uses it.
 func (l *Locker) clock() int64 { return int64(time.Since(l.epoch)) }
 
 // timeAt is the time ns after the Locker's epoch (a reading of clock).
@@ -432,8 +398,7 @@ func (l *Locker) observe(ctx context.Context, e Event) {
 	}
 }
 
-// lost tells the Observer and the log that h's lease ended without a
-// release (why: see Event.Err).
+// lost tells the Observer and the log that h ended without a release.
 func (l *Locker) lost(h *hold, why error) {
 	held := time.Since(h.acquired)
 	l.observe(context.Background(), Event{Kind: EventLost, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Read: h.keys.read, Held: held, Fence: h.fence, Err: why})
@@ -443,8 +408,7 @@ func (l *Locker) lost(h *hold, why error) {
 	}
 }
 
-// warnAbandoned says, once per pattern, that a lease's context ended
-// without Unlock, so that its lock is no longer renewed.
+// warnAbandoned warns, once per pattern, that a lease's ctx ended without Unlock.
 func (l *Locker) warnAbandoned(h *hold) {
 	if _, seen := l.abandonedPatterns.LoadOrStore(h.pattern, true); seen {
 		return
@@ -453,8 +417,7 @@ func (l *Locker) warnAbandoned(h *hold) {
 		slog.String("pattern", h.pattern), slog.Int64("fence", h.fence), slog.Duration("held", time.Since(h.acquired)))
 }
 
-// released tells the Observer (and, when it failed, the log) that the
-// release of h was answered (or not).
+// released tells the Observer (and the log, on failure) how h's release went.
 func (l *Locker) released(ctx context.Context, h *hold, retry bool, err error) {
 	held := time.Since(h.acquired)
 	l.observe(ctx, Event{Kind: EventReleased, Key: h.key, Pattern: h.pattern, Permits: h.keys.permits, Read: h.keys.read, Held: held, Fence: h.fence, Retry: retry, Err: err})

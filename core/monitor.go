@@ -10,35 +10,23 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Monitors: while a Locker holds leases it keeps an idle Pub/Sub connection
-// to every master it holds them on, and renews every lease at once when that
-// connection breaks and comes back, or the node's run id changes, so that a
-// lock lost to a restart or a failover is known before its next renewal.
-// See docs/internals.md, "Monitors".
-
-// Monitor timings.
+// Monitor timings. Monitors renew every lease at once when a node restarts or
+// fails over: see docs/internals.md, "Monitors".
 const (
-	// monitorRetry is how long a monitor waits before it connects again
-	// after its connection failed: short, since a lease's loss is seen
-	// that long after the node answers again, at most.
+	// monitorRetry: wait before reconnecting (a loss is seen at most this late)
 	monitorRetry = 25 * time.Millisecond
-	// monitorDial bounds one attempt to connect, and one look at the
-	// node's run id.
+	// monitorDial bounds one connection attempt and one run id read
 	monitorDial = time.Second
-	// monitorEvery is how often an idle monitor connection is pinged and,
-	// once the node has answered, the node's run id is read.
+	// monitorEvery: how often an idle connection is pinged and the run id read
 	monitorEvery = time.Second
-	// monitorScan is how often a Cluster's masters are looked up again
-	// (each monitor also does when its connection fails).
+	// monitorScan: how often a Cluster's masters are looked up again
 	monitorScan = 5 * time.Second
-	// recheckFor is how long after a check a failed renewal is retried
-	// every monitorRetry.
+	// recheckFor: how long after a check failed renewals retry every monitorRetry
 	recheckFor = 10 * time.Second
 )
 
-// startMonitors starts the monitors of every Redis deployment of the
-// Locker, for as long as the watchdog runs (w.mu held, the watchdog's
-// goroutines starting).
+// startMonitors starts a monitor per Redis deployment for as long as the
+// watchdog runs (w.mu held).
 func (w *watchdog) startMonitors(idle chan struct{}) {
 	if w.l.mut.noMonitor {
 		return
@@ -57,12 +45,9 @@ func (w *watchdog) startMonitors(idle chan struct{}) {
 	}
 }
 
-// monitor keeps a connection to the node behind c until the watchdog stops
-// (idle closed or its context ended) or gone is closed, and checks every
-// lease (checkNow) each time a connection succeeds after one failed, or
-// the node c sends commands to has a run id other than the one it had. A
-// server that refuses the subscription (ACL, authentication) is not
-// watched: its losses are seen at the next renewal.
+// monitor watches the node behind c until the watchdog stops or gone is
+// closed, and checks every lease (checkNow) on a reconnection or a new run
+// id. A server that refuses the subscription (ACL, auth) is not watched.
 func (w *watchdog) monitor(idle chan struct{}, c redis.UniversalClient, gone <-chan struct{}) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	defer cancel()
@@ -100,17 +85,14 @@ func (w *watchdog) monitor(idle chan struct{}, c redis.UniversalClient, gone <-c
 	}
 }
 
-// watchOnce makes one monitor connection and holds it until it fails (the
-// error) or ctx ends. connected is called once the subscription is
-// confirmed. The connection is pinged every monitorEvery; with no answer
-// for as long again, it counts as failed. After each answer the node's run
-// id is read: one other than *runID checks every lease.
+// watchOnce holds one monitor connection until it fails (the error) or ctx
+// ends; connected is called once subscribed. It pings every monitorEvery
+// (failed after as long again unanswered) and calls sameNode on each answer.
 func (w *watchdog) watchOnce(ctx context.Context, c redis.UniversalClient, connected func(), runID *string) error {
 	dctx, dcancel := context.WithTimeout(ctx, monitorDial)
 	ps := c.Subscribe(dctx, w.l.opts.prefix+"monitor")
 	defer ps.Close()
-	// The client may not bound its reads by ctx: closing the connection
-	// ends a read in progress when the monitor stops.
+	// Closing the connection ends a read that the client does not bound by ctx.
 	defer context.AfterFunc(ctx, func() { ps.Close() })()
 	_, err := ps.ReceiveTimeout(dctx, monitorDial) // the subscription's confirmation
 	dcancel()
@@ -136,8 +118,7 @@ func (w *watchdog) watchOnce(ctx context.Context, c redis.UniversalClient, conne
 	}
 }
 
-// sameNode reads the run id of the node c sends commands to and checks
-// every lease if it is not *runID (a first reading only records it).
+// sameNode reads c's node's run id and checks every lease if it changed.
 func (w *watchdog) sameNode(ctx context.Context, c redis.UniversalClient, runID *string) {
 	ctx, cancel := context.WithTimeout(ctx, monitorDial)
 	defer cancel()
@@ -156,10 +137,8 @@ func (w *watchdog) sameNode(ctx context.Context, c redis.UniversalClient, runID 
 	*runID = id
 }
 
-// monitorCluster runs a monitor for every master of a Cluster, looking the
-// masters up again every monitorScan: a master that is no longer one stops
-// its monitor, and a new one (a promoted replica) gets one, whose first
-// connection checks every lease (the failover may have lost locks).
+// monitorCluster runs a monitor per Cluster master, looked up every
+// monitorScan; a new master (a failover) checks every lease.
 func (w *watchdog) monitorCluster(idle chan struct{}, cc *redis.ClusterClient) {
 	type running struct{ gone chan struct{} }
 	nodes := map[string]running{}
@@ -202,7 +181,7 @@ func (w *watchdog) monitorCluster(idle chan struct{}, cc *redis.ClusterClient) {
 				}()
 			}
 			if added {
-				w.checkNow() // a new master: a failover may have lost locks
+				w.checkNow()
 			}
 			first = false
 		}
@@ -219,9 +198,8 @@ func (w *watchdog) monitorCluster(idle chan struct{}, cc *redis.ClusterClient) {
 	}
 }
 
-// checkNow makes every renewed hold due for renewal now, and retried soon
-// for recheckFor if it fails: a node came back after its connection
-// failed, and the locks it held may be gone.
+// checkNow makes every renewed hold due now, retried often for recheckFor:
+// a node came back, and the locks it held may be gone.
 func (w *watchdog) checkNow() {
 	w.mu.Lock()
 	now := w.l.clock()

@@ -10,16 +10,13 @@ import (
 )
 
 // LockMulti takes every lock named in keys, or none, and returns one lease
-// for all: its Context ends when any lock is lost (with that lock's cause),
-// Unlock releases them all, Extend and TTL act on all, Key is the sorted
-// names joined by commas (Keys lists them) and Pattern the first one's.
-// Fence is the highest of their fences; fence a write to one name's data
-// with FenceOf(name). The names are taken one by one in sorted order
-// (duplicates count once), so overlapping sets never deadlock, within one
-// wait budget (WithWait, as for Lock, plus at most 50ms); the ones taken are
-// given back if one cannot be had. Each is an ordinary lock: a Lock of one
-// name excludes it, or re-enters it with the lease's Context. See
-// docs/usage.md, "LockMulti in detail".
+// for all. The names are taken one by one in sorted order (duplicates count
+// once), so overlapping sets never deadlock, within one wait budget
+// (WithWait, as for Lock, plus at most 50ms); the ones taken are given back
+// if one cannot be had. The lease's Context ends when any lock is lost;
+// Unlock, Extend and TTL act on all; Key joins the names with commas; Fence
+// is the highest: fence a write to one name's data with FenceOf(name).
+// See docs/usage.md, "LockMulti in detail".
 //
 // Errors: as for Lock (ErrInvalid also for an empty keys); a busy error
 // names the lock that could not be taken.
@@ -57,10 +54,8 @@ func (l *Locker) LockMulti(ctx context.Context, keys []string, opts ...LockOptio
 	return newMulti(ctx, parts), nil
 }
 
-// giveBack releases the locks a failed LockMulti took, as a late Lock is
-// undone (inline when the Locker is closing, so that Close leaves nothing
-// held), and waits for the releases until by; a slow Redis finishes them in
-// the background. A name the call re-entered stays with that lease.
+// giveBack undoes the locks a failed LockMulti took (re-entered names stay)
+// and waits for the releases until by; the rest finish in the background.
 func giveBack(parts []*Lease, by time.Time) {
 	var dones []chan struct{}
 	for _, p := range parts {
@@ -86,8 +81,7 @@ func giveBack(parts []*Lease, by time.Time) {
 	}
 }
 
-// newMulti makes the lease of a LockMulti that took parts: its context
-// derives from ctx and ends, with the part's cause, when any part's does.
+// newMulti makes a LockMulti's lease: its context ends when any part's does.
 func newMulti(ctx context.Context, parts []*Lease) *Lease {
 	m := &Lease{parts: parts, parent: leaseFrom(ctx)}
 	inner, cancel := context.WithCancelCause(ctx)
@@ -95,8 +89,7 @@ func newMulti(ctx context.Context, parts []*Lease) *Lease {
 	for _, p := range parts {
 		pctx := p.Context()
 		if pctx.Err() != nil {
-			// Lost while the call took the others: ended from the start
-			// (AfterFunc would cancel it only later, on a goroutine).
+			// Already lost: end now (AfterFunc would cancel it only later).
 			cancel(context.Cause(pctx))
 			break
 		}
@@ -105,8 +98,7 @@ func newMulti(ctx context.Context, parts []*Lease) *Lease {
 	return m
 }
 
-// Keys returns the names the lease holds: one for a Lock's, the sorted
-// names of a LockMulti's. Nil for a nil lease.
+// Keys returns the lease's names (a LockMulti's sorted); nil for a nil lease.
 func (s *Lease) Keys() []string {
 	switch {
 	case s == nil:
@@ -141,8 +133,7 @@ func (s *Lease) multiValid() time.Time {
 	return v
 }
 
-// multiTTL is the shortest remaining TTL of a LockMulti's parts, or the
-// parts' errors.
+// multiTTL is the shortest remaining TTL of a LockMulti's parts.
 func (s *Lease) multiTTL(ctx context.Context) (time.Duration, error) {
 	ttls, err := eachPart(s.parts, func(p *Lease) (time.Duration, error) { return p.TTL(ctx) })
 	if err != nil {
@@ -151,16 +142,14 @@ func (s *Lease) multiTTL(ctx context.Context) (time.Duration, error) {
 	return slices.Min(ttls), nil
 }
 
-// multiExtend extends every part of a LockMulti; its error is the parts'
-// errors joined (a part not held ends the lease's Context).
+// multiExtend extends every part of a LockMulti, joining their errors.
 func (s *Lease) multiExtend(ctx context.Context, ttl time.Duration) error {
 	_, err := eachPart(s.parts, func(p *Lease) (struct{}, error) { return struct{}{}, p.Extend(ctx, ttl) })
 	return err
 }
 
-// multiUnlock releases every part of a LockMulti that has not been given
-// back (a second Unlock retries the releases that failed); ErrNotHeld once
-// all were.
+// multiUnlock releases the parts not yet given back (so a second Unlock
+// retries failed releases); ErrNotHeld once all were.
 func (s *Lease) multiUnlock(ctx context.Context) error {
 	if s.unlocked.CompareAndSwap(false, true) {
 		s.cancel(context.Canceled)
@@ -177,15 +166,13 @@ func (s *Lease) multiUnlock(ctx context.Context) error {
 	return unlockAll(ctx, left)
 }
 
-// unlockAll releases parts at once (each within its release timeout) and
-// joins their errors.
+// unlockAll releases parts concurrently and joins their errors.
 func unlockAll(ctx context.Context, parts []*Lease) error {
 	_, err := eachPart(parts, func(p *Lease) (struct{}, error) { return struct{}{}, p.Unlock(ctx) })
 	return err
 }
 
-// eachPart runs call on every part at once and returns their results, in
-// order, and their errors joined.
+// eachPart runs call on every part concurrently: results in order, errors joined.
 func eachPart[T any](parts []*Lease, call func(*Lease) (T, error)) ([]T, error) {
 	res := make([]T, len(parts))
 	errs := make([]error, len(parts))
@@ -197,9 +184,8 @@ func eachPart[T any](parts []*Lease, call func(*Lease) (T, error)) ([]T, error) 
 	return res, joinErrors(errs)
 }
 
-// joinErrors is errs joined, or, when every one that is not nil is the
-// same error, that error as it is (so that err == ErrNotHeld holds when no
-// part is held).
+// joinErrors joins errs, or returns the one error they all are (so that
+// err == ErrNotHeld holds when no part is held).
 func joinErrors(errs []error) error {
 	var first error
 	same := true
@@ -218,10 +204,9 @@ func joinErrors(errs []error) error {
 	return errors.Join(errs...)
 }
 
-// FenceOf returns the fence of the lock named key that the lease holds:
-// for a LockMulti's lease, that name's own fence, to fence a write to that
-// name's data; for a Lock's, its Fence when key is its name. Zero when the
-// lease does not hold key.
+// FenceOf returns the lease's fence for the lock named key: for a
+// LockMulti's lease that name's own fence, for a Lock's its Fence. Zero when
+// the lease does not hold key.
 func (s *Lease) FenceOf(key string) int64 {
 	switch {
 	case s == nil:
@@ -240,8 +225,7 @@ func (s *Lease) FenceOf(key string) int64 {
 	return 0
 }
 
-// multiReentrant reports whether every lock of a LockMulti's lease was
-// re-entered (held before by a lease of ctx's chain).
+// multiReentrant reports whether every part of a LockMulti was re-entered.
 func (s *Lease) multiReentrant() bool {
 	for _, p := range s.parts {
 		if !p.reentrant {

@@ -5,122 +5,66 @@ import (
 	"strings"
 )
 
-// mutants are defects that were fixed, put back on purpose: the controls
-// of the tests and of the fault rig turn one on to show that the check that
-// guards against it fails without the fix. They are off unless a test asks
-// (through export_test.go) or a binary built with the lockgate_mutants tag
-// names them in LOCKGATE_MUTANTS (the fault rig's controls). Each costs a
-// branch on a rare path; none is reachable from the public API.
+// mutants are fixed defects put back on purpose, so a test or the fault rig
+// can show that its check fails without the fix. Off unless set by a test
+// (export_test.go) or, in a lockgate_mutants build, by LOCKGATE_MUTANTS.
+// See docs/internals.md, "Mutants".
 type mutants struct {
-	// lateGrant: a grant that arrives too late to use is undone and the
-	// wait goes on under the same owner, whose done marker the undo writes
-	// (the next attempt then answers "already ended": ErrUnavailable).
+	// late-grant: a too-late grant is undone but the wait keeps its owner
 	lateGrant bool
-	// dropEarly: a grant published before its waiter joined the Locker's
-	// room is dropped, and nothing reads Redis again (the bounded buffer of
-	// early grants, overflowing).
+	// drop-early: a grant published before its waiter joined the room is dropped
 	dropEarly bool
-	// forgetLeft: the room forgets a lock as soon as its last waiter
-	// leaves, with the grants that come until the shard unsubscribes; a
-	// waiter that joins meanwhile, its grant among them, is not checked
-	// for (the subscription goes on: nothing is confirmed again).
+	// forget-left: the room forgets a lock and its grants when the last waiter leaves
 	forgetLeft bool
-	// mergeSubs: the channels of one node are subscribed in one SSUBSCRIBE,
-	// which a Cluster refuses when they are in different slots (CROSSSLOT),
-	// and the refusal is swallowed, as go-redis's own Pub/Sub channel does.
+	// merge-subs: one SSUBSCRIBE per node, its CROSSSLOT refusal swallowed
 	mergeSubs bool
-	// staySubscribed: a channel the server unsubscribed (its slot moved)
-	// is taken as still subscribed, as go-redis's own Pub/Sub does.
+	// stay-subscribed: a channel the server unsubscribed counts as subscribed
 	staySubscribed bool
-	// restartRefresh: every grant to another waiter puts a waiter's next
-	// refresh a whole interval later (from the grant), so that it never
-	// refreshes while handovers come quicker than that.
+	// restart-refresh: each grant to another waiter postpones a waiter's refresh
 	restartRefresh bool
-	// noNudge: a grant to another waiter wakes no waiter of the lock, though
-	// the new holder's first expiry comes before their next wake: a granted
-	// waiter that is gone holds the others up until their next refresh.
+	// no-nudge: a grant to another waiter wakes none of the lock's waiters
 	noNudge bool
-	// lateJoinBlind: a waiter that joins the room after a grant to another
-	// waiter (its attempt's reply or its subscription came late) is not
-	// told of it, nor of the holder the check after its subscription
-	// finds: it sleeps by what its attempt saw.
+	// late-join-blind: a waiter joining after another's grant is not told of it
 	lateJoinBlind bool
-	// noTurns: every Redlock waiter of a lock tries at each release (no
-	// turns), as before turns.go.
+	// no-turns: every Redlock waiter of a lock tries at each release
 	noTurns bool
-	// checkOwner: the check after a (re)subscription wakes only a waiter
-	// that holds the lock, not the waiters of a lock no one holds.
+	// check-owner: the (re)subscription check wakes only a waiter that holds
 	checkOwner bool
-	// noMonitor: no connection watches the nodes leases are held on, so a
-	// lock lost with a restarted node is seen at the next renewal only.
+	// no-monitor: no connection watches the nodes leases are held on
 	noMonitor bool
-	// refusalDefinitive: a failed dial ends a waiting Lock at once on a
-	// Sentinel failover client and a Cluster client too, as on a plain
-	// client, though a failover is under way (see failingOver).
+	// refusal-definitive: a failed dial ends a waiting Lock on every client
 	refusalDefinitive bool
-	// noSlotReload: a failed dial on a Cluster client does not make it
-	// read its slot map again, so it goes on dialling a dead master's
-	// address after its replica was promoted (see reloadSlots).
+	// no-slot-reload: a failed Cluster dial does not reload the slot map
 	noSlotReload bool
-	// keepEntry: a queued waiter that ends on a failure that never reached
-	// Redis (a refused dial, a refused password) leaves its queue entry
-	// live, so a release grants the lock to it though it is gone.
+	// keep-entry: a queued waiter failing before Redis leaves its entry live
 	keepEntry bool
-	// keepStraggler: a Redlock TryLock that a majority answered busy
-	// leaves what a slower node grants it afterwards until its TTL ends.
+	// keep-straggler: a busy Redlock TryLock keeps a slow node's later grant
 	keepStraggler bool
-	// retryStray: a Redlock attempt busy on a majority and granted by a
-	// node is taken for a split: the waiter gives the grant back and tries
-	// again within milliseconds, over and over while the holder holds.
+	// retry-stray: a busy Redlock attempt with a stray grant retries as a split
 	retryStray bool
-	// loadSlots: a waiter joining the wait room on a Cluster client that
-	// has no slot map yet loads it on the caller's goroutine, past the
-	// caller's budget.
+	// load-slots: joining the room may load a Cluster's slot map, past the budget
 	loadSlots bool
-	// checkInline: a Redlock Locker's first lock checks the first node's
-	// server on the caller's goroutine, within the caller's budget, which
-	// a down first node spends.
+	// check-inline: a Redlock Locker checks its first node inline, in the budget
 	checkInline bool
-	// forgetFree: the room does not note when a lock was last said free,
-	// so a Redlock waiter that joins just after that message (its attempt
-	// answered busy before the release) waits for its fallback timer, the
-	// holder's TTL.
+	// forget-free: the room does not note the last "f" (lock free)
 	forgetFree bool
-	// stayOnMaster: a Sentinel failover client's shard stays subscribed on
-	// the server it connected to after a failover made that server a
-	// replica (go-redis moves its command connections, not Pub/Sub ones),
-	// so grants reach it only once that replica syncs, if it ever does.
+	// stay-on-master: a Sentinel shard stays subscribed on a demoted master
 	stayOnMaster bool
-	// wakeOnIdle: releasing the Locker's last hold always wakes the
-	// watchdog's scheduler, so one caller's every lock and unlock costs a
-	// goroutine wake-up.
+	// wake-on-idle: releasing the last hold always wakes the scheduler
 	wakeOnIdle bool
-	// keepLateRenewal: a renewal (the watchdog's or Extend's) answered
-	// after the hold was declared lost still counts: Extend returns nil,
-	// and the lock stays extended in Redis though nobody holds it here;
-	// one not answered at all is not given back when the hold is lost.
+	// keep-late-renewal: late renewals count; unanswered ones are not given back
 	keepLateRenewal bool
-	// firstCtxOnly: only the first Lock's ctx ending stops renewals, so a
-	// re-entry never unlocked keeps its lock renewed after the outer
-	// Unlock; and a re-entry's Context is not cancelled with the hold.
+	// first-ctx-only: only the first Lock's ctx ending stops renewals
 	firstCtxOnly bool
-	// retryAtExpiry: a queued waiter whose attempts fail retries every
-	// millisecond once the holder's TTL as last seen has run out, whatever
-	// its backoff says.
+	// retry-at-expiry: a failing queued waiter retries every ms past the holder's TTL
 	retryAtExpiry bool
-	// noRedlockBackoff: a Redlock waiter that too few nodes answered tries
-	// again after 1–11ms every time, however often it failed.
+	// no-redlock-backoff: a Redlock waiter short of answers always retries in 1–11ms
 	noRedlockBackoff bool
-	// scripts: the queue's expiry set from the last joiner alone, to
-	// twice its entry's life plus its TTL ("queue-expiry"); at most 64 dead
-	// entries dropped per call ("sweep-64"); a semaphore waiter whose turn
-	// comes takes its permit and leaves the other free ones to the waiters
-	// behind it until they next wake ("sem-stop-at-self").
+	// scripts: edited by queue-expiry, sweep-64, sem-stop-at-self; nil: the real ones
 	scripts *scripts
 }
 
-// envMutants is LOCKGATE_MUTANTS in a binary built with the
-// lockgate_mutants tag (mutants_env.go), else empty.
+// envMutants is LOCKGATE_MUTANTS in a lockgate_mutants build (mutants_env.go).
 var envMutants string
 
 // mutantEdits are the script mutants: each replaces text of queue.lua.
@@ -134,8 +78,7 @@ var mutantEdits = map[string][2]string{
 	"sweep-64": {"local batches, size = math.huge, 100", "local batches, size = 4, 16"},
 }
 
-// semMutantEdits are the semaphore script's mutants: each replaces text of
-// semaphore_acquire.lua.
+// semMutantEdits are the mutants of semaphore_acquire.lua, likewise.
 var semMutantEdits = map[string][2]string{
 	"sem-stop-at-self": {"      own = true\n", "      own = true\n      free = 0 break\n"},
 }

@@ -8,15 +8,13 @@ import (
 	"time"
 )
 
-// Limits enforced on every call; a violation is an ErrInvalid error and
-// nothing is sent to Redis.
+// Limits checked on every call: a violation is ErrInvalid, and nothing is sent.
 const (
 	// MaxKeyLen is the longest lock name accepted, in bytes.
 	MaxKeyLen = 1024
 	// MinTTL is the shortest lease accepted by WithTTL and Extend.
 	MinTTL = 50 * time.Millisecond
-	// MaxTTL is the longest: a week (a longer hold is renewed by the
-	// watchdog, and validity arithmetic stays far from overflowing).
+	// MaxTTL is the longest lease: a week (keeps validity arithmetic from overflow).
 	MaxTTL = 7 * 24 * time.Hour
 	// MaxPrefixLen is the longest key prefix accepted by WithPrefix.
 	MaxPrefixLen = 128
@@ -34,21 +32,17 @@ const (
 	DefaultDriftFloor     = 2 * time.Millisecond
 )
 
-// NoWait, given as a wait budget, makes a single attempt: Lock then behaves
-// like TryLock. It is the one spelling every adapter's configuration
-// accepts (where a zero wait means "the Locker's default").
+// NoWait as a wait budget makes Lock one attempt, like TryLock. Every adapter
+// accepts it (where a zero wait means the Locker's default).
 const NoWait time.Duration = -1
 
-// Option configures a Locker in New. Every LockOption is also an Option:
-// given to New it sets the default of every Lock and TryLock. Options that
-// only make sense for a Locker (WithPrefix, WithObserver, ...) are Options
-// but not LockOptions, so passing one to Lock does not compile.
+// Option configures a Locker in New. A LockOption given to New sets the default
+// of every call; Locker-only Options (WithPrefix, ...) do not compile on Lock.
 type Option interface {
 	applyLocker(*lockerOptions)
 }
 
-// LockOption configures one Lock or TryLock call (or, given to New, the
-// default of all of them).
+// LockOption configures one Lock or TryLock call (given to New: their default).
 type LockOption interface {
 	Option
 	applyLock(*callOptions)
@@ -63,9 +57,7 @@ type callOptions struct {
 	attemptTimeout time.Duration // WithAttemptTimeout
 	pattern        string        // WithPattern: what observations name the lock by
 
-	// ttl and a waiter's queue entry lifetime in ms as strings, the
-	// scripts' arguments, made once per option set (refreshScriptArgs);
-	// argsTTL is the ttl they were made for.
+	// the scripts' ttl and entry-life arguments, made for argsTTL (refreshScriptArgs)
 	ttlArg   any
 	entryArg any
 	argsTTL  time.Duration
@@ -73,8 +65,7 @@ type callOptions struct {
 	err error // first invalid value seen
 }
 
-// lockerOptions are the settings of a Locker: the defaults of its calls and
-// its own.
+// lockerOptions are a Locker's settings: its calls' defaults and its own.
 type lockerOptions struct {
 	call        callOptions
 	prefix      string
@@ -130,9 +121,8 @@ type lockerOption func(*lockerOptions)
 
 func (f lockerOption) applyLocker(o *lockerOptions) { f(o) }
 
-// WithTTL sets the lease time: how long the lock lives in Redis without a
-// renewal. While a lease is held the watchdog renews it every TTL/3.
-// Default 30s. A TTL below MinTTL or above MaxTTL is an ErrInvalid error.
+// WithTTL sets the lease time, which the watchdog renews every TTL/3.
+// Default 30s; below MinTTL or above MaxTTL it is ErrInvalid.
 func WithTTL(d time.Duration) LockOption {
 	return callOption(func(o *callOptions) {
 		if err := checkTTL(d); err != nil {
@@ -143,7 +133,6 @@ func WithTTL(d time.Duration) LockOption {
 	})
 }
 
-// checkTTL is the ErrInvalid error of a lease time out of [MinTTL, MaxTTL].
 func checkTTL(d time.Duration) error {
 	switch {
 	case d < MinTTL:
@@ -154,10 +143,9 @@ func checkTTL(d time.Duration) error {
 	return nil
 }
 
-// WithWait sets the wait budget of Lock: how long it waits for a busy lock
-// before returning ErrNotObtained. The context's deadline, when earlier,
-// wins. NoWait (or 0) makes Lock a single attempt like TryLock. Default 2s.
-// Another negative wait is an ErrInvalid error.
+// WithWait sets how long Lock waits for a busy lock before it returns
+// ErrNotObtained; an earlier ctx deadline wins. NoWait (or 0) makes one
+// attempt. Default 2s; another negative wait is ErrInvalid.
 func WithWait(d time.Duration) LockOption {
 	return callOption(func(o *callOptions) {
 		switch {
@@ -174,19 +162,15 @@ func WithWait(d time.Duration) LockOption {
 // UnnamedPattern is the pattern of a lock taken without WithPattern.
 const UnnamedPattern = "unnamed"
 
-// MaxHolderTagLen is the longest tag WithHolderTag's function may return
-// for it to be stored (a W3C traceparent is 55 bytes).
+// MaxHolderTagLen is the longest holder tag stored (a traceparent is 55 bytes).
 const MaxHolderTagLen = 128
 
 // MaxPatternLen is the longest pattern WithPattern accepts.
 const MaxPatternLen = 256
 
-// WithPattern names the kind of lock in every Event of the call and of the
-// lease it returns (Event.Pattern), for example "order:{user}:{voucher}":
-// what metrics and traces group by, where the key itself carries user data
-// and is unbounded. The adapters set it from their key template. Default
-// UnnamedPattern. One over MaxPatternLen bytes is cut to that length; an
-// empty pattern is an ErrInvalid error.
+// WithPattern names the kind of lock (e.g. "order:{user}:{voucher}") in the
+// Events of the call and its lease: what metrics group by, never the key.
+// Default UnnamedPattern; over MaxPatternLen it is cut; empty is ErrInvalid.
 func WithPattern(p string) LockOption {
 	return callOption(func(o *callOptions) {
 		if p == "" {
@@ -200,25 +184,21 @@ func WithPattern(p string) LockOption {
 	})
 }
 
-// WithoutWatchdog makes the lease fixed: it is not renewed and simply
-// expires after its TTL; its context is cancelled with ErrLockLost when the
-// validity ends. Default: renewed by the watchdog.
+// WithoutWatchdog makes the lease fixed: never renewed, its context cancelled
+// with ErrLockLost when its validity ends. Default: renewed by the watchdog.
 func WithoutWatchdog() LockOption {
 	return callOption(func(o *callOptions) { o.watchdog = false })
 }
 
-// WithWatchdog undoes WithoutWatchdog for one call when the Locker's
-// default is a fixed lease. Default: renewed by the watchdog.
+// WithWatchdog undoes a Locker-wide WithoutWatchdog for one call. Default: renewed.
 func WithWatchdog() LockOption {
 	return callOption(func(o *callOptions) { o.watchdog = true })
 }
 
-// WithAttemptTimeout bounds a single attempt — TryLock, Lock with
-// WithWait(NoWait) — and, given to New, Extend, TTL, Inspect and
-// ForceRelease too, when ctx has no earlier deadline: the call returns by
-// then (plus at most 50ms) whatever the client's timeouts, with an
-// ErrUnavailable error if Redis did not answer. Default 500ms; it must be
-// positive.
+// WithAttemptTimeout bounds a single attempt (TryLock, WithWait(NoWait)) and,
+// given to New, Extend, TTL, Inspect and ForceRelease, unless ctx's deadline
+// is earlier: the call returns by then plus 50ms, with ErrUnavailable if Redis
+// did not answer. Default 500ms; it must be positive (else ErrInvalid).
 func WithAttemptTimeout(d time.Duration) LockOption {
 	return callOption(func(o *callOptions) {
 		if d <= 0 {
@@ -229,13 +209,10 @@ func WithAttemptTimeout(d time.Duration) LockOption {
 	})
 }
 
-// WithReleaseTimeout bounds how long Unlock waits for the release to be
-// answered by Redis, whatever the client's timeouts and whatever the context
-// passed to Unlock (the release is detached from its cancellation, so a
-// request that is already over still releases its lock). A release not
-// answered in time goes on in the background and Unlock returns an
-// ErrUnavailable error; calling Unlock again retries it. Default 1s; it
-// must be positive.
+// WithReleaseTimeout bounds how long Unlock waits for Redis, whatever the
+// client's timeouts or ctx's cancellation (an ended request still releases).
+// Unanswered in time, the release goes on in the background and Unlock returns
+// ErrUnavailable; Unlock again to retry. Default 1s; it must be positive.
 func WithReleaseTimeout(d time.Duration) LockOption {
 	return callOption(func(o *callOptions) {
 		if d <= 0 {
@@ -246,9 +223,9 @@ func WithReleaseTimeout(d time.Duration) LockOption {
 	})
 }
 
-// WithPrefix sets the prefix of every Redis key and channel this Locker
-// uses. It must not contain '{' or '}' (the lock name is the Cluster hash
-// tag) and is at most MaxPrefixLen bytes. Default "lockgate:".
+// WithPrefix sets the prefix of the Locker's Redis keys and channels: at most
+// MaxPrefixLen bytes, no '{' or '}' (else ErrInvalid). Default "lockgate:".
+// See docs/design.md, "Redis layout".
 func WithPrefix(p string) Option {
 	return lockerOption(func(o *lockerOptions) {
 		if len(p) > MaxPrefixLen {
@@ -265,35 +242,27 @@ func WithPrefix(p string) Option {
 	})
 }
 
-// WithObserver sets the hook told of every acquisition, release, renewal,
-// extension and loss (for metrics and logs). Default none.
+// WithObserver sets the hook told of every lock event. Default none.
 func WithObserver(obs Observer) Option {
 	return lockerOption(func(o *lockerOptions) { o.observer = obs })
 }
 
-// WithHolderTag sets a function whose answer for the Lock call's context
-// is stored with each lock this Locker takes (and its queue entry while it
-// waits), handed to callers that find the lock busy (Event.HolderTag) and
-// shown by Inspect. The otel module's tag is the caller's W3C traceparent,
-// so that a waiter's span links to the holder's. A tag over MaxHolderTagLen
-// or containing '|' is not stored. Default none: nothing extra is stored.
+// WithHolderTag sets a function of the Lock call's ctx whose answer is stored
+// with the lock, shown to busy callers (Event.HolderTag) and by Inspect; over
+// MaxHolderTagLen or with '|' it is not stored. Default none.
 func WithHolderTag(fn func(ctx context.Context) string) Option {
 	return lockerOption(func(o *lockerOptions) { o.tag = fn })
 }
 
-// WithLogger sets where the Locker reports what it cannot return to a
-// caller: a server configuration that endangers locks (an eviction policy
-// other than noeviction), locks lost, and releases that failed, in the
-// foreground or the background (Warn). Lines carry the lock's pattern and
-// fence, never its key or owner id. Default slog.Default() at the time of
-// the report.
+// WithLogger sets where the Locker warns of what it cannot return to a caller
+// (a policy other than noeviction, lost locks, failed releases), naming pattern
+// and fence, never key or owner. Default slog.Default() at the time of report.
 func WithLogger(l *slog.Logger) Option {
 	return lockerOption(func(o *lockerOptions) { o.logger = l })
 }
 
-// WithDriftFactor sets the clock-drift allowance subtracted from a lease's
-// validity: validity = sent + TTL − (TTL·f + 2ms), as in the Redlock
-// algorithm. Default 0.01. Values outside [0, 0.5] are ErrInvalid.
+// WithDriftFactor sets the clock-drift allowance: validity = sent + TTL −
+// (TTL·f + 2ms). Default 0.01; outside [0, 0.5] it is ErrInvalid.
 func WithDriftFactor(f float64) Option {
 	return lockerOption(func(o *lockerOptions) {
 		if f < 0 || f > 0.5 {
@@ -304,10 +273,9 @@ func WithDriftFactor(f float64) Option {
 	})
 }
 
-// WithFenceWindow sets how long the last fence issued in a Cluster hash
-// slot (every lock name of the slot shares it) is kept in Redis after the
-// acquisition that issued it (see docs/fencing.md). Default 10m; at least
-// 1s.
+// WithFenceWindow sets how long a Cluster slot's last fence (shared by the
+// slot's names) is kept after the acquisition that issued it. Default 10m;
+// below 1s it is ErrInvalid. See docs/design.md, "Redis layout".
 func WithFenceWindow(d time.Duration) Option {
 	return lockerOption(func(o *lockerOptions) {
 		if d < time.Second {
@@ -318,28 +286,19 @@ func WithFenceWindow(d time.Duration) Option {
 	})
 }
 
-// WithoutCoalescing makes every acquire and release of the Locker a
-// command of its own on a pooled connection. Default: on a plain client (a
-// master or a Sentinel failover client), a caller is sent at once while
-// fewer than four of the Locker's calls are in flight; the calls that
-// arrive while four are in flight are sent together as one pipeline when
-// one is answered. (A Cluster client is never coalesced.)
+// WithoutCoalescing sends every acquire and release as a command of its own.
+// Default: on a plain client, calls arriving while four are in flight go as
+// one pipeline. See docs/internals.md, "Coalescing".
 func WithoutCoalescing() Option {
 	return lockerOption(func(o *lockerOptions) { o.noCoalesce = true })
 }
 
-// WithReplicaAck makes every grant and renewal wait for n replicas to
-// acknowledge it (Redis's WAIT n timeout, in the same round trip as the
-// script). A grant fewer replicas acknowledged within timeout is released
-// and Lock fails with ErrNotReplicated (which matches ErrUnavailable); an
-// unacknowledged renewal does not count, so a lease whose renewals keep
-// failing so is lost at the end of its validity. A lock handed over by a
-// release costs one round trip more. It narrows, does not close, the
-// window in which a failover loses a lock; a re-syncing replica
-// acknowledges nothing, so choose n below the replicas normally online
-// (docs/topologies.md). Default: no acknowledgement. n must be at least 1
-// and timeout at least 1ms (WAIT 0 would block forever) and below the
-// client's ReadTimeout; otherwise ErrInvalid from New.
+// WithReplicaAck makes every grant and renewal wait for n replicas (WAIT). An
+// unacknowledged grant is released and Lock fails with ErrNotReplicated (an
+// ErrUnavailable); an unacknowledged renewal does not count. Choose n below the
+// replicas normally online. Default: none. n must be at least 1 and timeout
+// from 1ms to below the client's ReadTimeout, else ErrInvalid from New.
+// See docs/topologies.md, "Choosing a topology".
 func WithReplicaAck(n int, timeout time.Duration) Option {
 	return lockerOption(func(o *lockerOptions) {
 		switch {
@@ -353,15 +312,11 @@ func WithReplicaAck(n int, timeout time.Duration) Option {
 	})
 }
 
-// WithSentinelAddrs names the sentinels of a Sentinel failover client
-// (redis.NewFailoverClient: pass its FailoverOptions.SentinelAddrs), which
-// go-redis keeps to itself. With them, a call that finds every sentinel
-// refusing connections ends at once with ErrUnavailable naming the refusal
-// (one dial of each, about 100ms after the call began), as a call to a
-// refusing master does; without them such a call ends with its budget,
-// saying only that nothing answered. A sentinel that accepts is enough for
-// the call to go on. Default: none. Errors from New: ErrInvalid when the
-// client is not a Sentinel failover client or an address is empty.
+// WithSentinelAddrs gives a Sentinel failover client's sentinel addresses
+// (FailoverOptions.SentinelAddrs), so that a call finding them all refusing
+// ends at once with ErrUnavailable naming it, not at its budget. Default:
+// none. ErrInvalid from New for another client or an empty address.
+// See docs/topologies.md, "A refused dial during a failover".
 func WithSentinelAddrs(addrs ...string) Option {
 	return lockerOption(func(o *lockerOptions) {
 		if slices.Contains(addrs, "") {
@@ -372,10 +327,8 @@ func WithSentinelAddrs(addrs ...string) Option {
 	})
 }
 
-// Combine checks opts and returns one LockOption that applies them in
-// order. Adapters call it when a route is set up, so that a bad per-route
-// option is a setup error rather than a failure of every request. Errors:
-// the first invalid option, as an ErrInvalid error.
+// Combine checks opts and returns one LockOption applying them in order, so
+// adapters fail at setup on a bad option. Errors: the first one's ErrInvalid.
 func Combine(opts ...LockOption) (LockOption, error) {
 	var probe callOptions
 	for _, opt := range opts {
@@ -402,8 +355,7 @@ func (o *callOptions) refreshScriptArgs() {
 	}
 }
 
-// holderTag is a tag function's answer as the acquire script's argument:
-// "" (store none) when it is too long or holds the entry separator.
+// holderTag is t as a script argument: "" (none) if too long or holding '|'.
 func holderTag(t string) any {
 	if len(t) > MaxHolderTagLen || strings.IndexByte(t, '|') >= 0 {
 		return ""

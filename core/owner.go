@@ -7,14 +7,11 @@ import (
 	"sync/atomic"
 )
 
-// ownerKey is the context key under which a lease's context carries the
-// lease (*Lease), and NewOwner a nil *Lease that hides the leases above it.
+// ownerKey is the context key of a lease's *Lease (NewOwner: a nil one).
 type ownerKey struct{}
 
-// Owner ids are a 128-bit random prefix drawn once per process, followed by
-// a counter: unique, unguessable (the prefix never leaves the process and
-// Redis), and cheap — no system call per Lock. Every acquisition in Redis
-// gets a fresh one; owners are never taken from request data.
+// Owner ids: a 128-bit random prefix drawn once per process, then a counter:
+// unique, unguessable, no system call per Lock; never from request data.
 var (
 	ownerPrefix = rand.Text() + ":"
 	ownerSeq    atomic.Uint64
@@ -32,10 +29,8 @@ func leaseFrom(ctx context.Context) *Lease {
 	return s
 }
 
-// reentry returns the innermost lease in ctx's chain that holds key, or
-// nil: only a lock that a lease of the chain holds is re-entered, any other
-// key is a fresh acquisition (goroutines that share a lease's context share
-// that lease, and only for its own key).
+// reentry returns the innermost lease of ctx's chain that holds key, or nil
+// (any other key is a fresh acquisition). See docs/usage.md, "Lock in detail".
 func reentry(ctx context.Context, key string) *Lease {
 	for s := leaseFrom(ctx); s != nil; s = s.parent {
 		for _, p := range s.parts {
@@ -51,14 +46,12 @@ func reentry(ctx context.Context, key string) *Lease {
 }
 
 // NewOwner returns a copy of ctx under which no lease of ctx's chain is
-// re-entered: a Lock of a key held higher up the chain waits for it like any
-// other owner. Use it for work that must wait for, not join, the enclosing
-// critical section. FromContext of the result is nil.
+// re-entered: a Lock of a key held up the chain waits like any other owner.
+// FromContext of the result is nil.
 func NewOwner(ctx context.Context) context.Context {
 	return context.WithValue(ctx, ownerKey{}, (*Lease)(nil))
 }
 
-// FromContext returns the innermost lease whose Context is ctx or an
-// ancestor of ctx, or nil (also under NewOwner). Middleware use it to hand
-// the lease to handlers.
+// FromContext returns the innermost lease whose Context is ctx or an ancestor
+// of it, or nil (also under NewOwner).
 func FromContext(ctx context.Context) *Lease { return leaseFrom(ctx) }

@@ -10,17 +10,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Ping checks that the Locker can use its deployment, as an application
-// does at start-up: it reaches every node the Locker uses — the master (the
-// one behind Sentinel), every Cluster master, every Redlock node — within
-// ctx's deadline or the attempt timeout (WithAttemptTimeout), whichever is
-// first, and checks each server as the first lock does (Redis 7.0 or later;
-// an eviction policy other than noeviction is logged as a warning).
-//
-// Errors: an ErrUnavailable error joining a *NodeError for each node that
-// did not answer, naming its address and the cause (connection refused,
-// authentication, no answer in time); ErrUnsupported when a server is older
-// than 7.0; ErrClosed after Close.
+// Ping checks that the Locker can use its deployment, as at start-up: it
+// reaches every node it uses (master, Cluster masters, Redlock nodes) within
+// ctx's deadline or the attempt timeout, whichever is first, and checks each
+// server as the first lock does (an eviction policy other than noeviction is
+// logged). Errors: ErrUnavailable joining a *NodeError (address, cause) per
+// node that did not answer; ErrUnsupported for a server older than 7.0;
+// ErrClosed after Close.
+// See docs/topologies.md, "Requirements, whatever the topology".
 func (l *Locker) Ping(ctx context.Context) error {
 	if l.closed.Load() {
 		return ErrClosed
@@ -68,15 +65,13 @@ func (l *Locker) Ping(ctx context.Context) error {
 	return nil
 }
 
-// pingNode is one node Ping reaches: its name (an address) and how to ask
-// it for its facts.
+// pingNode is one node Ping reaches: its address and how to read its facts.
 type pingNode struct {
 	name  string
 	check func(ctx context.Context) (serverFacts, error)
 }
 
-// nodes are the nodes Ping reaches: every node the backend uses, a
-// Cluster's as its masters.
+// nodes are the nodes Ping reaches; a Cluster's are its masters.
 func (l *Locker) nodes(ctx context.Context) []pingNode {
 	var ns []pingNode
 	for _, c := range l.be.clients() {
@@ -89,11 +84,9 @@ func (l *Locker) nodes(ctx context.Context) []pingNode {
 	return ns
 }
 
-// clusterNodes are a Cluster's masters as the client knows them: the
-// master of every slot, from the client's slot map (loaded once if it has
-// none; not reloaded, so a hung node the client would ask for the map
-// cannot take the budget). A Cluster it cannot map is one node that says
-// why.
+// clusterNodes are a Cluster's masters from the client's slot map, loaded once
+// if missing but never reloaded (a hung node could take the budget). A Cluster
+// it cannot map is one node that says why.
 func clusterNodes(ctx context.Context, l *Locker, cc *redis.ClusterClient) []pingNode {
 	masters, err := bounded(l, ctx, l.callDeadline(ctx), func(cctx context.Context) ([]*redis.Client, error) {
 		seen := map[string]bool{}

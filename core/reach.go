@@ -13,27 +13,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Probing: a call not answered within probeAfter, made while the client has
-// no connection, dials the server once (one dial per Locker at a time, its
-// answer shared for probeValid); a refused dial ends the call at once with
-// that error. See docs/internals.md, "Probing a server that refuses
-// connections".
+// A call made with no connection and unanswered after probeAfter dials the
+// server once (probeTimeout), the answer shared for probeValid.
+// See docs/internals.md, "Probing a server that refuses connections".
 const (
 	probeAfter   = 100 * time.Millisecond
 	probeTimeout = 200 * time.Millisecond
 	probeValid   = 250 * time.Millisecond
 )
 
-// prober dials the deployment on behalf of a slow call: a plain client's
-// server, a Sentinel client's master (and its sentinels, with
-// WithSentinelAddrs), a Cluster client's seeds until the Locker first
-// reaches it; nothing for a Redlock node. See docs/internals.md, "Probing
-// a server that refuses connections".
+// prober dials the deployment for a slow call: a plain client's server, a
+// Sentinel client's master (and sentinels, if given), a Cluster's seeds until
+// first reached; nothing for a Redlock node.
 type prober struct {
 	dial func(ctx context.Context) error // nil: no probing
-	// idle reports whether a call now is to be watched: the client has no
-	// connection to its server (a call then dials; a call on a live
-	// connection costs no timer)
+	// idle reports whether a call now is watched: the client has no connection
 	idle func() bool
 
 	mu   sync.Mutex
@@ -42,10 +36,8 @@ type prober struct {
 	at   time.Time     // when it came
 }
 
-// newProber makes the prober of client c; reached reports whether the
-// Locker has had an answer from the deployment; sentinels are the
-// addresses of a failover client's sentinels, if the Locker was told them;
-// clock is the Locker's (ns).
+// newProber makes c's prober; reached reports whether the Locker has had an
+// answer, sentinels are WithSentinelAddrs's, clock is the Locker's (ns).
 func newProber(c redis.UniversalClient, reached func() bool, sentinels []string, clock func() int64) *prober {
 	switch c := c.(type) {
 	case *redis.Client:
@@ -74,30 +66,25 @@ func newProber(c redis.UniversalClient, reached func() bool, sentinels []string,
 	case *redis.ClusterClient:
 		o := c.Options()
 		if reflect.ValueOf(o.NewClient).Pointer() != reflect.ValueOf(redis.NewClient).Pointer() {
-			// It may dial each node elsewhere than its address (a port
-			// forward, a proxy): the seeds' addresses say nothing. (go-redis
-			// sets redis.NewClient when the options name none.)
+			// It may dial nodes elsewhere than their addresses (a proxy), so the
+			// seeds say nothing. (go-redis sets redis.NewClient by default.)
 			return &prober{}
 		}
 		dial := tcpDialer(o.Dialer, o.DialTimeout)
 		return &prober{
 			dial: func(ctx context.Context) error { return dialAny(ctx, dial, o.Addrs, "seed") },
-			// (not PoolStats: a Cluster client without a slot map loads
-			// it there, dialling every seed with its retries)
+			// not PoolStats: without a slot map it loads one, dialling every seed
 			idle: func() bool { return !reached() },
 		}
 	}
 	return &prober{}
 }
 
-// idleFresh is how long poolIdle's answer stands: reading the pool's
-// stats takes its lock twice and allocates, on every bounded call.
+// idleFresh is how long poolIdle's answer stands (reading stats locks, allocates).
 const idleFresh = time.Millisecond
 
-// poolIdle reports whether c has no connection, as its pool's stats said
-// at most idleFresh ago. A call made within that stretch after the pool
-// emptied (its connections cut) is not probed: it is bounded by its budget
-// as every call is, only not ended early by a refused dial.
+// poolIdle reports whether c has no connection, per pool stats at most
+// idleFresh old; a call in that stretch after the pool emptied is not probed.
 func poolIdle(c *redis.Client, clock func() int64) func() bool {
 	var at atomic.Int64 // when the stats were last read (clock), +1 (0: never)
 	var idle atomic.Bool
@@ -124,9 +111,8 @@ func tcpDialer(dial dialFunc, timeout time.Duration) dialFunc {
 	return d.DialContext
 }
 
-// dialAny dials every address at once: nil as soon as one accepts, else
-// the first failure, saying that every address (of the kind what names)
-// failed.
+// dialAny dials every address at once: nil as soon as one accepts, else the
+// first failure, saying that all addresses (of kind what) failed.
 func dialAny(ctx context.Context, dial dialFunc, addrs []string, what string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -164,18 +150,16 @@ func dialAny(ctx context.Context, dial dialFunc, addrs []string, what string) er
 // watches reports whether a call now is to be watched by a probe.
 func (p *prober) watches() bool { return p.dial != nil && p.idle() }
 
-// probeError is a probe's failed dial, ending a call that was still in
-// flight: unlike the call's own failed dial it does not say that the call
-// never ran.
+// probeError is a probe's refused dial ending a call in flight: unlike the
+// call's own failed dial, it does not mean the call never ran.
 type probeError struct{ err error }
 
 func (e *probeError) Error() string { return e.err.Error() + " (a probe dial, while the call waited)" }
 func (e *probeError) Unwrap() error { return e.err }
 
-// refused dials the server (or takes a dial answered within probeValid, or
-// waits for the one in flight) and returns the dial's error, nil when the
-// server accepts connections. spawn runs the dial on a goroutine the Locker
-// tracks; false when it is closing.
+// refused returns the probe dial's error (nil: the server accepts), reusing an
+// answer younger than probeValid or waiting for the dial in flight. spawn runs
+// the dial on a tracked goroutine; false while closing.
 func (p *prober) refused(ctx context.Context, spawn func(func()) bool) error {
 	if p.dial == nil {
 		return nil
@@ -221,9 +205,8 @@ func (p *prober) refused(ctx context.Context, spawn func(func()) bool) error {
 	return &probeError{p.err}
 }
 
-// refusal reports whether a probe's dial error says the server does not
-// take connections (refused, no route, the name unknown); a dial that
-// timed out says only that the machine is slow, and the call goes on.
+// refusal reports whether a dial error says the server takes no connections;
+// a timeout says only that the machine is slow, and the call goes on.
 func refusal(err error) bool {
 	if err == nil {
 		return false

@@ -12,9 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// NodeError is one node's failure within a call (a Redlock node, or a node
-// Ping reached): errors.As finds it in an ErrUnavailable error, one per
-// node that did not answer.
+// NodeError is one node's failure in a call (a Redlock node, or a node Ping
+// reached); errors.As finds one per silent node in an ErrUnavailable error.
 type NodeError struct {
 	Node string // the node's address, or "node <i>" when the client names none
 	Err  error
@@ -24,32 +23,25 @@ func (e *NodeError) Error() string { return "lockgate: node " + e.Node + ": " + 
 func (e *NodeError) Unwrap() error { return e.Err }
 
 // redlock is the backend over N independent masters: every call goes to
-// all of them in parallel, each bounded by a per-node timeout, and counts
-// when a majority (quorum) agrees.
+// all of them in parallel and counts when a majority (quorum) agrees.
 type redlock struct {
 	nodes  []*deployment
 	names  []string
 	quorum int
-	// spawn runs a node's call on a goroutine the Locker tracks (Close
-	// waits for it); false once closed
+	// spawn runs a node's call on a goroutine Close waits for; false once closed
 	spawn func(func()) bool
-	// timeout is the per-node timeout of calls that name no TTL (release,
-	// TTL): perNode of the Locker's default TTL
+	// timeout bounds node calls that name no TTL: perNode of the default TTL
 	timeout time.Duration
-	// retryStray: a grant beside a busy majority is a split (the mutant
-	// retry-stray, see mutants.go)
+	// mutant retry-stray: a grant beside a busy majority is taken for a split
 	retryStray bool
 }
 
-// perNode is the per-node timeout of a call for a lock of ttl: a small
-// fraction of the TTL (redis.io's advice: a few tens of ms for a 10s TTL),
-// at least 50ms, at most 1s.
+// perNode is the per-node timeout for a lock of ttl: 1% of it, 50ms to 1s.
 func perNode(ttl time.Duration) time.Duration {
 	return min(max(ttl/100, 50*time.Millisecond), time.Second)
 }
 
-// unavailableNodes joins the errors of the nodes that failed, each a
-// *NodeError naming it.
+// unavailableNodes joins the failed nodes' errors, each a *NodeError.
 func (r *redlock) unavailableNodes(errs []error) error {
 	var es []error
 	for i, err := range errs {
@@ -78,13 +70,10 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 		}
 		return acquireReply{found: foundHeld, fence: t.fence}, nil
 	case t.answered >= r.quorum && t.granted > 0 && t.answered-t.granted >= r.quorum && !r.retryStray:
-		// Busy on a majority, yet granted by a node whose copy the holder
-		// lost (it restarted, or its copy expired): busy, and the grant is
-		// the caller's to give back.
+		// Busy on a majority, granted by a node that lost the holder's copy.
 		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, stray: true}, nil
 	case t.answered >= r.quorum && t.granted > 0:
-		// Granted by too few, and no majority busy either: owners raced;
-		// the busy nodes tell how long their holder has.
+		// Granted by too few, no majority busy either: owners raced.
 		return acquireReply{found: foundSplit, wait: t.wait, holder: t.holder}, nil
 	case t.answered >= r.quorum:
 		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder}, nil
@@ -92,14 +81,10 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	return acquireReply{}, r.unavailableNodes(errs)
 }
 
-// acquireJudge returns the judge of an acquire's fan-out. A majority's
-// grants decide it (the rest are given back by a release, or renewed with
-// the others). Answers that leave too few nodes for a majority of grants
-// settle it: busy, told by a majority, once the other nodes answered or
-// fanOutGrace passed (a grant counted makes it a split, given back at
-// once; one still to come is this owner's: its next attempt claims it, the
-// end of its wait or a single attempt gives it back). Failures wait for
-// every node, so that busy is told from unavailable.
+// acquireJudge returns the judge of an acquire's fan-out: a quorum of
+// grants decides it, refusals that leave no majority of grants possible
+// settle it; failures wait for every node, so busy is told from unavailable.
+// See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
 func (r *redlock) acquireJudge() func(acquireReply, error) verdict {
 	grants, refusals := 0, 0
 	return func(a acquireReply, err error) verdict {
@@ -155,9 +140,9 @@ func tallyAcquire(res []acquireReply, errs []error) acquireTally {
 	return t
 }
 
-// raiseFences makes fence the floor of a quorum of nodes' fence floors (any
-// quorum, not only the nodes that granted), so that the next holder's fence
-// is above it. See docs/internals.md, "Redlock".
+// raiseFences makes fence the fence floor on a quorum of nodes (any quorum),
+// so that the next holder's fence is above it.
+// See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
 func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner ownerID, fence int64, ttl time.Duration) error {
 	arg := strconv.FormatInt(fence, 10)
 	confirmed := 0
@@ -172,7 +157,7 @@ func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner ownerID, f
 		}
 		return open
 	})
-	raised := 0 // (the judge is not told of the last answer: count them here)
+	raised := 0 // the judge is not told of the last answer: count here
 	for _, err := range errs {
 		if err == nil {
 			raised++
@@ -196,8 +181,7 @@ func (r *redlock) clients() []namedClient {
 	return cs
 }
 
-// answers runs call on every node and returns the answers of those that
-// answered, or unavailableNodes when fewer than a quorum did.
+// answers runs call on every node: the answers, or unavailableNodes below a quorum.
 func answers[T any](ctx context.Context, r *redlock, call func(context.Context, *deployment) (T, error)) ([]T, error) {
 	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (T, error) { return call(cctx, n) })
 	var got []T
@@ -244,27 +228,20 @@ func (r *redlock) groups(ctx context.Context, batch []renewal) [][]int {
 	return [][]int{all}
 }
 
-// splitsByNode: a Redlock batch is one part, sent to every node at once (renew
-// waits for a quorum, each node for at most its share of the TTL).
+// splitsByNode: a Redlock batch is one part, sent to every node at once.
 func (r *redlock) splitsByNode() bool { return false }
 
-// renew renews on every node; a lease is held while a quorum holds it. A
-// node that answered without the lock while a quorum holds it (it restarted
-// empty, or its copy expired) gets it back, as a fresh grant for the same
-// owner, so that the lease is not one restart away from losing its quorum.
+// renew renews on every node and returns once a quorum holds every lease of
+// part; nodes that lost a lease a quorum holds get it back.
+// See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
 func (r *redlock) renew(ctx context.Context, batch []renewal, part []int) {
 	var ttl time.Duration
 	for _, i := range part {
 		ttl = max(ttl, batch[i].ttl)
 	}
-	// Nobody waits for a renewal but the lease's validity: give each node a
-	// quarter of the TTL (a hung node then delays the renewal, not the
-	// lease), within the batch's deadline.
+	// Each node gets a quarter of the TTL: only the lease's validity waits.
 	d := max(perNode(ttl), ttl/4)
-	// Each node fills its own copy; only the copies of the nodes that
-	// answered in time are read (a late one may still be writing its own).
-	// It returns once a quorum holds every lease of the part, as an acquire
-	// does: a node that hangs then costs a short lease none of its validity.
+	// Each node fills its own copy: a late one may still write after return.
 	per := make([][]renewal, len(r.nodes))
 	for ni := range per {
 		per[ni] = slices.Clone(batch)
@@ -292,10 +269,8 @@ func (r *redlock) renew(ctx context.Context, batch []renewal, part []int) {
 	}
 }
 
-// judgeRenewal sets batch[i]'s outcome from the nodes' answers (per, and
-// errs for the nodes that did not answer in time): held on a quorum (the
-// nodes that lost it get it back), not held when a quorum answered without
-// it, else the nodes' errors.
+// judgeRenewal sets batch[i]'s outcome: held on a quorum (restoring it on
+// nodes without it), not held if a quorum answered, else the nodes' errors.
 func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]renewal, errs []error, i int) {
 	held, answered := 0, 0
 	var nerrs []error
@@ -328,8 +303,7 @@ func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]ren
 	}
 }
 
-// restore takes the lock again on a node that lost it, for the same
-// owner, best effort: a node where another owner holds it stays so.
+// restore re-takes a lost lock on n for the same owner, best effort.
 func (r *redlock) restore(ctx context.Context, n *deployment, b renewal) {
 	_, _ = n.acquire(ctx, b.keys, *b.owner, b.ttlArg, noEntry, 0, nil)
 }
@@ -360,16 +334,13 @@ func ttlOf(ttl any) time.Duration {
 	return time.Duration(n) * time.Millisecond
 }
 
-// NewRedlock returns a Locker over independent masters (the Redlock
-// algorithm): clients are N ≥ 3, N odd, each a plain or Sentinel failover
-// client on its own master (not a Cluster client); opts are New's. Every
-// call goes to all nodes in parallel, each bounded by 1% of the TTL (50ms
-// to 1s). A lock is held when a majority granted it within its validity;
-// renewals need a majority too (a lease whose majority is gone is lost).
-// Fences increase across holders while a majority of nodes keeps its data.
-// Lock's outcomes: busy on a majority, ErrNotObtained; too few nodes
-// answering, ErrUnavailable joined with a *NodeError per silent node. See
-// docs/topologies.md, "Redlock".
+// NewRedlock returns a Locker over N independent masters (Redlock): N ≥ 3
+// and odd, each a plain or Sentinel failover client of its own master; opts
+// are New's. Each node call is bounded by 1% of the TTL (50ms to 1s). Locks
+// and renewals need a majority; fences increase while a majority keeps its
+// data. Lock returns ErrNotObtained when busy on a majority, ErrUnavailable
+// joined with a *NodeError per silent node when too few answer.
+// See docs/topologies.md, "Redlock".
 //
 // Errors: ErrInvalid for fewer than three clients, an even number, a nil
 // one, a Cluster client, or two on the same address.
@@ -416,11 +387,8 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	return l, nil
 }
 
-// inspect: the lock is held when a quorum of nodes names one owner; the
-// remaining TTL is what that quorum still holds, the fence what that quorum
-// names (the quorum-th highest: a node granted after Lock returned issued a
-// fence of its own, and the lease's was written to a quorum before), the age
-// the youngest grant among them, the waiters the most any node counts.
+// inspect: held when a quorum of nodes names one owner; TTL and fence are
+// the quorum-th highest. See docs/topologies.md, "Redlock".
 func (r *redlock) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
 	res, err := answers(ctx, r, func(cctx context.Context, n *deployment) (lockState, error) {
 		return n.inspect(cctx, k)

@@ -13,14 +13,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// MinRedisVersion is the oldest Redis server a Locker works with: the
-// scripts use PEXPIRE ... GT, SET ... GET and script flags (7.0).
+// MinRedisVersion is the oldest Redis server a Locker works with.
+// See docs/topologies.md, "Requirements, whatever the topology".
 const MinRedisVersion = "7.0.0"
 
-// serverCheck is the one look a Locker takes at its server before the
-// first lock: the version (a server too old fails every lock with
-// ErrUnsupported) and the eviction policy (anything but noeviction lets
-// Redis evict a held lock under memory pressure: warned once).
+// serverCheck is the Locker's one look at its server before the first lock:
+// the version (ErrUnsupported) and the eviction policy (warned once).
 type serverCheck struct {
 	ok  atomic.Bool
 	mu  sync.Mutex            // held by the call that checks
@@ -31,12 +29,9 @@ type serverFacts struct {
 	version, policy string
 }
 
-// checkServer checks the server once, within the caller's deadline. A
-// server that cannot be reached is not an answer: the check is tried again
-// by the next lock, and the caller's attempt reports the failure. While one
-// call checks, the others go on without waiting for it (they waited, past
-// their own budgets, for the first caller's: a Locker's first calls on a
-// hung Redis all took the longest budget among them).
+// checkServer checks the server once, within the caller's deadline; an
+// unreachable server is checked again by the next lock. Other calls do not
+// wait for the one checking, or a hung Redis would cost them its budget.
 func (l *Locker) checkServer(ctx context.Context, deadline time.Time) error {
 	c := &l.server
 	if c.ok.Load() {
@@ -49,9 +44,8 @@ func (l *Locker) checkServer(ctx context.Context, deadline time.Time) error {
 		return nil // another call is checking
 	}
 	if !l.be.queues() && !l.mut.checkInline {
-		// Redlock: the check asks the first node, and one node down must
-		// not cost a lock its budget (a majority is enough): it runs in the
-		// background, and a later lock sees what it found.
+		// Redlock: check the first node in the background, so that one node
+		// down does not cost a lock its budget (a majority is enough).
 		if !l.goBackground(func() {
 			defer c.mu.Unlock()
 			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkTimeout)
@@ -107,12 +101,9 @@ func judgeServer(f serverFacts) (unsupported, warning error) {
 	return nil, nil
 }
 
-// readServer reads the server's version (INFO server) and eviction policy
-// (CONFIG GET, when the server allows it) in one round trip. On a Cluster
-// the node that answers stands for the others. When the connection could
-// not be set up (AUTH refused: WRONGPASS), go-redis (v9.23) returns the
-// error from Pipelined but leaves the commands with neither a reply nor an
-// error: that error is returned, not an empty version.
+// readServer reads one node's version (INFO) and eviction policy (CONFIG GET,
+// if allowed) in one round trip. When go-redis (v9.23) fails the connection
+// setup (WRONGPASS) it leaves the commands empty: that error is returned.
 func readServer(ctx context.Context, c redis.UniversalClient) (serverFacts, error) {
 	var info *redis.StringCmd
 	var policy *redis.MapStringStringCmd
@@ -160,11 +151,9 @@ func versionLess(a, b string) bool {
 	return false
 }
 
-// markerTTL is how long a released hold's done marker is kept: longer than
-// the client can take to send the last copy of one call (its retries, each
-// bounded by its timeouts: waiting for a pooled connection, dialing,
-// writing, reading, backing off), so that a late copy never acts twice. 1s
-// to 10m; 1m for a client whose options are unknown or unbounded.
+// markerTTL is how long a done marker is kept: longer than the client can take
+// to send a call's last copy (retries × timeouts and backoff), 1s to 10m; 1m
+// when unknown or unbounded. See docs/design.md, "Redis layout".
 func markerTTL(c redis.UniversalClient) time.Duration {
 	var retries int
 	var pool, dial, write, read, backoff time.Duration

@@ -12,36 +12,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// waitRoom holds the Locker's waiters, by lock channel and owner, and the
-// sharded Pub/Sub connections that tell them of grants: one per Redis node
-// (one for a master or a Sentinel failover client; see shard.go),
-// subscribed to the channels of exactly the locks its callers wait for.
-// Whoever frees a lock with a live waiter in its queue (a release, a waiter
-// leaving, or an acquire that finds the holder gone) grants it to that
-// waiter in Redis and publishes "g <waiter> <fence> <seq> <ms>" on the
-// lock's channel, on the node that holds it; the room passes it to that
-// waiter, and keeps it as the lock's latest handover, which the lock's
-// other waiters read when they next wake; it nudges those of them whose
-// next wake comes after the new holder's first expiry (if the new holder
-// is gone, the lock is free then). "f" (free, no queued waiter to hand it to) wakes every
-// waiter of the lock.
-//
-// A waiter learns of its grant whatever the order of the grant's message,
-// the reply to its queueing attempt and its joining the room: a message
-// that arrives first is kept (early) for the waiter that joins after it; a
-// waiter that joins when the room may have missed one (its channel's
-// subscription was confirmed only during the waiter's attempt, or early
-// grants were pushed out since) is woken, and its next attempt finds in
-// Redis that it holds the lock; and after every (re)subscription the room
-// asks Redis who holds each lock, and wakes that waiter (check).
+// waitRoom holds a Locker's waiters, by lock channel and owner, and its
+// sharded Pub/Sub connections (one shard per Redis node, see shard.go). It
+// passes each grant ("g <waiter> <fence> <seq> <ms>") to its waiter, keeps it
+// as the lock's latest handover for the others, and wakes every waiter on "f".
+// A waiter learns of its grant whatever order the message, its queueing reply
+// and its joining come in. See docs/design.md, "Waiting and handoff", and
+// docs/internals.md, "The wait room (`room.go`, `shard.go`)".
 type waitRoom struct {
 	client  redis.UniversalClient
 	cluster *redis.ClusterClient // client, when it is a Cluster client
-	// failover: client is a Sentinel failover client, whose shard follows
-	// the master (see followMaster)
+	// failover: a Sentinel failover client; its shard follows the master (followMaster)
 	failover bool
-	// noClientInfo: the server refused CLIENT INFO (an ACL without
-	// +client|info, a renamed command): the shard does not follow the master
+	// noClientInfo: the server refused CLIENT INFO, so no shard follows the master
 	noClientInfo atomic.Bool
 	clock        func() int64 // the Locker's monotonic clock (ns)
 	mut          *mutants
@@ -56,40 +39,29 @@ type waitRoom struct {
 	wg   sync.WaitGroup
 }
 
+// lockWaiters is the room's entry for one lock channel (r.mu guards all but last).
 type lockWaiters struct {
 	shard *shard
-	// waiters is a slice, so that a grant's scan of them (handOver) costs
-	// about a nanosecond a waiter; at indexes it by owner
+	// waiters is a slice so that handOver's scan is cheap; at indexes it by owner
 	waiters []*waiter
 	at      map[string]int
-	// since is when the channel's subscription was last confirmed (on the
-	// room's clock), 0 while it is not (being made, or its connection
-	// lost): every grant published after the confirmation reaches the room.
+	// since is when the subscription was last confirmed (room's clock), 0 while not.
 	since int64
-	// early holds the latest grants to owners not (yet) here, oldest first:
-	// a waiter whose queueing reply comes after its grant's message finds
-	// it here. dropped is when the newest grant pushed out of it arrived
-	// (0: none was).
+	// early keeps the latest grants to owners not here yet, oldest first;
+	// dropped is when the newest grant pushed out of it arrived (0: none).
 	early   []earlyGrant
 	dropped int64
-	// freed is when the latest "f" (free, no queued waiter to hand it to)
-	// arrived (0: none did): a waiter that does not queue (Redlock's)
-	// whose attempt was sent before then joins after the message, which
-	// woke no one for it, and looks again.
+	// freed is when the latest "f" arrived (0: none): a Redlock waiter whose
+	// attempt was sent before it looks again on joining.
 	freed int64
-	// last is the latest handover the room saw for this lock (a grant to a
-	// waiter, or the holder a check found; nil: none). Waiters read it
-	// when they wake (readHandovers); one that joins after it, with an
-	// attempt sent before it, is told of it (see add).
+	// last is the lock's latest handover (a grant, or a holder a check found).
 	last atomic.Pointer[handover]
 }
 
-// handover is a change of holder as the lock's other waiters see it: when
-// it was learnt, and how long that holder has before its first expiry (if
-// it is gone, the lock is free for them then). Told by a grant's message,
-// or found by a check (see check): a found one is the hold's TTL when the
-// check asked, and may be older than a waiter's own reply, so it only
-// ever shortens what the waiter knows of the holder.
+// handover is a change of holder as the lock's other waiters see it: who,
+// when it was learnt, and how long until its first expiry. A found one (from
+// a check) may be older news than a waiter's reply: it only ever shortens
+// what the waiter knows (see acquisition.sawHandover).
 type handover struct {
 	to     string // the holder (owner)
 	learnt int64  // when, on the room's clock (the Locker's)
@@ -111,14 +83,11 @@ type waiter struct {
 	ch, owner string
 	granted   chan grant    // capacity 1: the lock was handed to this waiter
 	wake      chan struct{} // capacity 1: a grant to this waiter may have been missed: look now
-	// nudge (capacity 1): the lock was handed to another waiter whose first
-	// expiry comes before until, when this waiter planned to wake next (the
-	// room's clock, ns): it reads the handover and sleeps again
+	// nudge (capacity 1): a handover whose first expiry comes before until,
+	// this waiter's planned next wake (room's clock, ns)
 	nudge chan struct{}
 	until atomic.Int64
-	// views are the lock's entries in the rooms w is in (one per Redis
-	// deployment) and the handover w last read from each; only w's own
-	// goroutine uses them
+	// views: w's entry in each room and the handover last read; w's goroutine only
 	views []handoverView
 }
 
@@ -127,9 +96,8 @@ type handoverView struct {
 	seen *handover
 }
 
-// grant is what a release told: the waiter it handed the lock to, the fence
-// of its hold, the refresh of the waiter's queue entry the hold's first
-// expiry is based on, and how long that first expiry is.
+// grant is a parsed grant message: the new holder, its fence, the queue
+// refresh (seq) its first expiry counts from, and that first life.
 type grant struct {
 	owner string
 	fence int64
@@ -151,14 +119,11 @@ func newWaiter(ch, owner string) *waiter {
 	return w
 }
 
-// add adds w, whose queueing attempt was sent at sent (the room's clock),
-// subscribing to its lock's channel if it is the Locker's first waiter for
-// that lock, and hands it a grant the room may already have seen (see
-// waitRoom). False once the room is closed.
+// add adds w, whose queueing attempt was sent at sent (room's clock),
+// subscribing to the lock's channel if needed, and hands it or wakes it for a
+// grant the room may have seen or missed. False once the room is closed.
 func (r *waitRoom) add(w *waiter, sent int64) bool {
-	// Outside the lock, and without loading the slot map: a waiter joins
-	// on its caller's goroutine, whose budget a load (one round trip per
-	// seed, each bounded by the client's read timeout) would not respect.
+	// No slot map load: it would run on the caller's goroutine, past its budget.
 	slots := noLoad
 	if r.mut.loadSlots {
 		slots = r.ctx
@@ -178,15 +143,14 @@ func (r *waitRoom) add(w *waiter, sent int64) bool {
 	case len(lw.waiters) == 0 && r.shards[node] != lw.shard:
 		r.assign(w.ch, lw, node) // its slot moved since the last waiter left
 	case len(lw.waiters) == 0:
-		// The last waiter left, and the shard has not unsubscribed yet:
-		// the subscription goes on, with the grants it kept meanwhile.
+		// Not unsubscribed yet: keep the subscription and the grants it kept.
 		lw.shard.want[w.ch] = true
 		signal(lw.shard.kick)
 	}
 	lw.add(w)
 	switch {
 	case lw.since == 0:
-		// The confirmation to come is checked (check), w included.
+		// The coming confirmation's check covers w.
 	case lw.takeEarly(w):
 	case r.mut.dropEarly:
 	case lw.since > sent || lw.dropped >= sent || lw.freed >= sent && lw.freed > 0:
@@ -194,8 +158,7 @@ func (r *waitRoom) add(w *waiter, sent int64) bool {
 	}
 	v := handoverView{lw: lw, seen: lw.last.Load()}
 	if v.seen != nil && v.seen.learnt >= sent && !r.mut.lateJoinBlind {
-		// A handover since its attempt was sent, which its reply may not
-		// know of: the lock may be free sooner than that reply said.
+		// Its reply may predate this handover: let w read it.
 		v.seen = nil
 	}
 	w.views = append(w.views, v)
@@ -212,8 +175,7 @@ func (lw *lockWaiters) add(w *waiter) {
 	lw.waiters = append(lw.waiters, w)
 }
 
-// remove removes w, moving the last waiter into its place; false if w is
-// not here (r.mu held).
+// remove removes w (swapping in the last waiter); false if w is not here (r.mu held).
 func (lw *lockWaiters) remove(w *waiter) bool {
 	i, ok := lw.at[w.owner]
 	if !ok || lw.waiters[i] != w {
@@ -248,8 +210,7 @@ func (lw *lockWaiters) takeEarly(w *waiter) bool {
 	return false
 }
 
-// keepEarly keeps g, a grant to an owner not here, for a waiter that joins
-// later (r.mu held).
+// keepEarly keeps g for a waiter that joins later (r.mu held).
 func (lw *lockWaiters) keepEarly(g grant, at int64) {
 	if len(lw.early) == maxEarly {
 		lw.dropped = lw.early[0].at
@@ -258,12 +219,9 @@ func (lw *lockWaiters) keepEarly(g grant, at int64) {
 	lw.early = append(lw.early, earlyGrant{g, at})
 }
 
-// leave removes w; the last waiter of a lock unsubscribes from it. Until
-// the shard has sent the unsubscription, the lock's entry stays, keeping
-// the grants that arrive meanwhile (and when its subscription was
-// confirmed) for a waiter that joins before then: its grant may be one of
-// them, and its joining would not make the shard subscribe, and check,
-// again.
+// leave removes w; the last waiter of a lock unsubscribes from it. The entry
+// and its grants stay until the shard unsubscribes (mutant forget-left): see
+// docs/internals.md, "The wait room (`room.go`, `shard.go`)".
 func (r *waitRoom) leave(w *waiter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -293,10 +251,8 @@ func (r *waitRoom) unsubscribing(sh *shard, chs []string) {
 	}
 }
 
-// nodeOf names the node whose shard channel ch lives on: "" for a client
-// of one node, or when the cluster cannot say (the shard then finds out).
-// Given noLoad it sends nothing: it answers from the slot map the client
-// has, "" when it has none yet.
+// nodeOf names the node that serves channel ch: "" for a one-node client or
+// when unknown. Given noLoad it sends nothing.
 func (r *waitRoom) nodeOf(ctx context.Context, ch string) string {
 	if r.cluster == nil {
 		return ""
@@ -308,21 +264,19 @@ func (r *waitRoom) nodeOf(ctx context.Context, ch string) string {
 	return n.Options().Addr
 }
 
-// noLoad is an ended context: a call given it sends nothing, so a Cluster
-// client answers from the slot map it has, or fails at once.
+// noLoad is an ended context: a Cluster client given it answers from the
+// slot map it has, or fails at once.
 var noLoad = func() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return ctx
 }()
 
-// deliver hands a grant message to its waiter, or keeps it for a waiter
-// that has not joined yet, and makes it the lock's latest handover for its
-// other waiters (handOver).
+// deliver handles a message on ch: a grant goes to its waiter (or early)
+// and becomes the lock's latest handover; "f" wakes every waiter.
 func (r *waitRoom) deliver(ch, payload string) {
 	if payload == "f" {
-		// Free, and no queued waiter to hand it to: waiters that do not
-		// queue (Redlock's) try again.
+		// Free with no queued waiter: Redlock's waiters try again.
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if lw := r.chans[ch]; lw != nil {
@@ -360,9 +314,8 @@ func (r *waitRoom) deliver(ch, payload string) {
 	}
 }
 
-// handOver makes h the lock's latest handover, for its other waiters to
-// read when they next wake, and nudges those whose next wake comes after
-// its first expiry (r.mu held).
+// handOver makes h the lock's latest handover and nudges the waiters whose
+// next wake comes after its first expiry (r.mu held).
 func (r *waitRoom) handOver(lw *lockWaiters, h *handover) {
 	lw.last.Store(h)
 	if r.mut.noNudge {
@@ -376,9 +329,8 @@ func (r *waitRoom) handOver(lw *lockWaiters, h *handover) {
 	}
 }
 
-// readHandovers calls f with each handover to another waiter that the
-// rooms learnt since w last read them (the latest, per room). Only w's own
-// goroutine calls it.
+// readHandovers calls f with each room's latest handover to another waiter
+// that w has not read yet. Only w's goroutine calls it.
 func (w *waiter) readHandovers(f func(handover)) {
 	for i := range w.views {
 		v := &w.views[i]
@@ -393,8 +345,7 @@ func (w *waiter) readHandovers(f func(handover)) {
 	}
 }
 
-// confirmed records that sh's subscription to ch was confirmed; false if
-// ch is no longer sh's.
+// confirmed records sh's confirmed subscription to ch; false if ch is no longer sh's.
 func (r *waitRoom) confirmed(sh *shard, ch string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -406,20 +357,11 @@ func (r *waitRoom) confirmed(sh *shard, ch string) bool {
 	return true
 }
 
-// check is run for channels whose subscription was just confirmed (first
-// subscribed, or again after a reconnect): a grant published before then was
-// missed, so it asks, in one pipeline, who holds each lock and for how long.
-// It wakes the holder if it is one of ours (its next attempt finds it holds
-// the lock and claims it), and leaves the hold as a handover with the other
-// waiters (if its holder is a waiter that is gone, the lock is free when
-// that TTL ends; a grant that arrived after the question is newer and
-// stands). A lock that no one holds (its holder gone without a release, or
-// Redis restarted empty) wakes every waiter of it, whose attempts take it
-// or hand it to the first live waiter. So does a hash without an owner, a
-// semaphore's or readers': the check cannot tell whether it has room or
-// which waiters a permit went to, and each waiter's attempt can. A grant
-// published after the confirmation reaches the room. If the check fails,
-// every waiter of those locks is woken.
+// check asks Redis, in one pipeline, who holds each of chs (just
+// subscribed, so earlier grants were missed) and for how long. It wakes the
+// holder if it waits here and records the hold as a handover (unless a newer
+// one came); a lock with no owner (free, a semaphore, readers) or a failed
+// check wakes every waiter. See docs/design.md, "Waiting and handoff".
 func (r *waitRoom) check(chs []string) {
 	r.wg.Add(1)
 	go func() {
@@ -487,10 +429,8 @@ func (r *waitRoom) close() {
 	r.wg.Wait()
 }
 
-// join adds a waiter for owner on lock channel ch, whose queueing attempt
-// was sent at sent, to the room of every Redis deployment of l (one, or a
-// Redlock's nodes: a release on any of them wakes it); nil once l is
-// closed.
+// join adds a waiter for owner on channel ch, whose attempt was sent at sent,
+// to every room of l (a Redlock has one per node); nil once l is closed.
 func (l *Locker) join(ch, owner string, sent int64) *waiter {
 	w := newWaiter(ch, owner)
 	for i, r := range l.waitRooms {

@@ -7,19 +7,13 @@ import (
 )
 
 // RLock takes the lock named key shared with other RLock holders; Lock of
-// the same name is the writer and excludes them. A waiting writer is not
-// overtaken by readers that arrive after it.
-//
-// Budgets, options and errors are Lock's, and readers and writers wait in
-// one FIFO: readers that reach the head together go in together. Each
-// reader has its own Fence (from the same per-slot source as locks'), its
-// own TTL and watchdog, and its loss ends only its own lease. Re-entry: in
-// a ctx that holds the name (read or write) RLock re-enters that hold, as
-// Lock does; Lock in a ctx that holds the name only for reading returns
-// ErrInvalid at once (a read lock is not upgraded: it would wait for
-// itself). Shutdown releases read locks, Close leaves them to expire. In
-// Redis the readers are entries of the lock's own hash (see docs/usage.md,
-// "Read-write locks"): Lock's uncontended path is unchanged.
+// the same name is the writer and excludes them. Readers and writers wait in
+// one FIFO, so a waiting writer is not overtaken by later readers. Budgets
+// and options are Lock's; each reader has its own Fence, TTL and watchdog.
+// In a ctx that holds the name RLock re-enters that hold; Lock in a ctx that
+// holds it only for reading returns ErrInvalid (no upgrade). Shutdown
+// releases read locks, Close leaves them to expire. See docs/usage.md,
+// "Read-write locks".
 //
 // Errors: as for Lock (a *BusyError when a writer still held or waited
 // ahead at the budget's end); ErrUnsupported on a Redlock Locker.

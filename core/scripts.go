@@ -43,8 +43,7 @@ var (
 	inspectScript      = newScript(inspectSrc)
 )
 
-// script is a Lua script as the Locker sends it: by its SHA1 (EVALSHA), and
-// by its source when the server's script cache lacks it.
+// script is a Lua script, sent by SHA1 (EVALSHA), or by source if uncached.
 type script struct {
 	src string
 	sha any // its SHA1, boxed once for every call's arguments
@@ -52,17 +51,16 @@ type script struct {
 
 func newScript(src string) *script { return &script{src: src, sha: redis.NewScript(src).Hash()} }
 
-// once is a command the client sends at most once: a lock script's caller
-// must know whether its call may have run, so go-redis must not re-send it
-// (MaxRetries); redirects (MOVED, ASK, READONLY) still happen. See
-// docs/internals.md, "Scripts are sent at most once".
+// once is a command go-redis never re-sends, so that its caller knows
+// whether it may have run (redirects still happen). See
+// docs/internals.md, "Scripts are sent at most once (`scripts.go`), and
+// undone when their outcome is unknown (`undo.go`)".
 type once struct{ *redis.Cmd }
 
 func (once) NoRetry() bool { return true }
 
-// cmd returns the EVALSHA command of s with keys and args, as once. Its
-// arguments are copied, so that callers can build keys and args on their
-// stack: the command's own is the one slice allocated.
+// cmd returns s's EVALSHA with keys and args, as once. It copies them, so
+// callers may build keys and args on their stack.
 func (s *script) cmd(ctx context.Context, keys []any, args []any) once {
 	argv := make([]any, 0, 3+len(keys)+len(args))
 	argv = append(argv, "evalsha", s.sha, len(keys))
@@ -71,28 +69,24 @@ func (s *script) cmd(ctx context.Context, keys []any, args []any) once {
 	return once{redis.NewCmd(ctx, argv...)}
 }
 
-// evalFallback turns q's EVALSHA into EVAL with the source, for a server
-// whose cache lacked the script (a restart, a failover, SCRIPT FLUSH).
+// evalFallback turns q's EVALSHA into EVAL with s's source (NOSCRIPT).
 func (s *script) evalFallback(ctx context.Context, q once) once {
 	argv := q.Args()
 	argv[0], argv[1] = "eval", s.src
 	return once{redis.NewCmd(ctx, argv...)}
 }
 
-// processor is what sends a command: a client, a node's client or a
-// pipeline.
+// processor sends a command: a client, a node's client or a pipeline.
 type processor interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// run sends s once with keys and args on c (EVALSHA, then EVAL if the
-// server lacks the script) and returns its answered command.
+// run sends s once with keys and args on c (see send).
 func (s *script) run(ctx context.Context, c processor, keys []any, args ...any) *redis.Cmd {
 	return s.send(ctx, c, s.cmd(ctx, keys, args))
 }
 
-// send sends q, a command of s (see cmd), once on c, then as EVAL if the
-// server lacks the script, and returns its answered command.
+// send sends q, s's cmd, once on c, then as EVAL if the server lacks s.
 func (s *script) send(ctx context.Context, c processor, q once) *redis.Cmd {
 	_ = c.Process(ctx, q)
 	if noScript(q.Err()) {
@@ -104,17 +98,12 @@ func (s *script) send(ctx context.Context, c processor, q once) *redis.Cmd {
 
 func noScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
 
-// sharedMark is the line of a script where withQueue splices the shared
-// functions: what comes before it, the common case's fast path, runs
-// without defining them (Redis pays a closure per function defined, each
-// call: 2-4µs of a script's time with all of them).
+// sharedMark is where withQueue splices the shared functions: the fast path
+// before it defines none (Redis makes a closure per function, every call).
 const sharedMark = "-- (shared functions)\n"
 
-// withQueue splices the shared functions into a script's source: the
-// clock's (clock.lua) after its first line (the #!lua flags line, which
-// must stay first), and those of the queue (queue, the source of queue.lua
-// or a mutant's), of holders (semaphore.lua) and of readers (rw.lua) at
-// its sharedMark line, or after the clock's when it has none.
+// withQueue splices clock.lua after src's first line (#!lua flags stay first),
+// then queue (queue.lua or a mutant's), semaphore.lua and rw.lua at sharedMark.
 func withQueue(src, queue string) string {
 	flags, body, _ := strings.Cut(src, "\n")
 	fast, rest, ok := strings.Cut(body, sharedMark)
@@ -124,25 +113,21 @@ func withQueue(src, queue string) string {
 	return flags + "\n" + clockSrc + fast + queue + semSrc + rwSrc + rest
 }
 
-// scripts are the lock's acquire and release scripts and the semaphore's
-// acquire script a backend sends: the package's own, or a mutant's (see
-// mutants.go).
+// scripts are the acquire, release and semaphore acquire scripts a backend
+// sends: the package's own, or a mutant's.
 type scripts struct{ acquire, release, semAcquire *script }
 
 var queueScripts = scripts{acquireScript, releaseScript, semAcquireScript}
 
-// scriptCall is one script call sent in a pipeline: cmd is its EVALSHA
-// (see script.cmd), answered once the pipeline returns, or the EVAL that
-// replaced it.
+// scriptCall is one script call in a pipeline: cmd is its EVALSHA, or the
+// EVAL that replaced it.
 type scriptCall struct {
 	script *script
 	cmd    *redis.Cmd
 }
 
-// pipeScripts sends calls as one pipeline of EVALSHAs, after's commands (if
-// any) at its end; then the calls the server's script cache lacked
-// (NOSCRIPT: a restart, a failover, SCRIPT FLUSH) once more with their
-// source, again followed by after's commands.
+// pipeScripts sends calls as one pipeline of EVALSHAs, then those NOSCRIPT
+// refused again as EVAL; after (if not nil) ends each pipeline.
 func pipeScripts(ctx context.Context, c redis.Cmdable, calls []*scriptCall, after func(redis.Pipeliner)) {
 	send := func(calls []*scriptCall, sha bool) {
 		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {

@@ -9,18 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// shard is the room's Pub/Sub connection to one Redis node: it keeps that
-// connection subscribed to want, the channels of the locks the Locker's
-// callers wait for whose slot the node serves. Each channel is subscribed
-// with an SSUBSCRIBE of its own: a Cluster refuses one naming channels of
-// several slots (CROSSSLOT), which is also why a connection that fails is
-// not left to go-redis's reconnection (it subscribes every channel in one
-// command, on the node of any one of them): the shard closes it and makes
-// a new one, after the cluster's slot map is read again, and the channels
-// that moved to another node (slot migration, failover) go to that node's
-// shard. Until the new subscriptions are confirmed and checked (see
-// waitRoom.check), waiters are covered by what the room does for a channel
-// whose subscription is not confirmed.
+// shard is the room's Pub/Sub connection to one Redis node, kept subscribed
+// to want: the channels of awaited locks whose slot the node serves. A failed
+// connection is replaced by the shard, not by go-redis, after the slot map is
+// read again. See docs/design.md, "Waiting and handoff".
 type shard struct {
 	node string
 	kick chan struct{}   // want changed
@@ -29,25 +21,21 @@ type shard struct {
 
 // Shard timings.
 const (
-	// healthEvery is how long a shard's connection may be silent before it
-	// is pinged; silent for as long again after the ping, it is replaced.
+	// healthEvery: a silent connection is pinged, and replaced after as long again.
 	healthEvery = 2 * time.Second
-	// minBackoff and maxBackoff bound the wait between two attempts to
-	// (re)connect: long enough for a Cluster client to read the slot map
-	// again, at most a second.
+	// minBackoff, maxBackoff bound the wait between (re)connects; the minimum
+	// gives a Cluster client time to read its slot map again.
 	minBackoff = 25 * time.Millisecond
 	maxBackoff = time.Second
-	// linger is how long a shard with nothing to subscribe keeps its
-	// connection before it goes (the next waiter makes a new one).
+	// linger is how long a shard with nothing to subscribe keeps its connection.
 	linger = 10 * time.Second
 )
 
-// errMoved: the server unsubscribed a channel the shard still wants (its
-// slot moved to another node).
+// errMoved: the server unsubscribed a channel the shard still wants (slot moved).
 var errMoved = errors.New("a channel's slot moved")
 
-// assign puts channel ch of lw on the shard of node, starting the shard if
-// it is new and the room is open (r.mu held).
+// assign puts channel ch on node's shard, starting a new shard if the room
+// is open (r.mu held).
 func (r *waitRoom) assign(ch string, lw *lockWaiters, node string) {
 	sh := r.shards[node]
 	if sh == nil {
@@ -63,10 +51,8 @@ func (r *waitRoom) assign(ch string, lw *lockWaiters, node string) {
 	signal(sh.kick)
 }
 
-// run serves one shard until the room closes, or until it has had nothing
-// to subscribe for linger: it connects, subscribes, dispatches messages,
-// and when the connection fails (or a slot moves) starts again after a
-// backoff.
+// run serves sh until the room closes or sh idles for linger, reconnecting
+// after a backoff when the connection fails or a slot moves.
 func (r *waitRoom) run(sh *shard) {
 	defer r.wg.Done()
 	backoff := minBackoff
@@ -97,9 +83,8 @@ func (r *waitRoom) run(sh *shard) {
 	}
 }
 
-// wanted waits until sh has a channel to subscribe and returns one, or
-// returns false when the room closes, or when sh has wanted nothing for
-// linger (sh is then no longer the room's).
+// wanted waits for a channel sh wants and returns it; false when the room
+// closes or sh wanted nothing for linger (sh then leaves the room).
 func (r *waitRoom) wanted(sh *shard) (string, bool) {
 	idle := time.NewTimer(linger)
 	defer idle.Stop()
@@ -140,8 +125,7 @@ type subscription struct {
 	unsub map[string]int  // SUNSUBSCRIBEs sent, not yet confirmed
 }
 
-// sync subscribes the channels sh wants and unsubscribes those it no
-// longer does.
+// sync brings the subscriptions in line with sh.want.
 func (s *subscription) sync() error {
 	s.r.mu.Lock()
 	var add, drop []string
@@ -177,8 +161,8 @@ func (s *subscription) sync() error {
 	return nil
 }
 
-// commands splits chs into what one command may name: all of them on one
-// node; on a Cluster, one a command (their slots differ).
+// commands splits chs into (un)subscribe commands: one a channel on a Cluster
+// (CROSSSLOT otherwise; mutant merge-subs), else one for all.
 func (s *subscription) commands(chs []string) [][]string {
 	if len(chs) == 0 {
 		return nil
@@ -193,11 +177,9 @@ func (s *subscription) commands(chs []string) [][]string {
 	return out
 }
 
-// serve keeps ps subscribed to sh.want (first is subscribed already) and
-// dispatches what arrives, until the connection fails, a channel's slot
-// moves or (a Sentinel failover client) the master is no longer master,
-// the error; or sh has wanted nothing for linger, or the room closes (nil).
-// ok is called at each confirmation.
+// serve keeps ps subscribed to sh.want, dispatches what arrives and calls ok
+// at each confirmation. It returns what ended the connection (errMoved and
+// errMasterMoved included), or nil when sh idles for linger or the room closes.
 func (r *waitRoom) serve(sh *shard, ps *redis.PubSub, first, master string, ok func()) error {
 	in := make(chan any, 1024)
 	done := make(chan struct{})
@@ -252,9 +234,8 @@ func (r *waitRoom) serve(sh *shard, ps *redis.PubSub, first, master string, ok f
 	}
 }
 
-// answered takes in the server's answer m to a (un)subscription: a
-// confirmed channel is added to confirmed (and ok called); an
-// unsubscription the server made itself (its slot moved) is errMoved.
+// answered handles a (un)subscription reply: a confirmed channel is added to
+// confirmed; an unsubscription the server made itself is errMoved.
 func (s *subscription) answered(m *redis.Subscription, confirmed []string, ok func()) ([]string, error) {
 	r, unsub := s.r, s.unsub
 	switch {
@@ -273,10 +254,8 @@ func (s *subscription) answered(m *redis.Subscription, confirmed []string, ok fu
 	return confirmed, nil
 }
 
-// read passes what ps receives to in until done is closed, and the
-// first failure of the connection, after which it stops: a connection
-// silent for healthEvery is pinged, and one still silent healthEvery later
-// counts as failed.
+// read passes what ps receives to in until done is closed or the connection
+// fails (then the error, and it stops).
 func (r *waitRoom) read(ps *redis.PubSub, in chan<- any, done <-chan struct{}) {
 	defer r.wg.Done()
 	pinged := false
@@ -305,19 +284,15 @@ func (r *waitRoom) read(ps *redis.PubSub, in chan<- any, done <-chan struct{}) {
 	}
 }
 
-// errMasterMoved: a Sentinel failover client's master is another server
-// than the one the shard subscribed on.
+// errMasterMoved: the failover client's master is not the server subscribed on.
 var errMasterMoved = errors.New("the master moved to another server")
 
-// followEvery is how often a Sentinel failover client's shard asks which
-// server its commands reach.
+// followEvery is how often a failover client's shard asks where commands go.
 const followEvery = time.Second
 
-// masterAddr is the address of the server a Sentinel failover client's
-// commands reach now (CLIENT INFO's laddr); "" for another client, when
-// the call failed (the shard's follower then asks again), or when the
-// server refused it: an error reply (no permission, a renamed command)
-// turns following off for the room, since it would be refused again.
+// masterAddr is the server a failover client's commands reach now (CLIENT
+// INFO's laddr); "" for other clients or on failure. An error reply turns
+// following off for the room: it would be refused again.
 func (r *waitRoom) masterAddr() string {
 	if !r.failover || r.noClientInfo.Load() {
 		return ""
@@ -335,16 +310,10 @@ func (r *waitRoom) masterAddr() string {
 	return info.LAddr
 }
 
-// followMaster tells serve (errMasterMoved on in) when the commands of a
-// Sentinel failover client reach another server than master, the one
-// they reached before the shard dialled ("" when that was not answered:
-// the first answer then counts as a move, so the shard dials again and
-// knows where it is). go-redis moves its command
-// connections to the new master at a failover, but not a Pub/Sub one:
-// subscribed on the old master, now a replica, the shard would get the new
-// master's grants only once that replica syncs, seconds later or, cut off
-// from the new master, never. The shard then subscribes again on the new
-// master and the room checks its locks (see check).
+// followMaster sends errMasterMoved on in once the failover client's
+// commands reach a server other than master (with master "", the first
+// answer counts as a move). go-redis moves command connections at a
+// failover, not Pub/Sub ones. See docs/design.md, "Waiting and handoff".
 func (r *waitRoom) followMaster(master string, in chan<- any, done <-chan struct{}) {
 	defer r.wg.Done()
 	t := time.NewTicker(followEvery)
@@ -368,7 +337,7 @@ func (r *waitRoom) followMaster(master string, in chan<- any, done <-chan struct
 	}
 }
 
-// lost marks the channels of sh as not subscribed: its connection failed.
+// lost marks sh's channels unsubscribed after its connection failed.
 func (r *waitRoom) lost(sh *shard) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -383,8 +352,8 @@ func (r *waitRoom) lost(sh *shard) {
 	}
 }
 
-// regroup, on a Cluster, moves the channels of sh whose slot another node
-// now serves (as the client's slot map says) to that node's shard.
+// regroup moves sh's channels whose slot another node now serves to that
+// node's shard (Cluster only).
 func (r *waitRoom) regroup(sh *shard) {
 	if r.cluster == nil {
 		return
@@ -411,10 +380,8 @@ func (r *waitRoom) regroup(sh *shard) {
 	}
 }
 
-// pingOnSilence handles err, a failed receive on a Pub/Sub connection: the
-// first timeout since the last message pings the connection (nil when the
-// ping was sent: receive again, its answer is the next message); anything
-// else, a second silence included, is the connection's failure, returned.
+// pingOnSilence handles a failed receive: the first timeout since the last
+// message sends a ping (nil: receive again); anything else is returned.
 func pingOnSilence(ctx context.Context, ps *redis.PubSub, err error, pinged *bool) error {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() && !*pinged && ctx.Err() == nil {

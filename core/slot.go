@@ -5,15 +5,12 @@ import (
 	"sync"
 )
 
-// The fence floor of a lock name is kept per Cluster hash slot, not per
-// name, so that what locking leaves in Redis does not grow with the number
-// of names; its hash tag is a short string that hashes to the lock's slot.
-// See docs/internals.md, "Fence floors per hash slot".
+// Fence floors are kept per Cluster hash slot, not per name. See
+// docs/internals.md, "Fence floors per hash slot (`slot.go`)".
 
 const slots = 16384
 
-// slotOf is the Cluster hash slot of a key whose hash tag is tag (CRC16,
-// XMODEM, as Redis computes it).
+// slotOf is the Cluster hash slot of hash tag tag (CRC16/XMODEM, as Redis).
 func slotOf(tag string) int {
 	var crc uint16
 	for i := 0; i < len(tag); i++ {
@@ -51,8 +48,7 @@ var slotTags = sync.OnceValue(func() *[slots]string {
 	return &tags
 })
 
-// floorKey is the fence floor of the slot of the lock whose hash tag is
-// tag: "<prefix>{<slot's tag>}:fence".
+// floorKey is the fence floor key of tag's slot: "<prefix>{<slot's tag>}:fence".
 func (l *Locker) floorKey(tag string) string {
 	return l.opts.prefix + "{" + slotTags()[slotOf(tag)] + "}:fence"
 }

@@ -1,18 +1,19 @@
 package core
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
-// turns is a Redlock Locker's local queue of waiters, by lock: one waiter
-// of a lock at a time tries, the others wait in arrival order, since
-// Redlock's waiters do not queue in Redis. See docs/internals.md, "Redlock".
+// turns lets one Redlock waiter of a lock at a time try, in arrival order
+// (they do not queue in Redis). See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
 type turns struct {
 	mu    sync.Mutex
 	lines map[string][]chan struct{} // by lock: the waiters in order; the first's channel is closed
 }
 
-// wait joins the line of lock key and returns a channel closed when it is
-// this caller's turn (at once if no one is ahead), and the function that
-// leaves the line (passing the turn on), to call exactly once.
+// wait joins key's line. It returns a channel closed at the caller's turn
+// and a leave function (passes the turn on) to call exactly once.
 func (t *turns) wait(key string) (<-chan struct{}, func()) {
 	ch := make(chan struct{})
 	t.mu.Lock()
@@ -32,15 +33,11 @@ func (t *turns) leave(key string, ch chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	line := t.lines[key]
-	for i, c := range line {
-		if c != ch {
-			continue
-		}
-		line = append(line[:i], line[i+1:]...)
+	if i := slices.Index(line, ch); i >= 0 {
+		line = slices.Delete(line, i, i+1)
 		if i == 0 && len(line) > 0 {
-			close(line[0])
+			close(line[0]) // the next one's turn
 		}
-		break
 	}
 	if len(line) == 0 {
 		delete(t.lines, key)

@@ -8,9 +8,8 @@ import (
 	"time"
 )
 
-// undoWaits lets the undos waiting for Redis to come back retry as soon as
-// any call of the Locker gets an answer again, instead of at their next
-// backoff step.
+// undoWaits wakes the undos waiting for Redis as soon as any call of the
+// Locker is answered again, instead of at their next backoff step.
 type undoWaits struct {
 	pending atomic.Int32
 	mu      sync.Mutex
@@ -24,8 +23,7 @@ func (u *undoWaits) wait() <-chan struct{} {
 	return u.wake
 }
 
-// answered is called after a call to Redis got an answer; it wakes the
-// waiting undos, if any (one atomic load otherwise).
+// answered wakes the waiting undos, if any (one atomic load otherwise).
 func (u *undoWaits) answered() {
 	if u.pending.Load() == 0 {
 		return
@@ -36,9 +34,8 @@ func (u *undoWaits) answered() {
 	u.mu.Unlock()
 }
 
-// answered is called after a call to Redis got an answer: the deployment
-// has been reached (see failingOver), and the undos waiting for Redis go
-// now.
+// answered is called when Redis answered: it marks the deployment reached
+// (see failingOver) and wakes the waiting undos.
 func (l *Locker) answered() {
 	if !l.reached.Load() {
 		l.reached.Store(true)
@@ -46,11 +43,9 @@ func (l *Locker) answered() {
 	l.undoWake.answered()
 }
 
-// undo releases owner's possible hold on k after an attempt whose outcome
-// the caller did not learn, leaving owner's done marker so that a late copy
-// of the attempt cannot take the lock. It sends the release again until one
-// is answered, the TTL and the marker's lifetime have passed, or the Locker
-// closes; in the background, or once inline when the Locker is closing.
+// undo releases owner's possible hold on k after an attempt of unknown
+// outcome, leaving the done marker so a late copy cannot take the lock. It
+// retries until answered, past the TTL and marker life, or closed.
 // See docs/internals.md, "Scripts are sent at most once".
 func (l *Locker) undo(k *lockKeys, owner ownerID, o *callOptions) { l.undoThen(k, owner, o, nil) }
 

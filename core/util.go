@@ -1,7 +1,5 @@
 package core
 
-// Small utilities used by several files of the package.
-
 import (
 	"reflect"
 	"strconv"
@@ -13,8 +11,7 @@ import (
 // ms renders d in whole milliseconds, as the scripts take TTLs and timeouts.
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-// signal wakes the goroutine reading c without blocking: a signal already
-// pending is enough.
+// signal wakes c's reader without blocking; a pending signal is enough.
 func signal(c chan struct{}) {
 	select {
 	case c <- struct{}{}:

@@ -5,14 +5,12 @@ import (
 	"time"
 )
 
-// refresh is how often a waiter refreshes its queue entry (and retries, in
-// case a notification was lost): a third of its TTL. Its entry lives one and
-// a half of those (and at least 100ms more than one), so that a waiter that
-// is gone is skipped, not granted, at most that long after its last
-// refresh, and a live one keeps its place through a refresh that is late by
-// up to that margin.
+// refresh is how often a waiter refreshes its queue entry, which is also its
+// retry should a message be lost: TTL/3. See docs/design.md, "Waiting and handoff".
 func refresh(ttl time.Duration) time.Duration { return ttl / 3 }
 
+// entryTTL is a queue entry's life: 1.5 refresh intervals, at least
+// entryMargin past the next refresh, so a slightly late refresh keeps its place.
 func entryTTL(ttl time.Duration) time.Duration {
 	return max(refresh(ttl)*3/2, refresh(ttl)+entryMargin)
 }
@@ -20,26 +18,20 @@ func entryTTL(ttl time.Duration) time.Duration {
 // entryMargin is the least time a queue entry outlives its next refresh.
 const entryMargin = 100 * time.Millisecond
 
-// run is one Lock or TryLock that goes to Redis: an attempt, and for a
-// Lock that found the lock busy, the wait in its queue until the lock is
-// handed to it, the budget ends, ctx ends or the Locker closes.
-//
-// The wait keeps one owner id from its first attempt to its end: nothing
-// of it is undone while it goes on (a grant too late to use is claimed by
-// an attempt, not given back), so no late copy of an attempt and no undo
-// can act on a hold that a later attempt of the same call made.
+// run is one Lock or TryLock that goes to Redis: an attempt, then for a busy
+// Lock the wait in the queue (wait). A wait keeps one owner id and undoes
+// nothing while it goes on. See docs/design.md, "Waiting and handoff".
 func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	l := a.l
 	if l.opts.tag != nil && a.tag == nil {
-		// Only calls that go to Redis store a tag: a re-entry never asks.
+		// Only calls that go to Redis ask for a tag, never a re-entry.
 		a.tag = holderTag(l.opts.tag(ctx))
 	}
 	if err := l.checkServer(ctx, a.deadline); err != nil {
 		return nil, err
 	}
 	if !l.be.queues() && a.waits && !l.mut.noTurns {
-		// One waiter of this lock at a time tries, a fresh call too: it
-		// waits its turn behind the Locker's earlier waiters (see turns).
+		// Redlock: wait for this lock's turn in the Locker (see turns).
 		turn, leave := l.turns.wait(a.key)
 		defer leave()
 		if err := a.waitTurn(ctx, turn); err != nil {
@@ -51,17 +43,13 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 		if s == nil && err == nil {
 			err = a.busy()
 			if !l.be.queues() && !l.mut.keepStraggler {
-				// Redlock: a node that answers after the majority said
-				// busy may still grant this owner; give it back, as a
-				// waiter's budget end does.
+				// Redlock: give back what a slower node may still grant.
 				a.undo()
 			}
 		}
 		return s, err
 	}
-	// Queued in Redis: wait to be handed the lock by whoever frees it (told
-	// on the lock's channel), refreshing the entry every refresh interval —
-	// which also retries, should a notification be lost.
+	// Queued in Redis: wait for a grant, refreshing the entry meanwhile.
 	w := l.join(a.keys.hash(), a.owner.id, a.sentAt[0])
 	if w == nil {
 		a.undo()
@@ -72,8 +60,8 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	return a.wait(ctx, w)
 }
 
-// wait is the queued part of run: until the lock is handed to the waiter
-// w, the budget ends, ctx ends or the Locker closes.
+// wait is the queued part of run: until w is granted the lock, the budget or
+// ctx ends, or the Locker closes.
 func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 	l := a.l
 	timer := time.NewTimer(time.Hour)
@@ -102,8 +90,7 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 			continue
 		case <-w.wake:
 			if !l.be.queues() {
-				// Every waiter of every Locker hears a Redlock release:
-				// spread their attempts, or they split the nodes.
+				// Every Redlock waiter hears a release: spread them, or they split the nodes.
 				a.nextTry = time.Now().Add(jitter())
 				continue
 			}
@@ -129,11 +116,9 @@ func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
 	}
 }
 
-// planWake is how long the queued waiter w sleeps, with what the rooms
-// left for it read (sawHandover), and tells the rooms when it wakes
-// (w.until): a grant to another waiter whose first expiry comes before then
-// nudges it (if that waiter is gone, the lock is free then). A grant left
-// while until still said the last wake nudged no one: it reads again.
+// planWake returns how long w sleeps and publishes its wake time (w.until),
+// so that rooms nudge it for an earlier-ending handover. It reads handovers
+// again after the store. See docs/internals.md, "Waiting (`wait.go`, `acquire.go`)".
 func (a *acquisition) planWake(w *waiter, remaining time.Duration) time.Duration {
 	a.sawHandover(w)
 	sleep := a.sleep(remaining)
@@ -145,41 +130,31 @@ func (a *acquisition) planWake(w *waiter, remaining time.Duration) time.Duration
 	return sleep
 }
 
-// sleep is how long a queued waiter sleeps before its next attempt unless
-// something wakes it, at most remaining (the budget's end).
+// sleep is how long a queued waiter sleeps before its next attempt, at most remaining.
 func (a *acquisition) sleep(remaining time.Duration) time.Duration {
 	l := a.l
 	every := refresh(a.o.ttl)
-	// The next refresh is due every after the last one was sent, however
-	// often the lock passes from waiter to waiter ahead of this one: a
-	// waiter that refreshed only after a quiet spell would lose its place.
+	// Counted from the last refresh sent, or quick handovers starve refreshes.
 	sleep := min(remaining, time.Duration(a.sentAt[len(a.sentAt)-1]+int64(every)-l.clock()))
 	if l.mut.restartRefresh {
-		// the defect: the refresh counted from the latest news of the
-		// holder, a handover to another waiter included
+		// mutant restart-refresh: counted from the latest handover
 		sleep = max(sleep, min(remaining, time.Until(a.holder.at.Add(every))))
 	}
 	if a.holder.seen() && (a.unavail == nil || l.mut.retryAtExpiry) {
-		// (While attempts fail, their backoff, nextTry, says when.)
+		// While attempts fail, nextTry decides (mutant retry-at-expiry).
 		sleep = min(sleep, a.holder.left()+time.Millisecond)
 	}
 	if !a.nextTry.IsZero() {
-		// The last attempt failed, or split a Redlock's nodes, or a
-		// Redlock release was heard.
+		// A failed attempt, a Redlock split or a Redlock release set nextTry.
 		sleep = min(sleep, max(time.Until(a.nextTry), 0))
 	}
 	return sleep
 }
 
-// sawHandover reads the handovers to other waiters that the rooms learnt
-// since w last looked, the latest of each room (see handOver): another
-// waiter has the lock, and if it is gone the lock is free when its first
-// expiry passes. A semaphore's other permits
-// may free sooner, and a hold a check found may be older news than the
-// call's own (on Redlock, one node's): for those the earliest known expiry
-// stands. It reports whether what the call knows of the holder changed.
-// The rooms wake a waiter for a handover only when that expiry comes
-// before its next wake; it reads the rest when it wakes, here.
+// sawHandover takes the rooms' unread handovers as the call's holder and
+// reports whether that changed. For a semaphore, or a handover a check found,
+// the earliest known expiry stands (other permits may free sooner; a found
+// hold may be older news).
 func (a *acquisition) sawHandover(w *waiter) bool {
 	changed := false
 	w.readHandovers(func(h handover) {
@@ -193,16 +168,12 @@ func (a *acquisition) sawHandover(w *waiter) bool {
 	return changed
 }
 
-// granted builds the lease a release handed to this waiter: its hold
-// lives, until it is renewed (at a third of that life), as long as the
-// queue entry of refresh g.seq would have, so it is valid from that
-// refresh's send time. A grant that arrives too late to be of use (a slow
-// reply path) is claimed by an attempt, whose reply carries a validity of
-// its own; one that arrives after ctx ended is passed on (the context's
-// error).
+// granted makes the lease of grant g, valid from the send time of refresh
+// g.seq for an entry's life. A grant too late to use is claimed by an
+// attempt; one after ctx ended is passed on (undo, the context's error).
 func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 	if g.seq < 1 || g.seq > len(a.sentAt) {
-		return nil, nil // not a refresh of ours: a copy from an earlier owner id cannot be
+		return nil, nil // not a refresh of this owner id
 	}
 	ttl := entryTTL(a.o.ttl)
 	validUntil := a.sentAt[g.seq-1] + int64(ttl-a.l.drift(ttl))
@@ -212,8 +183,7 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 	}
 	if a.l.clock() >= validUntil {
 		if a.l.mut.lateGrant {
-			// the fixed defect: the same owner then waits on, its done
-			// marker written (waited for, so that every round shows it)
+			// mutant late-grant: undo (waited for) and wait on under the same owner
 			undone := make(chan struct{})
 			a.l.undoThen(&a.keys, a.owner, &a.o, undone)
 			<-undone
@@ -222,19 +192,16 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 		return a.attempt(ctx)
 	}
 	if a.l.be.replicaAck() {
-		// Replicas must acknowledge the hold before it is used: claim it
-		// now (the acquire script renews its own owner's hold) and WAIT.
+		// Replicas must acknowledge it first: claim it with an attempt (WAIT).
 		return a.attempt(ctx)
 	}
-	// It claims its TTL at a third of this first life, as a fresh hold
-	// renews at a third of its TTL: a hold released sooner never does.
+	// The first renewal, at a third of this life, claims the full TTL.
 	now := a.l.clock()
 	return a.newHold(ctx, g.fence, validUntil, now+(validUntil-now)/3, true)
 }
 
-// waitTurn waits until turn is closed, or the budget or ctx ends, or the
-// Locker closes (then the call's error: busy, as the earlier waiters found
-// the lock; nothing was sent, so nothing is undone).
+// waitTurn waits for turn to close; else it returns the call's error when
+// the budget or ctx ends or the Locker closes (nothing was sent to undo).
 func (a *acquisition) waitTurn(ctx context.Context, turn <-chan struct{}) error {
 	select {
 	case <-turn:
@@ -256,8 +223,7 @@ func (a *acquisition) waitTurn(ctx context.Context, turn <-chan struct{}) error 
 	}
 }
 
-// waiting tells the Observer, once per call, that the call waits (in the
-// lock's queue, or for its turn).
+// waiting tells the Observer, once per call, that the call waits.
 func (a *acquisition) waiting(ctx context.Context) {
 	if !a.waited {
 		a.waited = true

@@ -12,11 +12,9 @@ import (
 // renewChunk bounds the renewals sent in one pipeline.
 const renewChunk = 1000
 
-// watchdog keeps every hold of one Locker: it renews the ones with a
-// watchdog every TTL/3 and declares a hold lost when its validity ends
-// without a renewal. One scheduler goroutine (never waiting on Redis, so a
-// hung server cannot delay a loss) and two senders serve all holds. See
-// docs/internals.md, "The watchdog".
+// watchdog keeps every hold of one Locker: it renews each watchdog hold every
+// TTL/3 and declares a hold lost when its validity ends without a renewal.
+// See docs/internals.md, "The watchdog".
 type watchdog struct {
 	l       *Locker
 	mu      sync.Mutex
@@ -25,15 +23,10 @@ type watchdog struct {
 	armed   int64   // when the scheduler's timer fires (monotonic ns)
 	started bool
 	closed  bool
-	// idle is closed when the goroutines stop after a spell without holds
-	// (idleStop), so that a Locker that holds nothing owns no goroutine:
-	// one dropped without Close leaks nothing and is collected
+	// idle is closed when the goroutines stop for lack of holds (idleStop)
 	idle     chan struct{}
 	lastHeld int64 // when the last hold left (monotonic ns): idle from then
-	// recheck: until then (monotonic ns) a failed renewal is retried
-	// every monitorRetry: a node came back (checkNow) and may refuse
-	// commands for a while (a Cluster node answers CLUSTERDOWN until it
-	// has seen its peers)
+	// recheck: until then (monotonic ns) failed renewals retry every monitorRetry
 	recheck int64
 
 	kick   chan struct{} // wakes the scheduler
@@ -50,9 +43,8 @@ func newWatchdog(l *Locker) *watchdog {
 	return w
 }
 
-// start launches the goroutines with the first hold (w.mu held), so that a
-// Locker that never locks — or an fx graph that fails to build after
-// creating one — owns no goroutine.
+// start launches the goroutines with the first hold (w.mu held): see
+// docs/internals.md, "The watchdog".
 func (w *watchdog) start() {
 	if w.started || w.closed {
 		return
@@ -67,26 +59,12 @@ func (w *watchdog) start() {
 	w.startMonitors(w.idle)
 }
 
-// idleStop is how long the watchdog's goroutines outlive the Locker's last
-// hold (ns): they start again with the next one.
+// idleStop is how long (ns) the goroutines outlive the Locker's last hold.
 var idleStop atomic.Int64
 
 func init() { idleStop.Store(int64(10 * time.Second)) }
 
-// stopIdle stops the goroutines if the watchdog holds nothing (w.mu held):
-// true when it did.
-func (w *watchdog) stopIdle(idle chan struct{}) bool {
-	if len(w.h) > 0 || len(w.queue) > 0 || w.idle != idle {
-		return false
-	}
-	w.started = false
-	w.idle = nil
-	close(idle)
-	return true
-}
-
-// renews reports whether the watchdog renews h: a lease under the
-// watchdog, or a hold handed over by a release that must claim its TTL once.
+// renews reports whether the watchdog renews h (watchdog on, or handed over).
 func (h *hold) renews() bool { return h.watchdog || h.handedOver }
 
 // next is the hold's next event on the monotonic clock.
@@ -98,8 +76,7 @@ func next(h *hold) int64 {
 	return v
 }
 
-// add starts watching h; false once the watchdog is closed (the caller
-// then undoes the acquisition: a Lock that races Close leaves nothing).
+// add starts watching h; false once closed (the caller then undoes the lock).
 func (w *watchdog) add(h *hold) bool {
 	w.mu.Lock()
 	if w.closed {
@@ -109,8 +86,7 @@ func (w *watchdog) add(h *hold) bool {
 	w.start()
 	h.heapKey = next(h)
 	heap.Push(&w.h, h)
-	// Wake the scheduler only if this hold's first event comes before the
-	// timer it has set: on the hot path (TTL 30s) nothing is woken.
+	// Wake the scheduler only if h is due before its timer fires.
 	early := h.heapKey < w.armed
 	w.mu.Unlock()
 	if early {
@@ -124,10 +100,8 @@ func (w *watchdog) remove(h *hold) {
 	if h.heapIndex >= 0 {
 		heap.Remove(&w.h, h.heapIndex)
 	}
-	// The last hold: the scheduler counts its idle time from now. It is
-	// woken only if its timer would fire after the idle time ends; on the
-	// hot path (one lock at a time) the timer is the hold's renewal, due
-	// before that, so a lock and unlock wake no goroutine.
+	// The last hold: idle time counts from now. Wake the scheduler only if its
+	// timer fires after the idle time ends (not on a lock and unlock).
 	var late bool
 	if len(w.h) == 0 && w.started {
 		w.lastHeld = w.l.clock()
@@ -140,8 +114,7 @@ func (w *watchdog) remove(h *hold) {
 }
 
 // renewed records a successful renewal sent at sent (monotonic ns); false,
-// recording nothing, when h is no longer watched: lost meanwhile (its
-// validity ran out while the renewal was in flight), released or closed.
+// recording nothing, once h is no longer watched (lost, released, closed).
 func (w *watchdog) renewed(h *hold, sent int64, ttl time.Duration) bool {
 	w.mu.Lock()
 	ok := h.heapIndex >= 0 && h.end.Load() == endLive || w.l.mut.keepLateRenewal
@@ -168,36 +141,30 @@ func (w *watchdog) fix(h *hold) {
 	}
 }
 
-// lose ends a hold that is no longer held: its leases' contexts are
-// cancelled with ErrLockLost. It does nothing to a hold already ended.
+// lose ends a live hold as lost, cancelling its leases with ErrLockLost.
 func (w *watchdog) lose(h *hold, why error) {
 	if h.end.CompareAndSwap(endLive, endLost) {
-		w.ended(h, ErrLockLost, why)
+		w.ended(h, why)
 	}
 }
 
-// ended finishes a hold whose end was just set: its leases' contexts are
-// cancelled with cause, it leaves the watchdog, and the Observer and the
-// log are told why it was lost.
-func (w *watchdog) ended(h *hold, cause, why error) {
-	h.first.cancel(cause)
+// ended finishes a hold just marked lost: cancels its leases, stops watching
+// it and reports why to the Observer and the log.
+func (w *watchdog) ended(h *hold, why error) {
+	h.first.cancel(ErrLockLost)
 	w.remove(h)
 	w.l.lost(h, why)
 }
 
-// giveBack releases h's lock in Redis in the background (see undo), for
-// a hold that ended here while Redis may still hold it for its owner.
+// giveBack releases h's lock in Redis in the background (see undo).
 func (h *hold) giveBack() { h.l.undo(&h.keys, h.owner, h.undoOptions()) }
 
-// undoOptions are the options an undo of h's hold runs with: as long as
-// the hold may stand in Redis (its TTL, or a longer renewal of unknown
-// outcome), its release timeout.
+// undoOptions: the longest TTL h may have in Redis, and its release timeout.
 func (h *hold) undoOptions() *callOptions {
 	return &callOptions{ttl: time.Duration(max(h.ttl.Load(), h.unknownTTL.Load())), releaseTimeout: h.release}
 }
 
-// endWith ends h for why, cancelling its leases' contexts with cause;
-// false if h had already ended.
+// endWith ends h for why, cancelling its leases with cause; false if ended.
 func (h *hold) endWith(why int32, cause error) bool {
 	if !h.end.CompareAndSwap(endLive, why) {
 		return false
@@ -221,7 +188,10 @@ func (w *watchdog) schedule(idle chan struct{}) {
 			wait = time.Duration(w.h[0].heapKey - now)
 		} else if len(w.queue) == 0 && len(due.lost) == 0 {
 			after := time.Duration(idleStop.Load())
-			if time.Duration(now-w.lastHeld) >= after && w.stopIdle(idle) {
+			if time.Duration(now-w.lastHeld) >= after {
+				// Nothing watched (w.mu held): stop the goroutines.
+				w.started, w.idle = false, nil
+				close(idle)
 				w.mu.Unlock()
 				return
 			}
@@ -241,24 +211,20 @@ func (w *watchdog) schedule(idle chan struct{}) {
 	}
 }
 
-// dueHolds are what one pass of the scheduler found: holds past their
-// validity, holds whose context ended without Unlock, and whether renewals
-// were queued for the senders.
+// dueHolds is what one scheduler pass found, for settle to act on.
 type dueHolds struct {
 	lost, abandoned []*hold
 	dispatched      bool
 }
 
-// collect takes the holds whose next event is due at now off the heap's
-// top (w.mu held): lost, abandoned (no longer renewed), or queued for
-// renewal.
+// collect takes the holds due at now off the heap (w.mu held): lost,
+// abandoned (no longer renewed) or queued for renewal.
 func (w *watchdog) collect(now int64, due *dueHolds) {
 	for len(w.h) > 0 {
 		h := w.h[0]
 		if h.validUntil.Load() <= now {
 			heap.Pop(&w.h)
-			// Lost from this moment (under w.mu): a renewal answered from
-			// now on is refused and given back (see renewed, renewPart).
+			// Lost from now (under w.mu): a later renewal answer is given back.
 			if h.end.CompareAndSwap(endLive, endLost) {
 				due.lost = append(due.lost, h)
 			}
@@ -269,8 +235,7 @@ func (w *watchdog) collect(now int64, due *dueHolds) {
 			return
 		}
 		if h.parentEnded() {
-			// Nobody waits for this lease any more: its lock is left to
-			// expire, within one TTL (see Lock).
+			// Abandoned (see parentEnded): no longer renewed, left to expire.
 			h.abandoned = true
 			h.renewAt = math.MaxInt64
 			w.fix(h)
@@ -284,8 +249,7 @@ func (w *watchdog) collect(now int64, due *dueHolds) {
 	}
 }
 
-// settle acts on what collect found, outside w.mu: warnings, losses, and
-// the senders woken.
+// settle acts on what collect found, outside w.mu.
 func (w *watchdog) settle(due *dueHolds) {
 	for _, h := range due.abandoned {
 		w.l.warnAbandoned(h)
@@ -295,12 +259,10 @@ func (w *watchdog) settle(due *dueHolds) {
 		if h.abandoned {
 			why = errAbandoned
 		}
-		w.ended(h, ErrLockLost, why)
+		w.ended(h, why)
 		if w.l.be.replicaAck() || h.unknownTTL.Load() != 0 && !w.l.mut.keepLateRenewal {
-			// A renewal whose outcome is unknown (no answer in time, a cut
-			// connection), or one replicas did not acknowledge, may have
-			// extended the lock in Redis: give it back rather than leave it
-			// held by nobody until its TTL runs out.
+			// An unanswered (or unacknowledged) renewal may have extended the
+			// lock: give it back. See docs/internals.md, "The watchdog".
 			h.giveBack()
 		}
 	}
@@ -312,9 +274,7 @@ func (w *watchdog) settle(due *dueHolds) {
 	*due = dueHolds{lost: due.lost[:0], abandoned: due.abandoned[:0]}
 }
 
-// sender sends due renewals, at most renewChunk per round trip. Two run, so
-// that one batch's bookkeeping overlaps the next one's round trip (on a
-// Cluster a sender only hands each node's part to a goroutine of its own).
+// sender sends due renewals, at most renewChunk per round trip (two run).
 func (w *watchdog) sender(idle chan struct{}) {
 	defer w.wg.Done()
 	for {
@@ -344,11 +304,8 @@ func (w *watchdog) sender(idle chan struct{}) {
 	}
 }
 
-// renewBatch renews a batch of due holds: in one round trip, on the sender,
-// when the deployment is one master; on a Cluster one round trip per node,
-// each on a goroutine of its own that the sender does not wait for, so that
-// a hung node holds up no other node's renewals (docs/internals.md, "The
-// watchdog").
+// renewBatch renews due holds: one round trip on one master; on a Cluster one
+// per node, each on its own goroutine. See docs/internals.md, "The watchdog".
 func (w *watchdog) renewBatch(batch []*hold) {
 	rs := make([]renewal, len(batch))
 	var ttlArg any
@@ -370,9 +327,8 @@ func (w *watchdog) renewBatch(batch []*hold) {
 	}
 }
 
-// renewPart sends the renewals of one node, bounded by the smallest
-// remaining validity among them (past it, they are lost anyway), and
-// handles the answers.
+// renewPart sends one node's renewals, bounded by their smallest remaining
+// validity (past it they are lost anyway), and handles the answers.
 func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 	sent := w.l.clock()
 	left := int64(math.MaxInt64)
@@ -408,10 +364,8 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 	signal(w.kick)
 }
 
-// renewedPart records what the renewals of part (sent at sent) answered
-// (w.mu held): the holds renewed, retried soon after a failure, found not
-// held (lost, for the caller to end), or answered held after they were
-// lost meanwhile (late, for the caller to give back).
+// renewedPart records part's answers (w.mu held); it returns the holds found
+// not held (lost) and those answered after their loss (late, to give back).
 func (w *watchdog) renewedPart(batch []*hold, rs []renewal, part []int, sent int64) (lost, late []*hold) {
 	now := w.l.clock()
 	for _, i := range part {
@@ -419,9 +373,7 @@ func (w *watchdog) renewedPart(batch []*hold, rs []renewal, part []int, sent int
 		h.pending = false
 		mayHaveRun := rs[i].err == nil && rs[i].held || rs[i].err != nil && !neverRan(rs[i].err)
 		if mayHaveRun && h.end.Load() == endLost && !w.l.mut.keepLateRenewal {
-			// Declared lost (its validity ran out) while the renewal was
-			// in flight, which may have extended it in Redis: nobody holds
-			// it here, so give it back rather than leave it held for a TTL.
+			// Lost while the renewal was in flight, which may have renewed it.
 			late = append(late, h)
 			continue
 		}
@@ -433,9 +385,7 @@ func (w *watchdog) renewedPart(batch []*hold, rs []renewal, part []int, sent int
 			if !neverRan(rs[i].err) {
 				h.recordUnknown(rs[i].ttl) // given back if the hold is lost: see settle
 			}
-			// transient: retry soon (sooner while a node that came back
-			// may still refuse: see checkNow); the scheduler declares the
-			// loss if the validity runs out first.
+			// Retry soon (sooner during a recheck), unless the validity ends first.
 			retry := min(max(rs[i].ttl/10, 10*time.Millisecond), time.Second)
 			if now < w.recheck {
 				retry = min(retry, monitorRetry)
