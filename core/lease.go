@@ -120,7 +120,7 @@ func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ow
 
 // newLease makes a lease on h whose context derives from parent ctx.
 func newLease(h *hold, ctx context.Context, reentrant bool) *Lease {
-	s := &Lease{h: h, parent: leaseFrom(ctx), reentrant: reentrant}
+	s := &Lease{h: h, parent: FromContext(ctx), reentrant: reentrant}
 	inner, cancel := context.WithCancelCause(ctx)
 	s.ctx, s.cancel = leaseCtx{Context: inner, lease: s}, cancel
 	return s

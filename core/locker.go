@@ -220,7 +220,7 @@ func (l *Locker) stopBackground() {
 // already); ErrInvalid; ErrUnsupported (Redis < 7.0); ErrClosed.
 // See docs/usage.md, "Lock in detail".
 func (l *Locker) Lock(ctx context.Context, key string, opts ...LockOption) (*Lease, error) {
-	return l.lock(ctx, key, opts, true)
+	return l.lockUntil(ctx, key, opts, true, time.Time{})
 }
 
 // TryLock makes one attempt to obtain (or re-enter) the lock: a *BusyError at
@@ -228,11 +228,7 @@ func (l *Locker) Lock(ctx context.Context, key string, opts ...LockOption) (*Lea
 // (WithAttemptTimeout, default 500ms) or ctx's deadline, whichever is first,
 // plus at most 50ms. Other errors as for Lock.
 func (l *Locker) TryLock(ctx context.Context, key string, opts ...LockOption) (*Lease, error) {
-	return l.lock(ctx, key, opts, false)
-}
-
-func (l *Locker) lock(ctx context.Context, key string, opts []LockOption, wait bool) (*Lease, error) {
-	return l.lockUntil(ctx, key, opts, wait, time.Time{})
+	return l.lockUntil(ctx, key, opts, false, time.Time{})
 }
 
 // callOptions sets o to the Locker's call options with opts applied (o.err:

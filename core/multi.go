@@ -83,7 +83,7 @@ func giveBack(parts []*Lease, by time.Time) {
 
 // newMulti makes a LockMulti's lease: its context ends when any part's does.
 func newMulti(ctx context.Context, parts []*Lease) *Lease {
-	m := &Lease{parts: parts, parent: leaseFrom(ctx)}
+	m := &Lease{parts: parts, parent: FromContext(ctx)}
 	inner, cancel := context.WithCancelCause(ctx)
 	m.ctx, m.cancel = leaseCtx{Context: inner, lease: m}, cancel
 	for _, p := range parts {

@@ -29,23 +29,10 @@ const (
 )
 
 func (k EventKind) String() string {
-	switch k {
-	case EventAcquired:
-		return "acquired"
-	case EventNotObtained:
-		return "not_obtained"
-	case EventReleased:
-		return "released"
-	case EventRenewed:
-		return "renewed"
-	case EventLost:
-		return "lost"
-	case EventExtended:
-		return "extended"
-	case EventWarning:
-		return "warning"
-	case EventWaiting:
-		return "waiting"
+	names := [...]string{EventAcquired: "acquired", EventNotObtained: "not_obtained", EventReleased: "released",
+		EventRenewed: "renewed", EventLost: "lost", EventExtended: "extended", EventWarning: "warning", EventWaiting: "waiting"}
+	if int(k) < len(names) && names[k] != "" {
+		return names[k]
 	}
 	return "unknown"
 }

@@ -232,11 +232,9 @@ func WithPrefix(p string) Option {
 			o.fail(invalidf("prefix is %d bytes, over the limit of %d", len(p), MaxPrefixLen))
 			return
 		}
-		for i := 0; i < len(p); i++ {
-			if p[i] == '{' || p[i] == '}' {
-				o.fail(invalidf("prefix %q contains a brace", p))
-				return
-			}
+		if strings.ContainsAny(p, "{}") {
+			o.fail(invalidf("prefix %q contains a brace", p))
+			return
 		}
 		o.prefix = p
 	})

@@ -23,16 +23,10 @@ func newOwnerID() string {
 	return string(strconv.AppendUint(append(b[:0], ownerPrefix...), ownerSeq.Add(1), 36))
 }
 
-// leaseFrom returns the innermost lease carried by ctx, or nil.
-func leaseFrom(ctx context.Context) *Lease {
-	s, _ := ctx.Value(ownerKey{}).(*Lease)
-	return s
-}
-
 // reentry returns the innermost lease of ctx's chain that holds key, or nil
 // (any other key is a fresh acquisition). See docs/usage.md, "Lock in detail".
 func reentry(ctx context.Context, key string) *Lease {
-	for s := leaseFrom(ctx); s != nil; s = s.parent {
+	for s := FromContext(ctx); s != nil; s = s.parent {
 		for _, p := range s.parts {
 			if p.h.key == key {
 				return p
@@ -54,4 +48,7 @@ func NewOwner(ctx context.Context) context.Context {
 
 // FromContext returns the innermost lease whose Context is ctx or an ancestor
 // of it, or nil (also under NewOwner).
-func FromContext(ctx context.Context) *Lease { return leaseFrom(ctx) }
+func FromContext(ctx context.Context) *Lease {
+	s, _ := ctx.Value(ownerKey{}).(*Lease)
+	return s
+}

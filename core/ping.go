@@ -49,14 +49,8 @@ func (l *Locker) Ping(ctx context.Context) error {
 			failed = append(failed, &NodeError{Node: nodes[i].name, Err: err})
 			continue
 		}
-		l.answered()
-		unsupported, warning := judgeServer(facts[i])
-		if unsupported != nil {
+		if unsupported := l.judge(ctx, facts[i], slog.String("node", nodes[i].name)); unsupported != nil {
 			return fmt.Errorf("%w (node %s)", unsupported, nodes[i].name)
-		}
-		if warning != nil {
-			l.logger().Warn("lockgate: "+warning.Error(), slog.String("node", nodes[i].name), slog.String("policy", facts[i].policy))
-			l.observe(ctx, Event{Kind: EventWarning, Err: warning})
 		}
 	}
 	if len(failed) > 0 {

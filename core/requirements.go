@@ -75,18 +75,25 @@ func (l *Locker) checkServerLocked(ctx context.Context, deadline time.Time) erro
 	if err != nil || f.version == "" {
 		return nil
 	}
-	l.answered()
-	unsupported, warning := judgeServer(f)
-	if unsupported != nil {
+	if unsupported := l.judge(ctx, f); unsupported != nil {
 		c.err.Store(&unsupported)
 		return unsupported
 	}
-	if warning != nil {
-		l.logger().Warn("lockgate: "+warning.Error(), slog.String("policy", f.policy))
-		l.observe(ctx, Event{Kind: EventWarning, Err: warning})
-	}
 	c.ok.Store(true)
 	return nil
+}
+
+// judge takes an answering node's facts (attrs name it in the log): an
+// ErrUnsupported error for a server too old; a risky eviction policy is
+// logged and observed as a warning.
+func (l *Locker) judge(ctx context.Context, f serverFacts, attrs ...any) error {
+	l.answered()
+	unsupported, warning := judgeServer(f)
+	if warning != nil {
+		l.logger().Warn("lockgate: "+warning.Error(), append(attrs, slog.String("policy", f.policy))...)
+		l.observe(ctx, Event{Kind: EventWarning, Err: warning})
+	}
+	return unsupported
 }
 
 // judgeServer returns an ErrUnsupported error for a server too old, and a
