@@ -186,7 +186,7 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 	case err != errEnded && !neverRan(err):
 		a.uncertain = true // it may have run, or may still run
 	}
-	if err == errLate {
+	if err == errNoAnswer {
 		return a.late(ctx)
 	}
 	// bounded detaches the context: a context error here is the budget's end.

@@ -10,13 +10,14 @@ import (
 // a reply on its way, so a healthy Redis a moment late is not "unavailable".
 const replyGrace = 50 * time.Millisecond
 
-// errLate: the caller's budget ended (plus replyGrace) before Redis answered.
-var errLate = errors.New("no answer in time")
+// errNoAnswer: Redis did not answer within the caller's budget (plus
+// replyGrace); wrapped in ErrUnavailable by the callers.
+var errNoAnswer = errors.New("no answer within the call's budget")
 
 // bounded runs call so that the caller waits at most until deadline (zero:
 // none) or ctx's end, plus replyGrace; call's ctx keeps ctx's values, not its
 // cancellation. A late answer goes to orphan (nil: nothing to undo). Errors:
-// call's own, errLate, ErrClosed. See docs/internals.md, "Bounded calls".
+// call's own, errNoAnswer, ErrClosed. See docs/internals.md, "Bounded calls".
 func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call func(context.Context) (T, error), orphan func(T, error)) (T, error) {
 	return boundedProbed(l, ctx, deadline, true, call, orphan)
 }
@@ -111,6 +112,6 @@ func (f *flight[T]) wait(ctx, cctx context.Context, deadline time.Time, refused 
 		if res, err, ok := f.giveUp(); ok {
 			return res, err
 		}
-		return zero, errLate
+		return zero, errNoAnswer
 	}
 }

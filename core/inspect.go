@@ -65,7 +65,7 @@ func (l *Locker) inspect(ctx context.Context, key string) (lockState, error) {
 }
 
 // boundedCall runs an operator's call within callDeadline plus replyGrace
-// (else errLate); a late answer is dropped: nothing changed, or it may have.
+// (else errNoAnswer); a late answer is dropped: nothing changed, or it may have.
 func boundedCall[T any](l *Locker, ctx context.Context, call func(context.Context) (T, error)) (T, error) {
 	return bounded(l, ctx, l.callDeadline(ctx), call, nil)
 }
@@ -75,8 +75,6 @@ func opError(op string, err error) error {
 	switch {
 	case err == ErrClosed, errors.Is(err, ErrUnavailable):
 		return err
-	case err == errLate:
-		return unavailable(op, errNoAnswer)
 	}
 	return unavailable(op, err)
 }

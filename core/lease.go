@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -277,9 +276,6 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		h.l.be.renew(cctx, b, []int{0})
 		return struct{}{}, b[0].err
 	}, nil)
-	if err == errLate {
-		err = errNoAnswer
-	}
 	if err != nil && err != ErrClosed && !neverRan(err) {
 		h.mayHaveRenewed(ttl)
 	}
@@ -463,7 +459,7 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 		}
 	}, endLate)
 	switch {
-	case err == errLate:
+	case err == errNoAnswer:
 		return false, unavailable("release", fmt.Errorf("no answer within %v", h.release))
 	case err == ErrClosed:
 		return false, err
@@ -499,6 +495,3 @@ func (c *leaseCtx) Value(key any) any {
 }
 
 func (c *leaseCtx) String() string { return "lockgate.Lease(" + c.lease.Key() + ").Context" }
-
-// errNoAnswer: Redis did not answer within the caller's budget (ErrUnavailable).
-var errNoAnswer = errors.New("no answer within the call's budget")

@@ -152,7 +152,7 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 				return l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
 			}, nil)
 			switch {
-			case err == errLate:
+			case err == errNoAnswer:
 				errs[i] = unavailable("release", ctxErr(ctx))
 			case err == ErrClosed:
 				errs[i] = err

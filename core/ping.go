@@ -33,9 +33,6 @@ func (l *Locker) Ping(ctx context.Context) error {
 			f, err := bounded(l, ctx, l.callDeadline(ctx), func(cctx context.Context) (serverFacts, error) {
 				return n.check(cctx)
 			}, nil)
-			if err == errLate {
-				err = errNoAnswer
-			}
 			facts[i], errs[i] = f, withCause(err)
 		}()
 	}
@@ -98,7 +95,7 @@ func clusterNodes(ctx context.Context, l *Locker, cc *redis.ClusterClient) []pin
 		return ms, nil
 	}, nil)
 	if err != nil || len(masters) == 0 {
-		if err == errLate || err == nil {
+		if err == nil {
 			err = errNoAnswer
 		}
 		return []pingNode{{name: "cluster", check: func(context.Context) (serverFacts, error) { return serverFacts{}, err }}}
