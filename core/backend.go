@@ -306,13 +306,13 @@ func (s *deployment) splitsByNode() bool {
 	return ok
 }
 
-// renew sends one part in one round trip.
-func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
-	// One call per renew script and, sharded, per hash tag (one script's keys share a slot).
-	_, plain := s.c.(*redis.Client)
-	calls := groupBy(part, func(i int) string {
+// renewScripts makes part's script calls: one per renew script (a lock's, or
+// a permit's or reader's) and, sharded, per hash tag (one script's keys share
+// a slot); calls are their indexes into batch.
+func renewScripts(ctx context.Context, batch []renewal, part []int, sharded bool) (calls [][]int, sc []*scriptCall) {
+	calls = groupBy(part, func(i int) string {
 		tag := ""
-		if !plain {
+		if sharded {
 			tag = hashTag(batch[i].keys.hash())
 		}
 		if batch[i].keys.perOwner() {
@@ -320,6 +320,27 @@ func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
 		}
 		return "l" + tag
 	})
+	sc = make([]*scriptCall, len(calls))
+	for gi, g := range calls {
+		keys := make([]any, len(g))
+		args := make([]any, 0, 2*len(g))
+		for j, i := range g {
+			keys[j] = batch[i].keys.args[0]
+			args = append(args, batch[i].owner.arg, batch[i].ttlArg)
+		}
+		renew := renewScript
+		if batch[g[0]].keys.perOwner() {
+			renew = semRenewScript
+		}
+		sc[gi] = &scriptCall{script: renew, cmd: renew.cmd(ctx, keys, args).Cmd}
+	}
+	return calls, sc
+}
+
+// renew sends one part in one round trip.
+func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
+	_, plain := s.c.(*redis.Client)
+	calls, sc := renewScripts(ctx, batch, part, !plain)
 	var pc redis.Cmdable = s.c
 	var after func(redis.Pipeliner)
 	var waits []*redis.Cmd // one per pipeline: each covers the scripts it ran
@@ -333,20 +354,6 @@ func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
 			return
 		}
 		pc = c
-	}
-	sc := make([]*scriptCall, len(calls))
-	for gi, g := range calls {
-		keys := make([]any, len(g))
-		args := make([]any, 0, 2*len(g))
-		for j, i := range g {
-			keys[j] = batch[i].keys.args[0]
-			args = append(args, batch[i].owner.arg, batch[i].ttlArg)
-		}
-		renew := renewScript
-		if batch[g[0]].keys.perOwner() {
-			renew = semRenewScript
-		}
-		sc[gi] = &scriptCall{script: renew, cmd: renew.cmd(ctx, keys, args).Cmd}
 	}
 	pipeScripts(ctx, pc, sc, after)
 	var ackErr error
