@@ -17,13 +17,16 @@ var errNoAnswer = errors.New("no answer within the call's budget")
 // bounded runs call so that the caller waits at most until deadline (zero:
 // none) or ctx's end, plus replyGrace; call's ctx keeps ctx's values, not its
 // cancellation. A late answer goes to orphan (nil: nothing to undo). Errors:
-// call's own, errNoAnswer, ErrClosed. See docs/internals.md, "Bounded calls".
+// call's own, errNoAnswer, ErrClosed; a call returns neither of the last two
+// itself (Ping's stub for an unreachable Cluster, where it means the same,
+// aside). See docs/internals.md, "Bounded calls".
 func bounded[T any](l *Locker, ctx context.Context, deadline time.Time, call func(context.Context) (T, error), orphan func(T, error)) (T, error) {
 	return boundedProbed(l, ctx, deadline, true, call, orphan)
 }
 
 // boundedProbed is bounded, probing the server (reach.go) only if probing.
-// See docs/internals.md, "Bounded calls" (no probe for a waiting Lock).
+// See docs/internals.md, "Bounded calls" (no probe for a waiting Lock on a
+// client that follows failovers).
 func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, probing bool, call func(context.Context) (T, error), orphan func(T, error)) (T, error) {
 	var zero T
 	if deadline.IsZero() && (ctx.Done() == nil || l.ctxDeadlines) {

@@ -29,7 +29,8 @@ var (
 	ErrUnavailable = errors.New("lockgate: redis unavailable")
 
 	// ErrNotReplicated reports a grant too few replicas acknowledged in time
-	// (WithReplicaAck), released again. It matches ErrUnavailable.
+	// (WithReplicaAck), released again, or such a renewal (Extend), which does
+	// not count. It matches ErrUnavailable.
 	ErrNotReplicated = fmt.Errorf("%w: not acknowledged by enough replicas", ErrUnavailable)
 
 	// ErrInvalid reports bad input (empty or too long key, TTL below MinTTL,

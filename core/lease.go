@@ -168,7 +168,7 @@ func (s *Lease) Pattern() string {
 }
 
 // Fence returns the lease's fencing token: greater than any earlier holder's
-// of this key, the same for every re-entry. Pass it with every write the lock
+// of this key (conditions in docs/fencing.md), the same for every re-entry. Pass it with every write the lock
 // protects. A LockMulti's lease answers the highest of its fences; fence
 // each name's writes with FenceOf. See docs/fencing.md, "Fencing".
 func (s *Lease) Fence() int64 {

@@ -31,7 +31,7 @@ const (
 func (k EventKind) String() string {
 	names := [...]string{EventAcquired: "acquired", EventNotObtained: "not_obtained", EventReleased: "released",
 		EventRenewed: "renewed", EventLost: "lost", EventExtended: "extended", EventWarning: "warning", EventWaiting: "waiting"}
-	if int(k) < len(names) && names[k] != "" {
+	if k >= 0 && int(k) < len(names) && names[k] != "" {
 		return names[k]
 	}
 	return "unknown"

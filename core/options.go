@@ -273,7 +273,7 @@ func WithDriftFactor(f float64) Option {
 
 // WithFenceWindow sets how long a Cluster slot's last fence (shared by the
 // slot's names) is kept after the acquisition that issued it. Default 10m;
-// below 1s it is ErrInvalid. See docs/design.md, "Redis layout".
+// below 1s it is ErrInvalid. See docs/fencing.md for what it bounds.
 func WithFenceWindow(d time.Duration) Option {
 	return lockerOption(func(o *lockerOptions) {
 		if d < time.Second {

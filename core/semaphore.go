@@ -12,7 +12,7 @@ import (
 // Semaphore takes one of permits slots of the semaphore named key; every
 // caller of that name passes the same permits. Budgets, options and FIFO
 // waiting are Lock's. The lease is one permit: its own Fence, TTL and
-// watchdog, and a Context that ends only if that permit is lost. Semaphore
+// watchdog, and a Context that ends if that permit (not another) is lost. Semaphore
 // is not re-entrant, and it and Lock of the same name are separate locks.
 // Shutdown releases permits, Close leaves them to expire. See
 // docs/usage.md, "Semaphores".

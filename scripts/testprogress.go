@@ -240,12 +240,13 @@ func (r *reporter) dumpLocked(s *pkgState) {
 	r.last = time.Now()
 }
 
-// recapLines is how many of a failed test's own messages the recap keeps.
+// recapLines is how many of a failed test's own messages the recap keeps: the
+// last ones, where t.Fatal and a panic are (t.Log's lines look the same).
 const recapLines = 4
 
 // recapLocked appends to the recap file a line per failed test of the package
 // (a subtest's parent is left out, its subtest names it) and under it the
-// first of its messages that name a file and line (t.Error and t.Fatal's), so
+// last of its messages that name a file and line (t.Error and t.Fatal's), so
 // that the end of a long make test says what failed even where only its last
 // lines are seen. A package that failed without a failed test (a crash, a
 // timeout) gets a line saying so.
@@ -266,12 +267,14 @@ func (r *reporter) recapLocked(pkg string, s *pkgState) {
 	}
 	for _, t := range names {
 		fmt.Fprintf(&b, "%s %s\n", pkg, t)
-		kept := 0
+		var kept []string
 		for _, l := range s.lines {
-			if l.test == t && kept < recapLines && fileLine(l.text) {
-				fmt.Fprintf(&b, "      %s\n", strings.TrimSpace(l.text))
-				kept++
+			if l.test == t && (fileLine(l.text) || strings.HasPrefix(l.text, "panic:")) {
+				kept = append(kept, strings.TrimSpace(l.text))
 			}
+		}
+		for _, k := range kept[max(0, len(kept)-recapLines):] {
+			fmt.Fprintf(&b, "      %s\n", k)
 		}
 	}
 	f, err := os.OpenFile(r.recap, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -296,11 +299,16 @@ func hasFailedChild(failed map[string]bool, test string) bool {
 	return false
 }
 
-// fileLine reports a test's message line: "    name_test.go:42: ...".
+// fileLine reports a test's message line: "    name_test.go:42: ...", not a
+// stack trace's "/path/name.go:42 +0x1f".
 func fileLine(l string) bool {
 	t := strings.TrimSpace(l)
 	i := strings.Index(t, ".go:")
-	return i > 0 && !strings.ContainsAny(t[:i], " \t")
+	if i <= 0 || strings.ContainsAny(t[:i], " \t") {
+		return false
+	}
+	rest := strings.TrimLeft(t[i+4:], "0123456789")
+	return len(rest) < len(t[i+4:]) && strings.HasPrefix(rest, ":")
 }
 
 // framing reports test2json's lines that plain go test (without -v) does not
