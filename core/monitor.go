@@ -27,7 +27,7 @@ const (
 
 // startMonitors starts a monitor per Redis deployment for as long as the
 // watchdog runs (w.mu held).
-func (w *watchdog) startMonitors(idle chan struct{}) {
+func (w *watchdog) startMonitors(ctx context.Context) {
 	if w.l.mut.noMonitor {
 		return
 	}
@@ -37,28 +37,17 @@ func (w *watchdog) startMonitors(idle chan struct{}) {
 		go func() {
 			defer w.wg.Done()
 			if cc, ok := c.(*redis.ClusterClient); ok {
-				w.monitorCluster(idle, cc)
+				w.monitorCluster(ctx, cc)
 				return
 			}
-			w.monitor(idle, c, nil)
+			w.monitor(ctx, c)
 		}()
 	}
 }
 
-// monitor watches the node behind c until the watchdog stops or gone is
-// closed, and checks every lease (checkNow) on a reconnection or a new run
+// monitor watches the node behind c until ctx ends, and checks every lease (checkNow) on a reconnection or a new run
 // id. A server that refuses the subscription (ACL, auth) is not watched.
-func (w *watchdog) monitor(idle chan struct{}, c redis.UniversalClient, gone <-chan struct{}) {
-	ctx, cancel := context.WithCancel(w.ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-idle:
-		case <-gone:
-		case <-ctx.Done():
-		}
-		cancel()
-	}()
+func (w *watchdog) monitor(ctx context.Context, c redis.UniversalClient) {
 	failed := false
 	runID := ""
 	for {
@@ -139,20 +128,19 @@ func (w *watchdog) sameNode(ctx context.Context, c redis.UniversalClient, runID 
 
 // monitorCluster runs a monitor per Cluster master, looked up every
 // monitorScan; a new master (a failover) checks every lease.
-func (w *watchdog) monitorCluster(idle chan struct{}, cc *redis.ClusterClient) {
-	type running struct{ gone chan struct{} }
-	nodes := map[string]running{}
+func (w *watchdog) monitorCluster(ctx context.Context, cc *redis.ClusterClient) {
+	nodes := map[string]context.CancelFunc{} // by address: ends its monitor
 	defer func() {
-		for _, n := range nodes {
-			close(n.gone)
+		for _, stop := range nodes {
+			stop()
 		}
 	}()
 	first := true
 	for {
 		seen := map[string]*redis.Client{}
 		var mu sync.Mutex
-		ctx, cancel := context.WithTimeout(w.ctx, monitorDial)
-		err := cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		lctx, cancel := context.WithTimeout(ctx, monitorDial)
+		err := cc.ForEachMaster(lctx, func(_ context.Context, c *redis.Client) error {
 			mu.Lock() // called for every master at once
 			defer mu.Unlock()
 			seen[c.Options().Addr] = c
@@ -160,9 +148,9 @@ func (w *watchdog) monitorCluster(idle chan struct{}, cc *redis.ClusterClient) {
 		})
 		cancel()
 		if err == nil {
-			for addr, n := range nodes {
+			for addr, stop := range nodes {
 				if seen[addr] == nil {
-					close(n.gone)
+					stop()
 					delete(nodes, addr)
 				}
 			}
@@ -171,13 +159,13 @@ func (w *watchdog) monitorCluster(idle chan struct{}, cc *redis.ClusterClient) {
 				if _, ok := nodes[addr]; ok {
 					continue
 				}
-				n := running{gone: make(chan struct{})}
-				nodes[addr] = n
+				nctx, stop := context.WithCancel(ctx)
+				nodes[addr] = stop
 				added = !first
 				w.wg.Add(1)
 				go func() {
 					defer w.wg.Done()
-					w.monitor(idle, c, n.gone)
+					w.monitor(nctx, c)
 				}()
 			}
 			if added {
@@ -187,10 +175,7 @@ func (w *watchdog) monitorCluster(idle chan struct{}, cc *redis.ClusterClient) {
 		}
 		t := time.NewTimer(monitorScan)
 		select {
-		case <-w.ctx.Done():
-			t.Stop()
-			return
-		case <-idle:
+		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:

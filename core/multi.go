@@ -100,17 +100,22 @@ func newMulti(ctx context.Context, parts []*Lease) *Lease {
 
 // Keys returns the lease's names (a LockMulti's sorted); nil for a nil lease.
 func (s *Lease) Keys() []string {
-	switch {
-	case s == nil:
+	if s == nil {
 		return nil
-	case s.parts == nil:
-		return []string{s.h.key}
 	}
-	keys := make([]string, len(s.parts))
-	for i, p := range s.parts {
-		keys[i] = p.h.key
+	var keys []string
+	for _, p := range s.each() {
+		keys = append(keys, p.h.key)
 	}
 	return keys
+}
+
+// each is the leases of s's holds: a LockMulti's parts, or s itself.
+func (s *Lease) each() []*Lease {
+	if s.parts == nil {
+		return []*Lease{s}
+	}
+	return s.parts
 }
 
 // multiFence is the highest fence of a LockMulti's parts.
@@ -163,12 +168,7 @@ func (s *Lease) multiUnlock(ctx context.Context) error {
 	if len(left) == 0 {
 		return ErrNotHeld
 	}
-	return unlockAll(ctx, left)
-}
-
-// unlockAll releases parts concurrently and joins their errors.
-func unlockAll(ctx context.Context, parts []*Lease) error {
-	_, err := eachPart(parts, func(p *Lease) (struct{}, error) { return struct{}{}, p.Unlock(ctx) })
+	_, err := eachPart(left, func(p *Lease) (struct{}, error) { return struct{}{}, p.Unlock(ctx) })
 	return err
 }
 
@@ -208,16 +208,10 @@ func joinErrors(errs []error) error {
 // LockMulti's lease that name's own fence, for a Lock's its Fence. Zero when
 // the lease does not hold key.
 func (s *Lease) FenceOf(key string) int64 {
-	switch {
-	case s == nil:
-		return 0
-	case s.parts == nil:
-		if s.h.key == key {
-			return s.h.fence
-		}
+	if s == nil {
 		return 0
 	}
-	for _, p := range s.parts {
+	for _, p := range s.each() {
 		if p.h.key == key {
 			return p.h.fence
 		}

@@ -23,8 +23,8 @@ type watchdog struct {
 	armed   int64   // when the scheduler's timer fires (monotonic ns)
 	started bool
 	closed  bool
-	// idle is closed when the goroutines stop for lack of holds (idleStop)
-	idle     chan struct{}
+	// stopRun ends the goroutines' context when they stop for lack of holds
+	stopRun  context.CancelFunc
 	lastHeld int64 // when the last hold left (monotonic ns): idle from then
 	// recheck: until then (monotonic ns) failed renewals retry every monitorRetry
 	recheck int64
@@ -50,13 +50,14 @@ func (w *watchdog) start() {
 		return
 	}
 	w.started = true
-	w.idle = make(chan struct{})
+	var ctx context.Context
+	ctx, w.stopRun = context.WithCancel(w.ctx)
 	w.lastHeld = w.l.clock()
 	w.wg.Add(3)
-	go w.schedule(w.idle)
-	go w.sender(w.idle)
-	go w.sender(w.idle)
-	w.startMonitors(w.idle)
+	go w.schedule(ctx)
+	go w.sender(ctx)
+	go w.sender(ctx)
+	w.startMonitors(ctx)
 }
 
 // idleStop is how long (ns) the goroutines outlive the Locker's last hold.
@@ -173,7 +174,7 @@ func (h *hold) endWith(why int32, cause error) bool {
 	return true
 }
 
-func (w *watchdog) schedule(idle chan struct{}) {
+func (w *watchdog) schedule(ctx context.Context) {
 	defer w.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -190,8 +191,8 @@ func (w *watchdog) schedule(idle chan struct{}) {
 			after := time.Duration(idleStop.Load())
 			if time.Duration(now-w.lastHeld) >= after {
 				// Nothing watched (w.mu held): stop the goroutines.
-				w.started, w.idle = false, nil
-				close(idle)
+				w.started = false
+				w.stopRun()
 				w.mu.Unlock()
 				return
 			}
@@ -203,7 +204,7 @@ func (w *watchdog) schedule(idle chan struct{}) {
 		w.settle(&due)
 		timer.Reset(wait)
 		select {
-		case <-w.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-w.kick:
 		case <-timer.C:
@@ -275,17 +276,15 @@ func (w *watchdog) settle(due *dueHolds) {
 }
 
 // sender sends due renewals, at most renewChunk per round trip (two run).
-func (w *watchdog) sender(idle chan struct{}) {
+func (w *watchdog) sender(ctx context.Context) {
 	defer w.wg.Done()
 	for {
 		select {
-		case <-w.ctx.Done():
-			return
-		case <-idle:
+		case <-ctx.Done():
 			return
 		case <-w.send:
 		}
-		for w.ctx.Err() == nil {
+		for ctx.Err() == nil {
 			w.mu.Lock()
 			n := min(len(w.queue), renewChunk)
 			batch := w.queue[:n:n]
