@@ -11,13 +11,15 @@
 //	defer lease.Unlock(ctx)
 //	work(lease.Context(), lease.Fence()) // cancelled if the lock is lost
 //
-// A caller can rely on: one owner at a time while Redis keeps its data, each
-// holder's fence higher than the last (pass it to the store); every call
-// returning within its budget (WithWait, WithAttemptTimeout,
-// WithReleaseTimeout, or ctx's deadline) plus 50ms, safe to retry;
-// Lease.Context cancelled (cause ErrLockLost) before anyone else can hold a
-// lost lock, the watchdog renewing every TTL/3; Lock with a lease's context
-// re-entering it (same fence, no round trip).
+// What a caller can rely on:
+//
+//   - One owner at a time while Redis keeps its data; each holder's fence is
+//     higher than the last: pass it to the store (docs/fencing.md).
+//   - Every call returns within its budget (WithWait, WithAttemptTimeout,
+//     WithReleaseTimeout, or ctx's deadline) plus 50ms, and is safe to retry.
+//   - Lease.Context is cancelled (cause ErrLockLost) before anyone else can
+//     hold a lost lock; the watchdog renews every TTL/3.
+//   - Lock with a lease's context re-enters it: same fence, no round trip.
 //
 // Beside Lock: Semaphore (one of N permits), RLock (shared with readers) and
 // LockMulti (several names, all or none). Ping checks every node at start-up;

@@ -275,42 +275,33 @@ var noLoad = func() context.Context {
 // deliver handles a message on ch: a grant goes to its waiter (or early)
 // and becomes the lock's latest handover; "f" wakes every waiter.
 func (r *waitRoom) deliver(ch, payload string) {
-	if payload == "f" {
-		// Free with no queued waiter: Redlock's waiters try again.
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if lw := r.chans[ch]; lw != nil {
-			if !r.mut.forgetFree {
-				lw.freed = r.clock()
-			}
-			for _, w := range lw.waiters {
-				signal(w.wake)
-			}
-		}
-		return
-	}
 	g, ok := parseGrant(payload)
-	if !ok {
+	if !ok && payload != "f" {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	lw := r.chans[ch]
-	if lw == nil {
-		return
-	}
-	now := r.clock()
-	r.handOver(lw, &handover{to: g.owner, learnt: now, life: g.life})
-	w := lw.waiter(g.owner)
-	if w == nil {
-		if !r.mut.dropEarly {
+	switch {
+	case lw == nil:
+	case payload == "f": // free with no queued waiter: Redlock's waiters try again
+		if !r.mut.forgetFree {
+			lw.freed = r.clock()
+		}
+		for _, w := range lw.waiters {
+			signal(w.wake)
+		}
+	default:
+		now := r.clock()
+		r.handOver(lw, &handover{to: g.owner, learnt: now, life: g.life})
+		if w := lw.waiter(g.owner); w != nil {
+			select {
+			case w.granted <- g:
+			default:
+			}
+		} else if !r.mut.dropEarly {
 			lw.keepEarly(g, now)
 		}
-		return
-	}
-	select {
-	case w.granted <- g:
-	default:
 	}
 }
 
