@@ -56,8 +56,9 @@ func (e *env) async(url string) <-chan locktest.Result {
 }
 
 // limitWait is the wait budget of the limited routes: long enough for a
-// first attempt on a loaded machine, short enough to be waited for.
-const limitWait = 300 * time.Millisecond
+// fresh Locker's first attempt (its server check and script load) on a
+// machine loaded by a whole CI run, short enough to be waited for twice.
+const limitWait = time.Second
 
 // limit: a route with a limit of 2 (Options.Limit) holds two requests of
 // one key inside at once, each with a lease of that key; a third waits its
@@ -75,9 +76,18 @@ func limit(t *testing.T, s Stack) {
 		Route{Method: "POST", Path: "/lock/{voucher}", Locker: l, Key: seckillKey, Options: Options{Wait: limitWait}, Handler: h.handler},
 	)
 	const key1 = "/limit/7?user_id=1"
-	enter := func(what, wantKey string) inside {
+	// enter waits for the request that c answers to enter its handler; an
+	// answer first (a 503 on a loaded machine, say) fails with that answer.
+	enter := func(c <-chan locktest.Result, what, wantKey string) inside {
 		t.Helper()
-		in := recv(t, h.entered, what)
+		var in inside
+		select {
+		case in = <-h.entered:
+		case r := <-c:
+			t.Fatalf("%s: answered %d %v %q without entering its handler", what, r.Status, r.Err, r.Body)
+		case <-time.After(bound):
+			t.Fatalf("%s: nothing within %v", what, bound)
+		}
 		if in.key != wantKey {
 			t.Fatalf("%s: lease key %q, want %q", what, in.key, wantKey)
 		}
@@ -117,9 +127,9 @@ func limit(t *testing.T, s Stack) {
 	}
 
 	a1 := e.async(base + key1)
-	in1 := enter("first request of the key", "order:1:7")
+	in1 := enter(a1, "first request of the key", "order:1:7")
 	a2 := e.async(base + key1)
-	in2 := enter("second request of the key, the first inside", "order:1:7")
+	in2 := enter(a2, "second request of the key, the first inside", "order:1:7")
 	busyWithin(base+key1, "third request of the key, two inside")
 	if n := h.ran.Load(); n != 2 {
 		t.Fatalf("handler ran %d times, want 2 (the third must not run)", n)
@@ -127,12 +137,12 @@ func limit(t *testing.T, s Stack) {
 
 	// Another key is not limited by the two inside.
 	b := e.async(base + "/limit/7?user_id=2")
-	enter("a request of another key", "order:2:7").release()
+	enter(b, "a request of another key", "order:2:7").release()
 	answered(b, "the request of another key", "order:2:7")
 
 	// The control: the lock lets one in, the second is busy.
 	c1 := e.async(base + "/lock/7?user_id=3")
-	inC := enter("control: first request on the locked route", "order:3:7")
+	inC := enter(c1, "control: first request on the locked route", "order:3:7")
 	busyWithin(base+"/lock/7?user_id=3", "control: second request on the locked route")
 	inC.release()
 	answered(c1, "control: first request on the locked route", "order:3:7")
@@ -141,7 +151,7 @@ func limit(t *testing.T, s Stack) {
 	in1.release()
 	answered(a1, "first request of the key", "order:1:7")
 	a4 := e.async(base + key1)
-	in4 := enter("the next request of the key, one released", "order:1:7")
+	in4 := enter(a4, "the next request of the key, one released", "order:1:7")
 	in2.release()
 	in4.release()
 	answered(a2, "second request of the key", "order:1:7")

@@ -9,9 +9,10 @@ import (
 	"github.com/lockgate/lockgate/internal/locktest"
 )
 
-// limitWait is the wait of the limited rules: long enough for a first
-// attempt on a loaded machine, short enough to be waited for.
-const limitWait = 300 * time.Millisecond
+// limitWait is the wait of the limited rules: long enough for a fresh
+// Locker's first attempt (its server check and script load) on a machine
+// loaded by a whole CI run, short enough to be waited for.
+const limitWait = time.Second
 
 // limitRules are the Go rules of the limit cases: Order with a limit of 2
 // and limitWait; Quick keeps its annotation (the lock of the same key
