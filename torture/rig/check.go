@@ -443,7 +443,13 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 	// could undo it, Margin after Redis was back.
 	unknown := map[string][]interval{}
 	for _, c := range calls {
-		if c.Op == "unlock" || c.Op == "extend" || c.Op == "reenter" || c.Res == ResAcquired || c.Res == ResBusy {
+		if c.Op == "unlock" || c.Op == "extend" || c.Op == "reenter" || c.Res == ResAcquired {
+			continue
+		}
+		if c.Res == ResBusy && (c.Op == "trylock" || !anyIn(frozen[c.proc()], c.Start, c.End)) {
+			// A busy answer took nothing, unless its worker was frozen
+			// while it waited in the queue: a release may then have
+			// granted it the lock, which it gives back once it runs again.
 			continue
 		}
 		// The undo can run once Redis answers and the worker runs: after

@@ -95,6 +95,21 @@ func TestCheckRules(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a frozen waiter's grant", func(t *testing.T) {
+		// c waited from 2700 to 3200, frozen from 2750 to 3150: a release
+		// may have granted it the lock, which it gives back once it runs
+		// again (by 3250 + Undo). b's busy at 3300 is honest; without the
+		// freeze it is a deadlock (the control).
+		waiter := Event{Ev: "call", Worker: "c", Key: "k", Op: "lock", Start: ms(2700), End: ms(3200), Budget: int64(time.Second), Res: ResBusy}
+		ev := []Event{acq("a", "a#1", 0, 1, 10), end("a", "a#1", 100), waiter, busy("b", 3300, 3301)}
+		pause := []Fault{{Kind: FaultPause, Target: "c", Start: ms(2750), End: ms(3150)}}
+		if r := Check(ev, nil, pause, lim); len(r.Deadlocks) != 0 {
+			t.Fatalf("deadlocks %v: busy while a frozen waiter may hold a grant", r.Deadlocks)
+		}
+		if r := Check(ev, nil, nil, lim); len(r.Deadlocks) != 2 {
+			t.Fatalf("deadlocks %v: without the freeze both busy answers are deadlocks", r.Deadlocks)
+		}
+	})
 	t.Run("Redlock minority left by a release", func(t *testing.T) {
 		// a's release ran while a node hung (to 1000): that node may keep a's
 		// hold to TTL after it resumes, and with another node down busy is
