@@ -16,13 +16,14 @@ const renewChunk = 1000
 // TTL/3 and declares a hold lost when its validity ends without a renewal.
 // See docs/internals.md, "The watchdog".
 type watchdog struct {
-	l      *Locker
-	mu     sync.Mutex
-	h      holdHeap
-	queue  []*hold // due renewals for the sender
-	armed  int64   // when the scheduler's timer fires (monotonic ns)
-	closed bool
-	// stopRun ends the running goroutines' context; nil while none run
+	l       *Locker
+	mu      sync.Mutex
+	h       holdHeap
+	queue   []*hold // due renewals for the sender
+	armed   int64   // when the scheduler's timer fires (monotonic ns)
+	started bool
+	closed  bool
+	// stopRun ends the goroutines' context when they stop for lack of holds
 	stopRun  context.CancelFunc
 	lastHeld int64 // when the last hold left (monotonic ns): idle from then
 	// recheck: until then (monotonic ns) failed renewals retry every monitorRetry
@@ -45,9 +46,10 @@ func newWatchdog(l *Locker) *watchdog {
 // start launches the goroutines with the first hold (w.mu held): see
 // docs/internals.md, "The watchdog".
 func (w *watchdog) start() {
-	if w.stopRun != nil || w.closed {
+	if w.started || w.closed {
 		return
 	}
+	w.started = true
 	var ctx context.Context
 	ctx, w.stopRun = context.WithCancel(w.ctx)
 	w.lastHeld = w.l.clock()
@@ -102,7 +104,7 @@ func (w *watchdog) remove(h *hold) {
 	// The last hold: idle time counts from now. Wake the scheduler only if its
 	// timer fires after the idle time ends (not on a lock and unlock).
 	var late bool
-	if len(w.h) == 0 && w.stopRun != nil {
+	if len(w.h) == 0 && w.started {
 		w.lastHeld = w.l.clock()
 		late = w.armed > w.lastHeld+idleStop.Load() || w.l.mut.wakeOnIdle
 	}
@@ -189,8 +191,8 @@ func (w *watchdog) schedule(ctx context.Context) {
 			after := time.Duration(idleStop.Load())
 			if time.Duration(now-w.lastHeld) >= after {
 				// Nothing watched (w.mu held): stop the goroutines.
+				w.started = false
 				w.stopRun()
-				w.stopRun = nil
 				w.mu.Unlock()
 				return
 			}
