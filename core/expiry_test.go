@@ -45,20 +45,20 @@ func TestUnlockAfterExpiryTakenByOther(t *testing.T) {
 	}
 }
 
-// The watchdog keeps a 300ms lease for 2s; without it, it expires.
+// The watchdog keeps a 500ms lease for 2s; without it, it expires.
 func TestWatchdogKeepsLease(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	a, _ := locktest.NewLocker(t, srv)
 	b, _ := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
-	ttl := 300 * time.Millisecond
+	ttl := 500 * time.Millisecond
 
 	s, err := a.Lock(ctx, "k", core.WithTTL(ttl))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Another owner waits 2s (almost 7 TTLs) for it and must not get it.
+	// Another owner waits 2s (4 TTLs) for it and must not get it.
 	_, err = b.Lock(ctx, "k", core.WithWait(2*time.Second))
 	if !errors.Is(err, core.ErrNotObtained) {
 		t.Fatalf("other owner during the hold: %v, want ErrNotObtained", err)

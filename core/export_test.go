@@ -51,3 +51,20 @@ func SetIdleStop(d time.Duration) (restore func()) {
 
 // WatchdogPasses is how many times l's watchdog scheduler has woken.
 func WatchdogPasses(l *Locker) int64 { return l.wd.passes.Load() }
+
+// PauseWatchdog stops l's watchdog goroutines (as a loaded process may
+// delay them) until resume; holds taken meanwhile start none.
+func PauseWatchdog(l *Locker) (resume func()) {
+	w := l.wd
+	w.mu.Lock()
+	w.start()
+	w.stopRun()
+	w.mu.Unlock()
+	w.wg.Wait()
+	return func() {
+		w.mu.Lock()
+		w.started = false
+		w.start()
+		w.mu.Unlock()
+	}
+}

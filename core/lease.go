@@ -62,7 +62,7 @@ var errAbandoned = fmt.Errorf("%w: the lease's context ended without Unlock, so 
 // parentEnded reports whether the first lease's context ended while leases
 // are left: forgotten re-entries. See docs/internals.md, "Re-entry".
 func (h *hold) parentEnded() bool {
-	done := h.first.ctx.Done()
+	done := h.first.ctx.Context.Done() // not leaseCtx.Done: w.mu may be held
 	if h.l.mut.firstCtxOnly {
 		done = h.parentDone
 	}
@@ -495,3 +495,43 @@ func (c *leaseCtx) Value(key any) any {
 }
 
 func (c *leaseCtx) String() string { return "lockgate.Lease(" + c.lease.Key() + ").Context" }
+
+// Done and Err first end the lease as lost if its validity has passed, so
+// that they tell the truth even when the watchdog's goroutine runs late.
+func (c *leaseCtx) Done() <-chan struct{} { c.lease.checkValid(); return c.Context.Done() }
+
+func (c *leaseCtx) Err() error { c.lease.checkValid(); return c.Context.Err() }
+
+// checkValid ends s as lost if its hold (any part's, for a LockMulti) is
+// past its validity or already lost: see docs/internals.md, "The watchdog".
+func (s *Lease) checkValid() {
+	if s.parts == nil {
+		s.checkHold()
+		return
+	}
+	for _, p := range s.parts {
+		if p.checkHold() {
+			s.cancel(ErrLockLost)
+			return
+		}
+	}
+}
+
+// checkHold is checkValid for a lease of one hold; true once it was lost.
+func (s *Lease) checkHold() bool {
+	h := s.h
+	if h.l.mut.timerOnly {
+		return false
+	}
+	switch h.end.Load() {
+	case endLive:
+		if h.validUntil.Load() > h.l.clock() || !h.l.wd.expire(h) {
+			return false
+		}
+	case endLost:
+	default:
+		return false
+	}
+	s.cancel(ErrLockLost)
+	return true
+}

@@ -3,7 +3,9 @@ package core
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
+	"time"
 )
 
 // A LockMulti lease one of whose locks was lost while the call took the
@@ -14,8 +16,9 @@ func TestMultiOfLostPartEndsAtOnce(t *testing.T) {
 	ctx := context.Background()
 	var parts []*Lease
 	for _, key := range []string{"a", "b"} {
-		h := &hold{key: key}
+		h := &hold{key: key, l: &Locker{epoch: time.Now()}}
 		h.count.Store(1)
+		h.validUntil.Store(math.MaxInt64)
 		parts = append(parts, newLease(h, ctx, false))
 	}
 	parts[0].cancel(ErrLockLost)

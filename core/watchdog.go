@@ -142,6 +142,18 @@ func (w *watchdog) fix(h *hold) {
 	}
 }
 
+// expire ends h as lost if its validity has passed: the scheduler's rule,
+// applied by whoever reads the lease's context first. True if h is lost.
+func (w *watchdog) expire(h *hold) bool {
+	w.mu.Lock()
+	lost := h.validUntil.Load() <= w.l.clock() && h.end.CompareAndSwap(endLive, endLost)
+	w.mu.Unlock()
+	if lost {
+		w.settle(&dueHolds{lost: []*hold{h}})
+	}
+	return h.end.Load() == endLost
+}
+
 // lose ends a live hold as lost, cancelling its leases with ErrLockLost.
 func (w *watchdog) lose(h *hold, why error) {
 	if h.end.CompareAndSwap(endLive, endLost) {
