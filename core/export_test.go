@@ -57,8 +57,9 @@ func WatchdogPasses(l *Locker) int64 { return l.wd.passes.Load() }
 func PauseWatchdog(l *Locker) (resume func()) {
 	w := l.wd
 	w.mu.Lock()
-	w.start()
-	w.stopRun()
+	if w.start(); w.stopRun != nil {
+		w.stopRun()
+	}
 	w.mu.Unlock()
 	w.wg.Wait()
 	return func() {

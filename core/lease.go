@@ -39,6 +39,7 @@ type hold struct {
 	renewAt    int64  // next renewal due, monotonic ns
 	abandoned  bool   // its context ended without Unlock: not renewed any more
 	pending    bool   // a renewal is in flight
+	unreported bool   // lost by a reader of its context: the scheduler reports it
 	handedOver bool   // granted by a release: renew once to the TTL, even without the watchdog
 	pattern    string // WithPattern of the acquisition, for observations
 	heapIndex  int    // index in the watchdog heap, -1 when not scheduled
@@ -503,7 +504,8 @@ func (c *leaseCtx) Done() <-chan struct{} { c.lease.checkValid(); return c.Conte
 func (c *leaseCtx) Err() error { c.lease.checkValid(); return c.Context.Err() }
 
 // checkValid ends s as lost if its hold (any part's, for a LockMulti) is
-// past its validity or already lost: see docs/internals.md, "The watchdog".
+// past its validity or already lost, and the Observer hears of the loss from
+// the watchdog's goroutine: see docs/internals.md, "The watchdog".
 func (s *Lease) checkValid() {
 	if s.parts == nil {
 		s.checkHold()
@@ -529,6 +531,9 @@ func (s *Lease) checkHold() bool {
 			return false
 		}
 	case endLost:
+		if s.ctx.Context.Err() != nil {
+			return true // cancelled already
+		}
 	default:
 		return false
 	}

@@ -175,21 +175,29 @@ func TestReentryEndsWithTheFirstLease(t *testing.T) {
 		if err != nil || !inner.Reentrant() {
 			t.Fatalf("re-entry: %v", err)
 		}
+		// The channel is taken before the loss: a goroutine already waiting
+		// on it learns of the loss only if the re-entry follows the hold.
+		innerDone := inner.Done()
 		direct.Del(ctx, locktest.RedisKey("re:lost"))
 		within(t, outer.Done(), 3*ttl, "the outer lease's loss")
-		select {
-		case <-inner.Done():
-			if control {
-				t.Fatal("control: the re-entry's context ended with the hold")
-			}
-		case <-time.After(200 * time.Millisecond):
-			if !control {
-				t.Fatal("the re-entry's context lives on after its hold was lost")
-			}
-		}
+		followed(t, control, innerDone, "the loss")
 		if err := inner.Unlock(ctx); !control && !errors.Is(err, core.ErrLockLost) {
 			t.Errorf("the re-entry's Unlock after the loss = %v, want ErrLockLost", err)
 		}
+
+		// Closed: the Locker closes while both leases are held.
+		closing := locktest.Locker(t, srv.Client(t), opts...)
+		outer, err = closing.Lock(ctx, "re:closed", core.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner, err = closing.Lock(context.WithoutCancel(outer.Context()), "re:closed")
+		if err != nil || !inner.Reentrant() {
+			t.Fatalf("re-entry: %v", err)
+		}
+		innerDone = inner.Done()
+		closing.Close()
+		followed(t, control, innerDone, "Close")
 
 		// Forgotten: the outer lease unlocked, the re-entry never.
 		outer, err = l.Lock(ctx, "re:forgot", core.WithTTL(ttl))
@@ -215,6 +223,22 @@ func TestReentryEndsWithTheFirstLease(t *testing.T) {
 		}
 		got.Unlock(ctx)
 	})
+}
+
+// followed checks that a re-entry's Done channel closed with its hold's end
+// (what), or, in the control, that it did not within 200ms.
+func followed(t *testing.T, control bool, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+		if control {
+			t.Fatalf("control: the re-entry's context ended with %s", what)
+		}
+	case <-time.After(200 * time.Millisecond):
+		if !control {
+			t.Fatalf("the re-entry's context lives on after %s", what)
+		}
+	}
 }
 
 // Once a lease ends, what it answers says so: Valid is zero after Unlock,

@@ -3,6 +3,8 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -32,29 +34,40 @@ func TestLeaseContextEndsWithoutTheWatchdog(t *testing.T) {
 				client = func(t *testing.T) redis.UniversalClient { return cl.Client(t) }
 			}
 			fixedAndControl(t, "timer-only", func(t *testing.T, control bool, opts []core.Option) {
-				a := locktest.Locker(t, client(t), opts...)
+				var events locktest.Events
+				a := locktest.Locker(t, client(t), append(opts, core.WithObserver(&events))...)
 				b := locktest.Locker(t, client(t))
 				ctx := locktest.Context(t)
+				k := func(name string) string { return fmt.Sprint(name, ":", control) } // fixed and control share a server
+				resume := core.PauseWatchdog(a) // before the first hold: no scheduler pass at all
+				defer resume()
 				fixed := []core.LockOption{core.WithTTL(300 * time.Millisecond), core.WithoutWatchdog()}
-				one, err := a.Lock(ctx, "k", fixed...)
+				one, err := a.Lock(ctx, k("one"), fixed...)
 				if err != nil {
 					t.Fatal(err)
 				}
-				again, err := a.Lock(one.Context(), "k")
+				first, err := a.Lock(ctx, k("re"), fixed...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				again, err := a.Lock(first.Context(), k("re"))
 				if err != nil || !again.Reentrant() {
 					t.Fatalf("re-entry: %v, %v", again, err)
 				}
-				multi, err := a.LockMulti(ctx, []string{"m1", "m2"}, fixed...)
+				multi, err := a.LockMulti(ctx, []string{k("m1"), k("m2")}, fixed...)
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer core.PauseWatchdog(a)()
+				live, err := a.Lock(ctx, k("live"), core.WithTTL(time.Minute), core.WithoutWatchdog())
+				if err != nil {
+					t.Fatal(err)
+				}
 
 				// Another owner takes the locks once Redis lets them go.
-				for _, k := range []string{"k", "m2"} {
-					got, err := b.Lock(ctx, k, core.WithWait(5*time.Second))
+				for _, name := range []string{"one", "re", "m2"} {
+					got, err := b.Lock(ctx, k(name), core.WithWait(5*time.Second))
 					if err != nil {
-						t.Fatalf("another owner waiting for %s: %v", k, err)
+						t.Fatalf("another owner waiting for %s: %v", name, err)
 					}
 					defer got.Unlock(context.Background())
 				}
@@ -67,14 +80,42 @@ func TestLeaseContextEndsWithoutTheWatchdog(t *testing.T) {
 						t.Errorf("%s's cause: %v, want ErrLockLost", name, context.Cause(ctx))
 					}
 				}
-				select {
+				ended("the lease", one.Context().Err() != nil, one.Context())
+				select { // checked alone: its first lease is not read
 				case <-again.Done():
 					ended("the re-entry", true, again.Context())
 				default:
 					ended("the re-entry", false, again.Context())
 				}
-				ended("the lease", one.Context().Err() != nil, one.Context())
 				ended("the LockMulti lease", multi.Context().Err() != nil, multi.Context())
+				if err := live.Context().Err(); err != nil {
+					t.Fatalf("a lease within its validity ended: %v", err)
+				}
+				if control {
+					return
+				}
+
+				// The scheduler, once it runs, reports each loss once.
+				resume()
+				resume = func() {}
+				for _, name := range []string{"one", "re", "m1", "m2"} {
+					if _, ok := events.Wait(ctx, locktest.Is(core.EventLost, k(name))); !ok {
+						t.Fatalf("no loss reported for %s", name)
+					}
+				}
+				if err := live.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				a.Close() // nothing is reported after Close
+				lost := map[string]int{}
+				for _, e := range events.All() {
+					if e.Kind == core.EventLost {
+						lost[e.Key]++
+					}
+				}
+				if want := map[string]int{k("one"): 1, k("re"): 1, k("m1"): 1, k("m2"): 1}; !maps.Equal(lost, want) {
+					t.Fatalf("losses reported: %v, want %v", lost, want)
+				}
 			})
 		})
 	}

@@ -54,15 +54,14 @@ type mutants struct {
 	wakeOnIdle bool
 	// keep-late-renewal: late renewals count; unanswered ones are not given back
 	keepLateRenewal bool
-	// first-ctx-only: only the first Lock's ctx ending stops renewals (and,
-	// as timer-only, a context does not read its hold's end)
+	// first-ctx-only: only the first Lock's ctx ending stops renewals
 	firstCtxOnly bool
 	// retry-at-expiry: a failing queued waiter retries every ms past the holder's TTL
 	retryAtExpiry bool
 	// no-redlock-backoff: a Redlock waiter short of answers always retries in 1–11ms
 	noRedlockBackoff bool
-	// timer-only: a lease's context learns of its validity's end only from
-	// the watchdog's goroutine
+	// timer-only: a lease's context learns of its hold's end only when it is
+	// cancelled (by the watchdog's goroutine, or after the first lease's)
 	timerOnly bool
 	// scripts: edited by queue-expiry, sweep-64, sem-stop-at-self; nil: the real ones
 	scripts *scripts
@@ -119,7 +118,7 @@ var mutantFlags = map[string]func(*mutants){
 	"stay-on-master":     func(m *mutants) { m.stayOnMaster = true },
 	"wake-on-idle":       func(m *mutants) { m.wakeOnIdle = true },
 	"keep-late-renewal":  func(m *mutants) { m.keepLateRenewal = true },
-	"first-ctx-only":     func(m *mutants) { m.firstCtxOnly, m.timerOnly = true, true },
+	"first-ctx-only":     func(m *mutants) { m.firstCtxOnly = true },
 	"retry-at-expiry":    func(m *mutants) { m.retryAtExpiry = true },
 	"no-redlock-backoff": func(m *mutants) { m.noRedlockBackoff = true },
 	"timer-only":         func(m *mutants) { m.timerOnly = true },

@@ -142,14 +142,19 @@ func (w *watchdog) fix(h *hold) {
 	}
 }
 
-// expire ends h as lost if its validity has passed: the scheduler's rule,
-// applied by whoever reads the lease's context first. True if h is lost.
+// expire ends h as lost if it is watched, not being unlocked and past its
+// validity: the scheduler's rule, applied by a reader of the lease's context
+// that comes first. It cancels the leases and leaves the rest (the report,
+// any give-back) to the scheduler, which it wakes. True if h is lost.
 func (w *watchdog) expire(h *hold) bool {
 	w.mu.Lock()
-	lost := h.validUntil.Load() <= w.l.clock() && h.end.CompareAndSwap(endLive, endLost)
+	lost := h.heapIndex >= 0 && h.count.Load() > 0 && h.validUntil.Load() <= w.l.clock() &&
+		h.end.CompareAndSwap(endLive, endLost)
+	h.unreported = h.unreported || lost
 	w.mu.Unlock()
 	if lost {
-		w.settle(&dueHolds{lost: []*hold{h}})
+		h.first.cancel(ErrLockLost)
+		signal(w.kick)
 	}
 	return h.end.Load() == endLost
 }
@@ -238,7 +243,8 @@ func (w *watchdog) collect(now int64, due *dueHolds) {
 		if h.validUntil.Load() <= now {
 			heap.Pop(&w.h)
 			// Lost from now (under w.mu): a later renewal answer is given back.
-			if h.end.CompareAndSwap(endLive, endLost) {
+			if h.end.CompareAndSwap(endLive, endLost) || h.unreported {
+				h.unreported = false
 				due.lost = append(due.lost, h)
 			}
 			continue
@@ -422,13 +428,21 @@ func (w *watchdog) close() []*hold {
 	w.mu.Unlock()
 	w.wg.Wait()
 	w.mu.Lock()
-	held := append([]*hold(nil), w.h...)
-	for _, h := range held {
+	var held []*hold
+	var due dueHolds
+	for _, h := range w.h {
 		h.heapIndex = -1
+		if h.unreported {
+			h.unreported = false
+			due.lost = append(due.lost, h) // lost by a reader (expire)
+		} else {
+			held = append(held, h)
+		}
 	}
 	w.h = nil
 	w.queue = nil
 	w.mu.Unlock()
+	w.settle(&due)
 	return held
 }
 
