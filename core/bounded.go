@@ -33,6 +33,11 @@ func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, pr
 		return call(ctx) // nothing but the client's timeouts can bound it
 	}
 	base := detached(ctx)
+	probing = probing && l.prober.watches()
+	if l.ctxDeadlines && !probing && !deadline.IsZero() {
+		// Nothing cancels the call: a shared deadline will do (deadline.go).
+		return call(callDeadlines.ctx(base, deadline.Add(replyGrace)))
+	}
 	var cctx context.Context
 	var cancel context.CancelFunc
 	if deadline.IsZero() {
@@ -42,7 +47,7 @@ func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, pr
 	}
 	defer cancel()
 	var refused chan error // a probe's failed dial (see reach.go)
-	if probing && l.prober.watches() {
+	if probing {
 		refused = make(chan error, 1)
 		probe := time.AfterFunc(probeAfter, func() {
 			l.goBackground(func() {

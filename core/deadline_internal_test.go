@@ -1,0 +1,73 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+type deadlineTestKey struct{}
+
+// A bounded call's shared deadline: it ends at its slot's start, at most
+// deadlineSlot before the deadline asked for and never after it, keeps its
+// parent's values, shares its channel with the calls of its slot, and
+// cancels contexts derived from it as a context.WithDeadline would.
+func TestCallDeadline(t *testing.T) {
+	t.Parallel()
+	parent := context.WithValue(context.Background(), deadlineTestKey{}, "v")
+	want := time.Now().Add(50 * time.Millisecond)
+	ctx := callDeadlines.ctx(parent, want)
+	same := callDeadlines.ctx(parent, want)
+	later := callDeadlines.ctx(parent, want.Add(2*deadlineSlot))
+
+	got, ok := ctx.Deadline()
+	if !ok || got.After(want) || !got.After(want.Add(-deadlineSlot)) {
+		t.Fatalf("Deadline() = %v, %v: want in (%v, %v]", got, ok, want.Add(-deadlineSlot), want)
+	}
+	if ctx.Done() != same.Done() || ctx.Done() == later.Done() {
+		t.Fatal("calls of one slot do not share a channel, or calls of two slots do")
+	}
+	if ctx.Value(deadlineTestKey{}) != "v" {
+		t.Fatal("the parent's value is lost")
+	}
+	child, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopped := false
+	stop := context.AfterFunc(ctx, func() { stopped = true })
+	if ctx.Err() != nil || child.Err() != nil {
+		t.Fatalf("ended before its deadline: %v, %v", ctx.Err(), child.Err())
+	}
+	if !stop() {
+		t.Fatal("an AfterFunc could not be stopped before the deadline")
+	}
+	ran := make(chan struct{})
+	context.AfterFunc(ctx, func() { close(ran) })
+
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("not ended 5s after its deadline")
+	}
+	if time.Now().Before(got) {
+		t.Fatalf("ended at %v, before its deadline %v", time.Now(), got)
+	}
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) || !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		t.Fatalf("Err %v, Cause %v: want DeadlineExceeded", ctx.Err(), context.Cause(ctx))
+	}
+	select {
+	case <-child.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a derived context did not end with it")
+	}
+	if !errors.Is(child.Err(), context.DeadlineExceeded) {
+		t.Fatalf("derived context's Err %v, want DeadlineExceeded", child.Err())
+	}
+	<-ran
+	if stopped {
+		t.Fatal("a stopped AfterFunc ran")
+	}
+	if later.Err() != nil {
+		t.Fatal("a later slot's call ended with an earlier slot")
+	}
+}
