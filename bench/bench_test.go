@@ -296,7 +296,7 @@ func TestGoals(t *testing.T) {
 			t.Errorf("goal %q: row %q, want %q", target, r, want)
 		}
 	}
-	if r := row(table, "allocations per uncontended cycle"); !strings.Contains(r, "lockgate 40.0, redislock 34.0") || !strings.Contains(r, "deadline contexts") {
+	if r := row(table, "allocations per uncontended cycle"); !strings.Contains(r, "lockgate 40.0, redislock 34.0") || !strings.Contains(r, "key names boxed") {
 		t.Errorf("a missed goal names its figures and why: %q", r)
 	}
 	if r := row(table, "uncontended, 1 caller"); !strings.Contains(r, "lockgate 0.95, redislock 0.85, redsync 0.80") || !strings.HasSuffix(r, "| yes |  |") {

@@ -96,7 +96,7 @@ func (r *Report) goals() []goal {
 	if lg, rl := r.unc("lockgate", 1), r.unc("redislock", 1); lg != nil && rl != nil {
 		a, b := lg.med(func(x uncResult) float64 { return x.Allocs }), rl.med(func(x uncResult) float64 { return x.Allocs })
 		add("allocations per uncontended cycle ≤ redislock's", fmt.Sprintf("lockgate %.1f, redislock %.1f", a, b), a <= b,
-			"the two calls' deadline contexts (10 with their timers and Done channels: a budget is a hard bound whatever the client's timeouts, the wait for a pooled connection included), the lock's key names boxed for the scripts (6), the owner (3), the acquisition, lease and its context (5); what would close it is a deadline without a context per call, which the standard library does not offer.")
+			"the lock's key names boxed for the scripts (6), the owner (3), the acquisition, the lease and its context (5), each call's command, arguments and bounding context (3 a call; the deadline's timer and channel are shared by the calls of a 5ms slot: docs/internals.md, \"Bounded calls\"); on a client without ContextTimeoutEnabled each call also needs a context.WithDeadline and a goroutine of its own (lockgate/no-ctx-timeout). What would close it: key names kept boxed with the name, which costs reading for one or two allocations.")
 	}
 	if lg, fl := r.namesOf("lockgate"), r.namesOf("floor"); lg != nil && fl != nil {
 		add("what released locks leave is bounded by the deployment, not the names", fmt.Sprintf("%s names: lockgate %d keys, %+.2f MB; floor %d keys, %+.2f MB", fmtRate(float64(lg.Names)), lg.Keys, float64(lg.Memory)/(1<<20), fl.Keys, float64(fl.Memory)/(1<<20)), lg.Keys <= 16384, "")

@@ -36,7 +36,9 @@ func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, pr
 	probing = probing && l.prober.watches()
 	if l.ctxDeadlines && !probing && !deadline.IsZero() {
 		// Nothing cancels the call: a shared deadline will do (deadline.go).
-		return call(callDeadlines.ctx(base, deadline.Add(replyGrace)))
+		if cctx, ok := callDeadlines.ctx(base, deadline.Add(replyGrace)); ok {
+			return call(cctx)
+		}
 	}
 	var cctx context.Context
 	var cancel context.CancelFunc

@@ -6,12 +6,20 @@ import (
 	"time"
 )
 
-// deadlineSlot is the precision of a bounded call's deadline: calls whose
-// deadlines fall in one slot share the channel that closes at its start.
-const deadlineSlot = 5 * time.Millisecond
+const (
+	// deadlineSlot is the precision of a shared deadline: calls whose
+	// deadlines fall in one slot share the channel that closes at its start.
+	deadlineSlot = 5 * time.Millisecond
+	// sharedHorizon: a deadline further off gets a context.WithDeadline,
+	// freed when its call returns, rather than a slot kept until it starts.
+	sharedHorizon = 5 * time.Second
+)
 
 // callDeadlines hands out those channels, for every Locker of the process.
 var callDeadlines = deadlines{epoch: time.Now(), chans: map[int64]chan struct{}{}}
+
+// closedChan is the Done channel of a call whose deadline has passed.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // deadlines is a set of channels, each closed when its slot starts: a
 // timer and a channel for many calls instead of a context.WithDeadline
@@ -23,9 +31,20 @@ type deadlines struct {
 }
 
 // ctx returns a context with parent's values (not its cancellation) that
-// ends at deadline, or up to deadlineSlot before it.
-func (d *deadlines) ctx(parent context.Context, deadline time.Time) context.Context {
-	slot := int64(deadline.Sub(d.epoch) / deadlineSlot)
+// ends at deadline, or up to deadlineSlot before it; false, and no
+// context, for a deadline more than sharedHorizon away.
+func (d *deadlines) ctx(parent context.Context, deadline time.Time) (context.Context, bool) {
+	left := time.Until(deadline) // relative, as context.WithDeadline: any clock reading will do
+	switch {
+	case left > sharedHorizon:
+		return nil, false
+	case left <= deadlineSlot:
+		// Ends within the slot (or has): now, so a call never reaches
+		// the connection with a deadline in the past.
+		return &callCtx{Context: parent, deadline: time.Now(), done: closedChan}, true
+	}
+	now := time.Since(d.epoch)
+	slot := int64((now + left) / deadlineSlot) // positive: rounds down
 	at := d.epoch.Add(time.Duration(slot) * deadlineSlot)
 	d.mu.Lock()
 	ch, ok := d.chans[slot]
@@ -40,7 +59,7 @@ func (d *deadlines) ctx(parent context.Context, deadline time.Time) context.Cont
 		})
 	}
 	d.mu.Unlock()
-	return &callCtx{Context: parent, deadline: at, done: ch}
+	return &callCtx{Context: parent, deadline: at, done: ch}, true
 }
 
 // callCtx is a bounded call's context: it ends when done closes, at deadline.
@@ -54,7 +73,7 @@ func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 func (c *callCtx) Done() <-chan struct{}       { return c.done }
 
 // AfterFunc runs f once the context has ended, so that contexts derived
-// from it need no goroutine to follow it (see context.AfterFunc).
+// directly from it need no goroutine to follow it (see context.AfterFunc).
 func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
 	return time.AfterFunc(time.Until(c.deadline), func() { <-c.done; f() }).Stop
 }
@@ -66,4 +85,11 @@ func (c *callCtx) Err() error {
 	default:
 		return nil
 	}
+}
+
+// slots is how many slots are live, for tests.
+func (d *deadlines) slots() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.chans)
 }

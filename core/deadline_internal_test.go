@@ -17,9 +17,9 @@ func TestCallDeadline(t *testing.T) {
 	t.Parallel()
 	parent := context.WithValue(context.Background(), deadlineTestKey{}, "v")
 	want := time.Now().Add(50 * time.Millisecond)
-	ctx := callDeadlines.ctx(parent, want)
-	same := callDeadlines.ctx(parent, want)
-	later := callDeadlines.ctx(parent, want.Add(2*deadlineSlot))
+	ctx := sharedCtx(t, parent, want)
+	same := sharedCtx(t, parent, want)
+	later := sharedCtx(t, parent, want.Add(2*deadlineSlot))
 
 	got, ok := ctx.Deadline()
 	if !ok || got.After(want) || !got.After(want.Add(-deadlineSlot)) {
@@ -69,5 +69,45 @@ func TestCallDeadline(t *testing.T) {
 	}
 	if later.Err() != nil {
 		t.Fatal("a later slot's call ended with an earlier slot")
+	}
+}
+
+// sharedCtx is callDeadlines.ctx for a deadline within the horizon.
+func sharedCtx(t *testing.T, parent context.Context, deadline time.Time) context.Context {
+	t.Helper()
+	ctx, ok := callDeadlines.ctx(parent, deadline)
+	if !ok {
+		t.Fatalf("no shared deadline %v ahead", time.Until(deadline))
+	}
+	return ctx
+}
+
+// A deadline past (or within a slot) has ended already, and takes no slot,
+// so a call never reaches a connection with a deadline in the past; one
+// beyond the horizon gets none (the caller makes a context of its own); one
+// read without a monotonic clock (time.Unix) ends when it says.
+func TestCallDeadlineEdges(t *testing.T) {
+	before := callDeadlines.slots()
+	for _, past := range []time.Duration{-time.Hour, -time.Millisecond, deadlineSlot / 2} {
+		ctx := sharedCtx(t, context.Background(), time.Now().Add(past))
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Fatalf("deadline %v from now: Err %v, want DeadlineExceeded at once", past, ctx.Err())
+		}
+	}
+	if _, ok := callDeadlines.ctx(context.Background(), time.Now().Add(sharedHorizon+time.Second)); ok {
+		t.Fatal("a deadline beyond the horizon got a shared channel")
+	}
+	if n := callDeadlines.slots(); n > before { // slots of other tests only end meanwhile
+		t.Fatalf("slots %d, more than the %d before: a past or far deadline took one", n, before)
+	}
+	wall := time.Unix(0, time.Now().Add(100*time.Millisecond).UnixNano()) // no monotonic reading
+	ctx := sharedCtx(t, context.Background(), wall)
+	start := time.Now()
+	<-ctx.Done()
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("a deadline 100ms away without a monotonic reading ended after %v", took)
+	}
+	if d, _ := ctx.Deadline(); d.After(wall) {
+		t.Fatalf("Deadline %v after the one asked, %v", d, wall)
 	}
 }
