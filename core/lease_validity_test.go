@@ -38,8 +38,10 @@ func TestLeaseContextEndsWithoutTheWatchdog(t *testing.T) {
 				a := locktest.Locker(t, client(t), append(opts, core.WithObserver(&events))...)
 				b := locktest.Locker(t, client(t))
 				ctx := locktest.Context(t)
-				k := func(name string) string { return fmt.Sprint(name, ":", control) } // fixed and control share a server
-				resume := core.PauseWatchdog(a) // before the first hold: no scheduler pass at all
+				// fixed and control share a server: each has its own names
+				k := func(name string) string { return fmt.Sprint(name, ":", control) }
+				// paused before the first hold: no scheduler pass at all
+				resume := core.PauseWatchdog(a)
 				defer resume()
 				fixed := []core.LockOption{core.WithTTL(300 * time.Millisecond), core.WithoutWatchdog()}
 				one, err := a.Lock(ctx, k("one"), fixed...)
