@@ -17,9 +17,11 @@ import (
 
 // A lease's context ends at the end of its validity even while the
 // watchdog's goroutines do not run, as on a loaded machine: Done and Err of
-// a lease, of its re-entry and of a LockMulti's lease report the loss once
-// another owner could have the locks. The control learns of it only from
-// the watchdog's scheduler, so it misses it.
+// a lease, of a re-entry and of a LockMulti's lease report the loss once
+// another owner could have the locks, each on a lock of its own; a lease
+// within its validity stays live; once the scheduler runs it reports each
+// loss exactly once. The control learns of the end only from the
+// watchdog's scheduler, so it misses it.
 func TestLeaseContextEndsWithoutTheWatchdog(t *testing.T) {
 	t.Parallel()
 	for _, topo := range []string{"single", "cluster"} {
