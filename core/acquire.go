@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -117,7 +118,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		wall = time.Now()
 	}
 	var undoLate func(acquireReply, error)
-	if l.answersLate() {
+	if !l.ctxDeadlines { // else no late answer: no orphan
 		undoLate = func(r acquireReply, err error) {
 			if neverRan(err) || err == nil && (r.found == foundEnded || r.found == foundBusy && !a.waits) {
 				return // nothing to undo
@@ -266,10 +267,29 @@ func (a *acquisition) took(ctx context.Context, fence, sent int64, wall time.Tim
 
 // newHold makes the hold and its first lease and hands it to the watchdog.
 func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt int64, handedOver bool) (*Lease, error) {
-	l := a.l
-	s := newHeld(ctx, l, a.key, a.keys, a.owner, &a.o, fence, validUntil, renewAt, handedOver)
-	s.h.uncertain.Store(a.uncertain)
-	if !l.wd.add(s.h) {
+	l, o := a.l, &a.o
+	h := &hold{
+		l:          l,
+		key:        a.key,
+		keys:       a.keys,
+		owner:      a.owner,
+		fence:      fence,
+		acquired:   time.Now(),
+		watchdog:   o.watchdog,
+		release:    o.releaseTimeout,
+		renewAt:    renewAt,
+		handedOver: handedOver,
+		pattern:    o.pattern,
+		heapIndex:  -1,
+		parentDone: ctx.Done(),
+	}
+	h.count.Store(1)
+	h.ttl.Store(int64(o.ttl))
+	h.validUntil.Store(validUntil)
+	s := newLease(h, ctx, false)
+	h.first = s
+	h.uncertain.Store(a.uncertain)
+	if !l.wd.add(h) {
 		a.undo()
 		return nil, ErrClosed
 	}
@@ -279,7 +299,7 @@ func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt in
 // undo releases what this call's attempts may hold, or its queue place.
 func (a *acquisition) undo() { a.undoOwner(a.owner) }
 
-func (a *acquisition) undoOwner(owner ownerID) { a.l.undo(&a.keys, owner, &a.o) }
+func (a *acquisition) undoOwner(owner ownerID) { a.l.undo(&a.keys, owner, &a.o, nil) }
 
 // freshOwner readies a Redlock retry: a new owner (the old one's done markers
 // void its attempts) after jitter, so split owners do not split again.
@@ -314,15 +334,7 @@ func transient(err error) bool {
 		return true
 	}
 	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	for _, p := range transientPrefixes {
-		if redis.HasErrorPrefix(err, p) {
-			return true
-		}
-	}
-	return false
+	return errors.As(err, &ne) || hasErrorPrefix(err, transientPrefixes)
 }
 
 var transientPrefixes = []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "ERR max number of clients reached"}
@@ -337,10 +349,9 @@ func refusedByServer(err error) bool {
 	return authFailed(err) || redis.HasErrorPrefix(err, "WRONGTYPE")
 }
 
-// failingOver reports whether err is a failed dial that looks like a failover:
-// on a Sentinel or Cluster client of a Locker that reached its deployment
-// before. A waiting Lock then retries. See docs/topologies.md, "A refused
-// dial during a failover".
+// failingOver reports whether err is a failed dial on a Sentinel or Cluster
+// client that reached its deployment before, which a waiting Lock retries.
+// See docs/topologies.md, "A refused dial during a failover".
 func (l *Locker) failingOver(err error) bool {
 	// Never a probe's refusal: the call it stopped goes to its undo.
 	return l.retriesRefusals() && dialFailed(err) && !isProbe(err)
@@ -360,13 +371,6 @@ func (l *Locker) reloadSlots() {
 	}
 }
 
-// followsFailovers reports whether c follows its deployment's master: a
-// Sentinel failover client or a Cluster client.
-func followsFailovers(c redis.UniversalClient) bool {
-	_, cluster := c.(*redis.ClusterClient)
-	return cluster || isFailoverClient(c)
-}
-
 // isFailoverClient reports whether c is a Sentinel failover client.
 func isFailoverClient(c redis.UniversalClient) bool {
 	p, ok := c.(*redis.Client)
@@ -381,12 +385,11 @@ func dialFailed(err error) bool {
 
 // authFailed reports a refused password or permission (the call did not run).
 func authFailed(err error) bool {
-	for _, p := range authPrefixes {
-		if redis.HasErrorPrefix(err, p) {
-			return true
-		}
-	}
-	return err != nil && strings.Contains(err.Error(), "Protocol error: unauthenticated")
+	return hasErrorPrefix(err, authPrefixes) || err != nil && strings.Contains(err.Error(), "Protocol error: unauthenticated")
+}
+
+func hasErrorPrefix(err error, prefixes []string) bool {
+	return slices.ContainsFunc(prefixes, func(p string) bool { return redis.HasErrorPrefix(err, p) })
 }
 
 var authPrefixes = []string{"NOAUTH", "WRONGPASS", "NOPERM"}

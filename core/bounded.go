@@ -79,10 +79,6 @@ func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, pr
 	return f.wait(ctx, cctx, deadline, refused)
 }
 
-// answersLate reports whether a bounded call may be answered after its caller
-// left (the client ignores deadlines); callers make an orphan only then.
-func (l *Locker) answersLate() bool { return !l.ctxDeadlines }
-
 // detached is ctx without its cancellation; ctx itself when it is never
 // cancelled, which spares an allocation.
 func detached(ctx context.Context) context.Context {

@@ -7,9 +7,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// coalescer sends one Locker's acquire and release scripts to a plain client
-// in at most coalesceSlots round trips at once; later calls queue as one
-// pipeline. A queued call may be sent after its caller gave up, who undoes it.
+// coalescer sends a Locker's acquires and releases to a plain client in at
+// most coalesceSlots round trips at once; later calls queue as one pipeline.
 // See docs/internals.md, "Coalescing".
 type coalescer struct {
 	c     *redis.Client

@@ -86,10 +86,3 @@ func (c *callCtx) Err() error {
 		return nil
 	}
 }
-
-// slots is how many slots are live, for tests.
-func (d *deadlines) slots() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.chans)
-}

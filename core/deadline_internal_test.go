@@ -111,3 +111,10 @@ func TestCallDeadlineEdges(t *testing.T) {
 		t.Fatalf("Deadline %v after the one asked, %v", d, wall)
 	}
 }
+
+// slots is how many slots are live, for tests.
+func (d *deadlines) slots() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.chans)
+}

@@ -5,12 +5,6 @@ import (
 	"time"
 )
 
-// fanOut runs call on every node in parallel, each bounded by d and ctx; a
-// node that did not answer in time keeps errNoAnswer; a late answer is dropped.
-func fanOut[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *deployment) (T, error)) ([]T, []error) {
-	return fanOutUntil(ctx, r, d, call, nil)
-}
-
 // verdict is what a fan-out's answers so far decide.
 type verdict uint8
 
@@ -24,9 +18,9 @@ const (
 // answer (a grant, say) is counted, a hung one delays no longer.
 const fanOutGrace = 5 * time.Millisecond
 
-// fanOutUntil is fanOut that returns once judge, told of each answer, says
-// decided, or fanOutGrace after settling; calls in flight go on within d.
-// See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
+// fanOutUntil runs call on every node in parallel, each bounded by d and ctx
+// (unanswered: errNoAnswer), until judge (nil: none) says decided, or for
+// fanOutGrace after settling. See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
 func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *deployment) (T, error), judge func(v T, err error) verdict) ([]T, []error) {
 	res := make([]T, len(r.nodes))
 	errs := make([]error, len(r.nodes))

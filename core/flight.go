@@ -8,11 +8,10 @@ import (
 // it), which its caller may stop waiting for; a late result goes to orphan,
 // which undoes the call. See docs/internals.md, "Bounded calls".
 type flight[T any] struct {
-	done   chan struct{}
-	res    T
-	err    error
-	state  atomic.Int32 // flightRunning, flightDelivered, flightOrphaned
-	orphan func(T, error)
+	done  chan struct{}
+	res   T
+	err   error
+	state atomic.Int32 // flightRunning, flightDelivered, flightOrphaned
 }
 
 const (
@@ -24,11 +23,11 @@ const (
 // startFlight runs call on a goroutine of l; orphan (may be nil) gets the
 // result if the caller gave up first. nil, running nothing, once l is closed.
 func startFlight[T any](l *Locker, call func() (T, error), orphan func(T, error)) *flight[T] {
-	f := &flight[T]{done: make(chan struct{}), orphan: orphan}
+	f := &flight[T]{done: make(chan struct{})}
 	if !l.goBackground(func() {
 		f.res, f.err = call()
-		if !f.state.CompareAndSwap(flightRunning, flightDelivered) && f.orphan != nil {
-			f.orphan(f.res, f.err)
+		if !f.state.CompareAndSwap(flightRunning, flightDelivered) && orphan != nil {
+			orphan(f.res, f.err)
 		}
 		close(f.done)
 	}) {

@@ -56,7 +56,7 @@ func (l *Locker) inspect(ctx context.Context, key string) (lockState, error) {
 		return lockState{}, ErrClosed
 	}
 	k := l.keysFor(key)
-	r, err := boundedCall(l, ctx, func(cctx context.Context) (lockState, error) { return l.be.inspect(cctx, &k) })
+	r, err := bounded(l, ctx, l.callDeadline(ctx), func(cctx context.Context) (lockState, error) { return l.be.inspect(cctx, &k) }, nil)
 	if err != nil {
 		return lockState{}, opError("inspect", err)
 	}
@@ -64,16 +64,9 @@ func (l *Locker) inspect(ctx context.Context, key string) (lockState, error) {
 	return r, nil
 }
 
-// boundedCall runs an operator's call within callDeadline plus replyGrace
-// (else errNoAnswer); a late answer is dropped: nothing changed, or it may have.
-func boundedCall[T any](l *Locker, ctx context.Context, call func(context.Context) (T, error)) (T, error) {
-	return bounded(l, ctx, l.callDeadline(ctx), call, nil)
-}
-
 // opError is an operator's call error: ErrClosed as is, else ErrUnavailable.
 func opError(op string, err error) error {
-	switch {
-	case err == ErrClosed, errors.Is(err, ErrUnavailable):
+	if err == ErrClosed || errors.Is(err, ErrUnavailable) {
 		return err
 	}
 	return unavailable(op, err)
@@ -93,7 +86,7 @@ func (l *Locker) ForceRelease(ctx context.Context, key string) (LockInfo, error)
 		return st.LockInfo, err
 	}
 	k := l.keysFor(key)
-	held, err := boundedCall(l, ctx, func(cctx context.Context) (bool, error) { return l.be.forceRelease(cctx, &k, st.owner) })
+	held, err := bounded(l, ctx, l.callDeadline(ctx), func(cctx context.Context) (bool, error) { return l.be.forceRelease(cctx, &k, st.owner) }, nil)
 	switch {
 	case err != nil:
 		return st.LockInfo, opError("release", err)
@@ -144,9 +137,8 @@ func (l *Locker) List(ctx context.Context, match string, limit int) ([]string, e
 	return names, nil
 }
 
-// inspectReply reads the inspect script's answer.
-func inspectReply(cmd *redis.Cmd) (lockState, error) {
-	r, err := cmd.Slice()
+func (s *deployment) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
+	r, err := inspectScript.run(ctx, s.c, []any{k.args[0], k.args[3]}).Slice()
 	if err != nil {
 		return lockState{}, err
 	}
@@ -170,10 +162,6 @@ func inspectReply(cmd *redis.Cmd) (lockState, error) {
 		st.TTL = time.Duration(max(pttl, 0)) * time.Millisecond
 	}
 	return st, nil
-}
-
-func (s *deployment) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
-	return inspectReply(inspectScript.run(ctx, s.c, []any{k.args[0], k.args[3]}))
 }
 
 // scan calls fn with every hash key matching glob, on every master, until false.

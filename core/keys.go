@@ -20,19 +20,16 @@ type lockKeys struct {
 
 func (k *lockKeys) hash() string { return k.names[0] }
 
-// marker is owner's done marker key: "<prefix>{<name>}:done:<owner>".
-func (k *lockKeys) marker(owner string) string { return k.names[0] + ":done:" + owner }
-
 // ownerID is an owner id and its script arguments on one lock, boxed once.
 type ownerID struct {
 	id     string
 	arg    any // id
-	marker any // the key of id's done marker on the lock (lockKeys.marker)
+	marker any // the key of id's done marker on the lock: "<prefix>{<name>}:done:<id>"
 }
 
 // owner returns id's ownerID on k's lock.
 func (k *lockKeys) owner(id string) ownerID {
-	return ownerID{id: id, arg: id, marker: k.marker(id)}
+	return ownerID{id: id, arg: id, marker: k.names[0] + ":done:" + id}
 }
 
 // script returns the KEYS of the acquire and release scripts for owner.
@@ -47,10 +44,8 @@ var (
 
 // keysFor returns the keys of the lock named name.
 func (l *Locker) keysFor(name string) lockKeys {
-	if strings.ContainsAny(name, "%}") {
-		// '}' would end the hash tag early; escaping '%' too keeps names one-to-one.
-		name = braceEscaper.Replace(name)
-	}
+	// '}' would end the hash tag early; escaping '%' too keeps names one-to-one.
+	name = braceEscaper.Replace(name) // the same string, unless it holds one
 	// "<hash>", "<hash>:q" and "<hash>:qt" share one allocation.
 	qt := l.opts.prefix + "{" + name + "}:qt"
 	k := lockKeys{names: [4]string{qt[:len(qt)-3], l.floorKey(name), qt[:len(qt)-1], qt}}
@@ -82,10 +77,7 @@ func hashTag(key string) string {
 
 // globFor is the SCAN MATCH pattern of lock hashes whose names match match.
 func (l *Locker) globFor(match string) string {
-	if strings.ContainsAny(match, "%}") {
-		match = braceEscaper.Replace(match)
-	}
-	return globEscape(l.opts.prefix) + "{" + match + "}"
+	return globEscape(l.opts.prefix) + "{" + braceEscaper.Replace(match) + "}"
 }
 
 // nameOf is keysFor's inverse for a lock hash's key.

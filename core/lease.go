@@ -55,8 +55,6 @@ const (
 	endClosed                // the Locker was closed or shut down
 )
 
-var errLostNotHeld = fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost)
-
 // errAbandoned: the lease's context ended without Unlock, so its lock expired.
 var errAbandoned = fmt.Errorf("%w: the lease's context ended without Unlock, so its lock was no longer renewed", ErrLockLost)
 
@@ -91,31 +89,6 @@ type Lease struct {
 	gaveBack  atomic.Bool // and returned nil
 	// stopFollow stops a re-entry's context following the first lease's
 	stopFollow func() bool
-}
-
-// newHeld makes an obtained lock's hold and first lease, not yet watched.
-func newHeld(ctx context.Context, l *Locker, key string, keys lockKeys, owner ownerID, o *callOptions, fence, validUntil, renewAt int64, handedOver bool) *Lease {
-	h := &hold{
-		l:          l,
-		key:        key,
-		keys:       keys,
-		owner:      owner,
-		fence:      fence,
-		acquired:   time.Now(),
-		watchdog:   o.watchdog,
-		release:    o.releaseTimeout,
-		renewAt:    renewAt,
-		handedOver: handedOver,
-		pattern:    o.pattern,
-		heapIndex:  -1,
-		parentDone: ctx.Done(),
-	}
-	h.count.Store(1)
-	h.ttl.Store(int64(o.ttl))
-	h.validUntil.Store(validUntil)
-	s := newLease(h, ctx, false)
-	h.first = s
-	return s
 }
 
 // newLease makes a lease on h whose context derives from parent ctx.
@@ -278,7 +251,12 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return struct{}{}, b[0].err
 	}, nil)
 	if err != nil && err != ErrClosed && !neverRan(err) {
-		h.mayHaveRenewed(ttl)
+		// A renewal of unknown outcome: given back if h is lost already
+		// (see docs/internals.md, "The watchdog").
+		h.recordUnknown(ttl)
+		if h.end.Load() == endLost && !h.l.mut.keepLateRenewal {
+			h.giveBack()
+		}
 	}
 	switch {
 	case err == ErrClosed:
@@ -360,16 +338,7 @@ func (s *Lease) done(err error) error {
 	return err
 }
 
-// mayHaveRenewed records a renewal to ttl of unknown outcome, giving the lock
-// back if h is lost already. See docs/internals.md, "The watchdog".
-func (h *hold) mayHaveRenewed(ttl time.Duration) {
-	h.recordUnknown(ttl)
-	if h.end.Load() == endLost && !h.l.mut.keepLateRenewal {
-		h.giveBack()
-	}
-}
-
-// recordUnknown is mayHaveRenewed without the give-back (w.mu held, h not lost).
+// recordUnknown records a renewal to ttl of unknown outcome.
 func (h *hold) recordUnknown(ttl time.Duration) {
 	for {
 		old := h.unknownTTL.Load()
@@ -387,17 +356,9 @@ func (h *hold) renewedFor(ttl time.Duration) {
 }
 
 // endErr is the error of a call on h once it ended (nil while it is live).
-func (h *hold) endErr() error {
-	switch h.end.Load() {
-	case endLive:
-		return nil
-	case endLost:
-		return errLostNotHeld
-	case endClosed:
-		return ErrClosed
-	}
-	return ErrNotHeld
-}
+func (h *hold) endErr() error { return endErrs[h.end.Load()] }
+
+var endErrs = [...]error{endReleased: ErrNotHeld, endNotHeld: ErrNotHeld, endLost: fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost), endClosed: ErrClosed}
 
 // releaseInRedis releases the whole hold in Redis (retry: after a failure).
 func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
@@ -429,7 +390,7 @@ func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 // ctx, retrying transient failures. See docs/design.md, "Redis layout".
 func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 	var endLate func(bool, error)
-	if l.answersLate() {
+	if !l.ctxDeadlines { // else no late answer: no orphan
 		endLate = func(held bool, err error) {
 			if err == nil && (held || h.releaseSent.Load()) {
 				h.end.CompareAndSwap(endLive, endReleased)

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -27,7 +28,8 @@ type Locker struct {
 	markerTTL time.Duration
 	// ctxDeadlines: the client bounds calls by ctx (ContextTimeoutEnabled)
 	ctxDeadlines bool
-	// followsFailovers: a failed dial may be a failover (see failingOver)
+	// followsFailovers: a Sentinel failover or Cluster client, so a failed
+	// dial may be a failover (see failingOver)
 	followsFailovers bool
 	// reached: a call got an answer from the deployment once (answered)
 	reached atomic.Bool
@@ -81,8 +83,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	}
 	o.call.refreshScriptArgs()
 	marker := markerTTL(client)
-	be := &deployment{c: client, scripts: mut.scriptSet(), windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
+	be := &deployment{c: client, scripts: mut.scripts, windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
 	ctxDeadlines := honoursDeadlines(client)
+	_, cluster := client.(*redis.ClusterClient)
 	if c, ok := client.(*redis.Client); ok && !o.noCoalesce && o.ackN == 0 {
 		be.pipe = &coalescer{c: c}
 	}
@@ -91,7 +94,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		be:               be,
 		markerTTL:        marker,
 		ctxDeadlines:     ctxDeadlines,
-		followsFailovers: followsFailovers(client),
+		followsFailovers: cluster || isFailoverClient(client),
 		opts:             o,
 		epoch:            time.Now(),
 		done:             make(chan struct{}),
@@ -145,9 +148,7 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 	errs := make([]error, len(ended))
 	var wg sync.WaitGroup
 	for i, h := range ended {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			held, err := bounded(l, ctx, time.Time{}, func(cctx context.Context) (bool, error) {
 				return l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
 			}, nil)
@@ -163,7 +164,7 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 				l.holdTimes.observe(time.Since(h.acquired))
 			}
 			l.released(ctx, h, false, errs[i])
-		}()
+		})
 	}
 	wg.Wait()
 	l.stopBackground()
@@ -220,7 +221,7 @@ func (l *Locker) stopBackground() {
 // already); ErrInvalid; ErrUnsupported (Redis < 7.0); ErrClosed.
 // See docs/usage.md, "Lock in detail".
 func (l *Locker) Lock(ctx context.Context, key string, opts ...LockOption) (*Lease, error) {
-	return l.lockUntil(ctx, key, opts, true, time.Time{})
+	return l.lockUntil(ctx, key, opts, true, time.Time{}, false)
 }
 
 // TryLock makes one attempt to obtain (or re-enter) the lock: a *BusyError at
@@ -228,7 +229,7 @@ func (l *Locker) Lock(ctx context.Context, key string, opts ...LockOption) (*Lea
 // (WithAttemptTimeout, default 500ms) or ctx's deadline, whichever is first,
 // plus at most 50ms. Other errors as for Lock.
 func (l *Locker) TryLock(ctx context.Context, key string, opts ...LockOption) (*Lease, error) {
-	return l.lockUntil(ctx, key, opts, false, time.Time{})
+	return l.lockUntil(ctx, key, opts, false, time.Time{}, false)
 }
 
 // callOptions sets o to the Locker's call options with opts applied (o.err:
@@ -244,14 +245,20 @@ func (l *Locker) callOptions(o *callOptions, opts []LockOption) {
 	}
 }
 
-// lockUntil is lock with a budget ending by until (zero: none), for LockMulti.
-func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, wait bool, until time.Time) (*Lease, error) {
+// lockUntil is Lock, TryLock (!wait) or RLock (read) with a budget ending by
+// until (zero: none), for LockMulti.
+func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, wait bool, until time.Time, read bool) (*Lease, error) {
 	start := time.Now()
-	a, err := l.prepare(ctx, start, key, opts, wait, until, 0, nil)
+	var invalid error
+	if read && !l.be.queues() {
+		invalid = fmt.Errorf("%w: RLock on a Redlock Locker (NewRedlock): use a Locker on one deployment", ErrUnsupported)
+	}
+	a, err := l.prepare(ctx, start, key, opts, wait, until, 0, invalid)
 	if err != nil {
 		return nil, err
 	}
 	a.keys = l.keysFor(key)
+	a.keys.read = read
 	if s, err := l.reenter(ctx, a, start); s != nil || err != nil {
 		return s, err
 	}
@@ -329,7 +336,7 @@ func (l *Locker) reenter(ctx context.Context, a *acquisition, start time.Time) (
 		}
 	}
 	if h.keys.read && !a.keys.read {
-		err := upgradeError(a.key)
+		err := invalidf("Lock of %q in a context that holds it for reading (RLock): a read lock is not upgraded: Unlock it, then Lock", a.key)
 		l.observe(ctx, Event{Kind: EventNotObtained, Key: a.key, Pattern: a.o.pattern, Err: err})
 		return nil, err
 	}

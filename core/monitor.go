@@ -33,15 +33,13 @@ func (w *watchdog) startMonitors(ctx context.Context) {
 	}
 	for _, r := range w.l.waitRooms {
 		c := r.client
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
+		w.wg.Go(func() {
 			if cc, ok := c.(*redis.ClusterClient); ok {
 				w.monitorCluster(ctx, cc)
 				return
 			}
 			w.monitor(ctx, c)
-		}()
+		})
 	}
 }
 
@@ -65,12 +63,7 @@ func (w *watchdog) monitor(ctx context.Context, c redis.UniversalClient) {
 			return
 		}
 		failed = true
-		t := time.NewTimer(monitorRetry)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
+		sleepCtx(ctx, monitorRetry)
 	}
 }
 
@@ -162,23 +155,15 @@ func (w *watchdog) monitorCluster(ctx context.Context, cc *redis.ClusterClient) 
 				nctx, stop := context.WithCancel(ctx)
 				nodes[addr] = stop
 				added = !first
-				w.wg.Add(1)
-				go func() {
-					defer w.wg.Done()
-					w.monitor(nctx, c)
-				}()
+				w.wg.Go(func() { w.monitor(nctx, c) })
 			}
 			if added {
 				w.checkNow()
 			}
 			first = false
 		}
-		t := time.NewTimer(monitorScan)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, monitorScan) {
 			return
-		case <-t.C:
 		}
 	}
 }

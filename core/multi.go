@@ -44,7 +44,7 @@ func (l *Locker) LockMulti(ctx context.Context, keys []string, opts ...LockOptio
 	until := time.Now().Add(budget)
 	parts := make([]*Lease, 0, len(names))
 	for _, name := range names {
-		s, err := l.lockUntil(ctx, name, opts, true, until)
+		s, err := l.lockUntil(ctx, name, opts, true, until, false)
 		if err != nil {
 			giveBack(parts, until.Add(replyGrace))
 			return nil, err
@@ -68,7 +68,7 @@ func giveBack(parts []*Lease, by time.Time) {
 		h.l.wd.remove(h)
 		done := make(chan struct{})
 		dones = append(dones, done)
-		h.l.undoThen(&h.keys, h.owner, h.undoOptions(), done)
+		h.l.undo(&h.keys, h.owner, h.undoOptions(), done)
 	}
 	t := time.NewTimer(time.Until(by))
 	defer t.Stop()
@@ -221,12 +221,7 @@ func (s *Lease) FenceOf(key string) int64 {
 
 // multiReentrant reports whether every part of a LockMulti was re-entered.
 func (s *Lease) multiReentrant() bool {
-	for _, p := range s.parts {
-		if !p.reentrant {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(s.parts, func(p *Lease) bool { return !p.reentrant })
 }
 
 // multiKey is a LockMulti lease's Key: its names joined by commas.

@@ -63,7 +63,7 @@ type mutants struct {
 	// timer-only: a lease's context learns of its hold's end only when it is
 	// cancelled (by the watchdog's goroutine, or after the first lease's)
 	timerOnly bool
-	// scripts: edited by queue-expiry, sweep-64, sem-stop-at-self; nil: the real ones
+	// scripts a backend sends: the real ones, or edited by queue-expiry, sweep-64, sem-stop-at-self
 	scripts *scripts
 }
 
@@ -84,14 +84,6 @@ var mutantEdits = map[string][2]string{
 // semMutantEdits are the mutants of semaphore_acquire.lua, likewise.
 var semMutantEdits = map[string][2]string{
 	"sem-stop-at-self": {"      own = true\n", "      own = true\n      free = 0 break\n"},
-}
-
-// scriptSet is the scripts a backend of a Locker with m sends.
-func (m *mutants) scriptSet() *scripts {
-	if m.scripts != nil {
-		return m.scripts
-	}
-	return &queueScripts
 }
 
 // mutantFlags are the mutants that set a flag, by name.
@@ -126,7 +118,7 @@ var mutantFlags = map[string]func(*mutants){
 
 // parseMutants reads a comma-separated list of mutant names.
 func parseMutants(list string) (mutants, error) {
-	var m mutants
+	m := mutants{scripts: &queueScripts}
 	q, sem := queueSrc, semAcquireSrc
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)

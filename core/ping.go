@@ -27,14 +27,12 @@ func (l *Locker) Ping(ctx context.Context) error {
 	facts := make([]serverFacts, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			f, err := bounded(l, ctx, l.callDeadline(ctx), func(cctx context.Context) (serverFacts, error) {
 				return n.check(cctx)
 			}, nil)
 			facts[i], errs[i] = f, withCause(err)
-		}()
+		})
 	}
 	wg.Wait()
 	var failed []error

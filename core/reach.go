@@ -168,10 +168,7 @@ func (p *prober) refused(ctx context.Context, spawn func(func()) bool) error {
 	if !p.at.IsZero() && time.Since(p.at) < probeValid {
 		err := p.err
 		p.mu.Unlock()
-		if refusal(err) {
-			return &probeError{err}
-		}
-		return nil
+		return refusal(err)
 	}
 	if p.busy == nil {
 		busy := make(chan struct{})
@@ -199,23 +196,17 @@ func (p *prober) refused(ctx context.Context, spawn func(func()) bool) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !refusal(p.err) {
-		return nil
-	}
-	return &probeError{p.err}
+	return refusal(p.err)
 }
 
-// refusal reports whether a dial error says the server takes no connections;
-// a timeout says only that the machine is slow, and the call goes on.
-func refusal(err error) bool {
-	if err == nil {
-		return false
-	}
+// refusal is a *probeError for a dial error that says the server takes no
+// connections, else nil (a timeout says only that the machine is slow).
+func refusal(err error) error {
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
-		return false
+	if err == nil || errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) || !dialFailed(err) {
+		return nil
 	}
-	return dialFailed(err)
+	return &probeError{err}
 }
 
 func isProbe(err error) bool {

@@ -60,63 +60,12 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *deployment) (acquireReply, error) {
 		return n.acquire(cctx, k, owner, ttl, entry, seq, tag)
 	}, r.acquireJudge())
-	t := tallyAcquire(res, errs)
-	switch {
-	case t.ended > 0:
-		return acquireReply{found: foundEnded}, nil
-	case t.granted >= r.quorum:
-		if err := r.raiseFences(ctx, k, owner, t.fence, ttlD); err != nil {
-			return acquireReply{}, err
-		}
-		return acquireReply{found: foundHeld, fence: t.fence}, nil
-	case t.answered >= r.quorum && t.granted > 0 && t.answered-t.granted >= r.quorum && !r.retryStray:
-		// Busy on a majority, granted by a node that lost the holder's copy.
-		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, stray: true}, nil
-	case t.answered >= r.quorum && t.granted > 0:
-		// Granted by too few, no majority busy either: owners raced.
-		return acquireReply{found: foundSplit, wait: t.wait, holder: t.holder}, nil
-	case t.answered >= r.quorum:
-		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder}, nil
-	}
-	return acquireReply{}, r.unavailableNodes(errs)
-}
-
-// acquireJudge returns the judge of an acquire's fan-out: a quorum of
-// grants decides it, refusals that leave no majority of grants possible
-// settle it; failures wait for every node, so busy is told from unavailable.
-// See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
-func (r *redlock) acquireJudge() func(acquireReply, error) verdict {
-	grants, refusals := 0, 0
-	return func(a acquireReply, err error) verdict {
-		switch {
-		case err != nil:
-		case a.found == foundHeld:
-			grants++
-		case a.found == foundEnded:
-			return decided
-		default:
-			refusals++
-		}
-		switch {
-		case grants >= r.quorum:
-			return decided
-		case refusals > len(r.nodes)-r.quorum:
-			return settling
-		}
-		return open
-	}
-}
-
-// acquireTally is what the nodes that answered an acquire in time said.
-type acquireTally struct {
-	answered, granted, ended int
-	fence                    int64         // the largest fence granted
-	wait                     time.Duration // the shortest wait a busy node told
-	holder                   string        // the first holder tag a busy node told
-}
-
-func tallyAcquire(res []acquireReply, errs []error) acquireTally {
-	var t acquireTally
+	var t struct {
+		answered, granted, ended int
+		fence                    int64
+		wait                     time.Duration
+		holder                   string
+	} // what nodes answered in time
 	for i, a := range res {
 		if errs[i] != nil {
 			continue
@@ -137,7 +86,49 @@ func tallyAcquire(res []acquireReply, errs []error) acquireTally {
 			}
 		}
 	}
-	return t
+	switch {
+	case t.ended > 0:
+		return acquireReply{found: foundEnded}, nil
+	case t.granted >= r.quorum:
+		if err := r.raiseFences(ctx, k, owner, t.fence, ttlD); err != nil {
+			return acquireReply{}, err
+		}
+		return acquireReply{found: foundHeld, fence: t.fence}, nil
+	case t.answered >= r.quorum && t.granted > 0 && t.answered-t.granted >= r.quorum && !r.retryStray:
+		// Busy on a majority, granted by a node that lost the holder's copy.
+		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, stray: true}, nil
+	case t.answered >= r.quorum && t.granted > 0:
+		// Granted by too few, no majority busy either: owners raced.
+		return acquireReply{found: foundSplit, wait: t.wait, holder: t.holder}, nil
+	case t.answered >= r.quorum:
+		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder}, nil
+	}
+	return acquireReply{}, r.unavailableNodes(errs)
+}
+
+// acquireJudge judges an acquire's fan-out: a quorum of grants decides it,
+// refusals that leave no quorum of grants possible settle it. See
+// docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
+func (r *redlock) acquireJudge() func(acquireReply, error) verdict {
+	grants, refusals := 0, 0
+	return func(a acquireReply, err error) verdict {
+		switch {
+		case err != nil:
+		case a.found == foundHeld:
+			grants++
+		case a.found == foundEnded:
+			return decided
+		default:
+			refusals++
+		}
+		switch {
+		case grants >= r.quorum:
+			return decided
+		case refusals > len(r.nodes)-r.quorum:
+			return settling
+		}
+		return open
+	}
 }
 
 // raiseFences makes fence the fence floor on a quorum of nodes (any quorum),
@@ -183,7 +174,7 @@ func (r *redlock) clients() []namedClient {
 
 // answers runs call on every node: the answers, or unavailableNodes below a quorum.
 func answers[T any](ctx context.Context, r *redlock, call func(context.Context, *deployment) (T, error)) ([]T, error) {
-	res, errs := fanOut(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (T, error) { return call(cctx, n) })
+	res, errs := fanOutUntil(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (T, error) { return call(cctx, n) }, nil)
 	var got []T
 	for i := range res {
 		if errs[i] == nil {
@@ -293,7 +284,8 @@ func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]ren
 		batch[i].held, batch[i].err = true, nil
 		for ni := range r.nodes {
 			if errs[ni] == nil && per[ni][i].err == nil && !per[ni][i].held {
-				r.restore(ctx, r.nodes[ni], batch[i])
+				// Re-take it there for the same owner, best effort.
+				_, _ = r.nodes[ni].acquire(ctx, batch[i].keys, *batch[i].owner, batch[i].ttlArg, noEntry, 0, nil)
 			}
 		}
 	case answered >= r.quorum: // a majority answered, too few hold it
@@ -301,11 +293,6 @@ func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]ren
 	default:
 		batch[i].held, batch[i].err = false, errors.Join(nerrs...)
 	}
-}
-
-// restore re-takes a lost lock on n for the same owner, best effort.
-func (r *redlock) restore(ctx context.Context, n *deployment, b renewal) {
-	_, _ = n.acquire(ctx, b.keys, *b.owner, b.ttlArg, noEntry, 0, nil)
 }
 
 func (r *redlock) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
@@ -376,7 +363,7 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	r := &redlock{names: names, quorum: len(clients)/2 + 1, timeout: perNode(l.opts.call.ttl), retryStray: l.mut.retryStray}
 	l.waitRooms = nil
 	for _, c := range clients {
-		r.nodes = append(r.nodes, &deployment{c: c, scripts: l.mut.scriptSet(), windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout})
+		r.nodes = append(r.nodes, &deployment{c: c, scripts: l.mut.scripts, windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout})
 		l.waitRooms = append(l.waitRooms, newWaitRoom(c, l.clock, &l.mut))
 		l.markerTTL = max(l.markerTTL, markerTTL(c))
 		l.ctxDeadlines = l.ctxDeadlines && honoursDeadlines(c)

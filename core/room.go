@@ -12,13 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// waitRoom holds a Locker's waiters, by lock channel and owner, and its
-// sharded Pub/Sub connections (one shard per Redis node, see shard.go). It
-// passes each grant ("g <waiter> <fence> <seq> <ms>") to its waiter, keeps it
-// as the lock's latest handover for the others, and wakes every waiter on "f".
-// A waiter learns of its grant whatever order the message, its queueing reply
-// and its joining come in. See docs/design.md, "Waiting and handoff", and
-// docs/internals.md, "The wait room (`room.go`, `shard.go`)".
+// waitRoom holds a Locker's waiters by lock channel and owner, and its Pub/Sub
+// shards (one per node), passing each grant ("g <owner> <fence> <seq> <ms>") to
+// its waiter. See docs/internals.md, "The wait room (`room.go`, `shard.go`)".
 type waitRoom struct {
 	client  redis.UniversalClient
 	cluster *redis.ClusterClient // client, when it is a Cluster client
@@ -59,9 +55,8 @@ type lockWaiters struct {
 }
 
 // handover is a change of holder as the lock's other waiters see it: who,
-// when it was learnt, and how long until its first expiry. A found one (from
-// a check) may be older news than a waiter's reply: it only ever shortens
-// what the waiter knows (see acquisition.sawHandover).
+// when it was learnt, how long until its first expiry; a found one (from a
+// check) only ever shortens what a waiter knows (acquisition.sawHandover).
 type handover struct {
 	to     string // the holder (owner)
 	learnt int64  // when, on the room's clock (the Locker's)
@@ -348,15 +343,11 @@ func (r *waitRoom) confirmed(sh *shard, ch string) bool {
 	return true
 }
 
-// check asks Redis, in one pipeline, who holds each of chs (just
-// subscribed, so earlier grants were missed) and for how long. It wakes the
-// holder if it waits here and records the hold as a handover (unless a newer
-// one came); a lock with no owner (free, a semaphore, readers) or a failed
-// check wakes every waiter. See docs/design.md, "Waiting and handoff".
+// check asks Redis who holds each of chs (just subscribed: grants may have been
+// missed) and for how long, wakes that holder's waiter and records a handover;
+// no owner, or no answer, wakes every waiter. See docs/design.md, "Waiting and handoff".
 func (r *waitRoom) check(chs []string) {
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
+	r.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(r.ctx, checkTimeout)
 		defer cancel()
 		asked := r.clock()
@@ -395,7 +386,7 @@ func (r *waitRoom) check(chs []string) {
 				r.handOver(lw, h)
 			}
 		}
-	}()
+	})
 }
 
 // checkTimeout bounds a check: past it, the waiters are woken instead.

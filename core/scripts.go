@@ -21,26 +21,20 @@ func lua(name string) string {
 }
 
 var (
-	acquireSrc      = lua("acquire")
-	releaseSrc      = lua("release")
-	renewSrc        = lua("renew")
-	pttlSrc         = lua("pttl")
-	fenceSrc        = lua("fence")
-	inspectSrc      = lua("inspect")
-	queueSrc        = lua("queue")
-	clockSrc        = lua("clock")
-	rwSrc           = lua("rw")
-	rlockAcquireSrc = lua("rlock_acquire")
-	rlockReleaseSrc = lua("rlock_release")
+	acquireSrc = lua("acquire")
+	releaseSrc = lua("release")
+	queueSrc   = lua("queue")
+	clockSrc   = lua("clock")
+	rwSrc      = lua("rw")
 
 	acquireScript      = newScript(withQueue(acquireSrc, queueSrc))
 	releaseScript      = newScript(withQueue(releaseSrc, queueSrc))
-	rlockAcquireScript = newScript(withQueue(rlockAcquireSrc, queueSrc))
-	rlockReleaseScript = newScript(withQueue(rlockReleaseSrc, queueSrc))
-	renewScript        = newScript(renewSrc)
-	pttlScript         = newScript(pttlSrc)
-	fenceScript        = newScript(fenceSrc)
-	inspectScript      = newScript(inspectSrc)
+	rlockAcquireScript = newScript(withQueue(lua("rlock_acquire"), queueSrc))
+	rlockReleaseScript = newScript(withQueue(lua("rlock_release"), queueSrc))
+	renewScript        = newScript(lua("renew"))
+	pttlScript         = newScript(lua("pttl"))
+	fenceScript        = newScript(lua("fence"))
+	inspectScript      = newScript(lua("inspect"))
 )
 
 // script is a Lua script, sent by SHA1 (EVALSHA), or by source if uncached.
@@ -51,10 +45,8 @@ type script struct {
 
 func newScript(src string) *script { return &script{src: src, sha: redis.NewScript(src).Hash()} }
 
-// once is a command go-redis never re-sends, so that its caller knows
-// whether it may have run (redirects still happen). See
-// docs/internals.md, "Scripts are sent at most once (`scripts.go`), and
-// undone when their outcome is unknown (`undo.go`)".
+// once is a command go-redis never re-sends (redirects still happen), so its
+// caller knows whether it may have run. See docs/internals.md, "Scripts are sent at most once".
 type once struct{ *redis.Cmd }
 
 func (once) NoRetry() bool { return true }
@@ -76,18 +68,13 @@ func (s *script) evalFallback(ctx context.Context, q once) once {
 	return once{redis.NewCmd(ctx, argv...)}
 }
 
-// processor sends a command: a client, a node's client or a pipeline.
-type processor interface {
-	Process(ctx context.Context, cmd redis.Cmder) error
-}
-
 // run sends s once with keys and args on c (see send).
-func (s *script) run(ctx context.Context, c processor, keys []any, args ...any) *redis.Cmd {
+func (s *script) run(ctx context.Context, c redis.UniversalClient, keys []any, args ...any) *redis.Cmd {
 	return s.send(ctx, c, s.cmd(ctx, keys, args))
 }
 
 // send sends q, s's cmd, once on c, then as EVAL if the server lacks s.
-func (s *script) send(ctx context.Context, c processor, q once) *redis.Cmd {
+func (s *script) send(ctx context.Context, c redis.UniversalClient, q once) *redis.Cmd {
 	_ = c.Process(ctx, q)
 	if noScript(q.Err()) {
 		q = s.evalFallback(ctx, q)

@@ -59,14 +59,11 @@ func (k *lockKeys) perOwner() bool { return k.permits > 0 || k.read }
 var (
 	semSrc        = lua("semaphore")
 	semAcquireSrc = lua("semaphore_acquire")
-	semReleaseSrc = lua("semaphore_release")
-	semRenewSrc   = lua("semaphore_renew")
-	semPTTLSrc    = lua("semaphore_pttl")
 
 	semAcquireScript = newScript(withQueue(semAcquireSrc, queueSrc))
-	semReleaseScript = newScript(withQueue(semReleaseSrc, queueSrc))
-	semRenewScript   = newScript(semRenewSrc)
-	semPTTLScript    = newScript(semPTTLSrc)
+	semReleaseScript = newScript(withQueue(lua("semaphore_release"), queueSrc))
+	semRenewScript   = newScript(lua("semaphore_renew"))
+	semPTTLScript    = newScript(lua("semaphore_pttl"))
 )
 
 // otherPermits reads a semaphore acquire's refusal of another permits

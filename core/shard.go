@@ -10,9 +10,8 @@ import (
 )
 
 // shard is the room's Pub/Sub connection to one Redis node, kept subscribed
-// to want: the channels of awaited locks whose slot the node serves. A failed
-// connection is replaced by the shard, not by go-redis, after the slot map is
-// read again. See docs/design.md, "Waiting and handoff".
+// to want: the channels of awaited locks whose slot the node serves. See
+// docs/design.md, "Waiting and handoff".
 type shard struct {
 	node string
 	kick chan struct{}   // want changed
@@ -42,8 +41,7 @@ func (r *waitRoom) assign(ch string, lw *lockWaiters, node string) {
 		sh = &shard{node: node, kick: make(chan struct{}, 1), want: map[string]bool{}}
 		r.shards[node] = sh
 		if !r.closed {
-			r.wg.Add(1)
-			go r.run(sh)
+			r.wg.Go(func() { r.run(sh) })
 		}
 	}
 	lw.shard, lw.since = sh, 0
@@ -54,7 +52,6 @@ func (r *waitRoom) assign(ch string, lw *lockWaiters, node string) {
 // run serves sh until the room closes or sh idles for linger, reconnecting
 // after a backoff when the connection fails or a slot moves.
 func (r *waitRoom) run(sh *shard) {
-	defer r.wg.Done()
 	backoff := minBackoff
 	for {
 		first, ok := r.wanted(sh)
@@ -72,12 +69,7 @@ func (r *waitRoom) run(sh *shard) {
 		if r.cluster != nil {
 			r.cluster.ReloadState(r.ctx) // in the background; read after the backoff
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-r.ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
+		sleepCtx(r.ctx, backoff)
 		backoff = min(2*backoff, maxBackoff)
 		r.regroup(sh)
 	}
@@ -184,11 +176,9 @@ func (r *waitRoom) serve(sh *shard, ps *redis.PubSub, first, master string, ok f
 	in := make(chan any, 1024)
 	done := make(chan struct{})
 	defer close(done)
-	r.wg.Add(1)
-	go r.read(ps, in, done)
+	r.wg.Go(func() { r.read(ps, in, done) })
 	if r.failover && !r.noClientInfo.Load() {
-		r.wg.Add(1)
-		go r.followMaster(master, in, done)
+		r.wg.Go(func() { r.followMaster(master, in, done) })
 	}
 	sub := &subscription{r: r, sh: sh, ps: ps, have: map[string]bool{first: true}, unsub: map[string]int{}}
 	have := sub.have
@@ -257,7 +247,6 @@ func (s *subscription) answered(m *redis.Subscription, confirmed []string, ok fu
 // read passes what ps receives to in until done is closed or the connection
 // fails (then the error, and it stops).
 func (r *waitRoom) read(ps *redis.PubSub, in chan<- any, done <-chan struct{}) {
-	defer r.wg.Done()
 	pinged := false
 	for {
 		m, err := ps.ReceiveTimeout(r.ctx, healthEvery)
@@ -310,12 +299,10 @@ func (r *waitRoom) masterAddr() string {
 	return info.LAddr
 }
 
-// followMaster sends errMasterMoved on in once the failover client's
-// commands reach a server other than master (with master "", the first
-// answer counts as a move). go-redis moves command connections at a
-// failover, not Pub/Sub ones. See docs/design.md, "Waiting and handoff".
+// followMaster sends errMasterMoved on in once the failover client's commands
+// reach a server other than master ("": any answer). See docs/design.md,
+// "Waiting and handoff".
 func (r *waitRoom) followMaster(master string, in chan<- any, done <-chan struct{}) {
-	defer r.wg.Done()
 	t := time.NewTicker(followEvery)
 	defer t.Stop()
 	for {

@@ -43,14 +43,10 @@ func (l *Locker) answered() {
 	l.undoWake.answered()
 }
 
-// undo releases owner's possible hold on k after an attempt of unknown
-// outcome, leaving the done marker so a late copy cannot take the lock. It
-// retries until answered, past the TTL and marker life, or closed.
-// See docs/internals.md, "Scripts are sent at most once".
-func (l *Locker) undo(k *lockKeys, owner ownerID, o *callOptions) { l.undoThen(k, owner, o, nil) }
-
-// undoThen is undo, closing done (if not nil) when it ends.
-func (l *Locker) undoThen(k *lockKeys, owner ownerID, o *callOptions, done chan<- struct{}) {
+// undo releases owner's possible hold on k, leaving the done marker, retrying
+// until answered, past the TTL and marker life, or closed; then closes done
+// (if not nil). See docs/internals.md, "Scripts are sent at most once".
+func (l *Locker) undo(k *lockKeys, owner ownerID, o *callOptions, done chan<- struct{}) {
 	run := func() {
 		if done != nil {
 			defer close(done)

@@ -152,9 +152,8 @@ func (a *acquisition) sleep(remaining time.Duration) time.Duration {
 }
 
 // sawHandover takes the rooms' unread handovers as the call's holder and
-// reports whether that changed. For a semaphore, or a handover a check found,
-// the earliest known expiry stands (other permits may free sooner; a found
-// hold may be older news).
+// reports whether that changed; for a semaphore, or a handover a check found,
+// only an earlier expiry counts.
 func (a *acquisition) sawHandover(w *waiter) bool {
 	changed := false
 	w.readHandovers(func(h handover) {
@@ -185,7 +184,7 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 		if a.l.mut.lateGrant {
 			// mutant late-grant: undo (waited for) and wait on under the same owner
 			undone := make(chan struct{})
-			a.l.undoThen(&a.keys, a.owner, &a.o, undone)
+			a.l.undo(&a.keys, a.owner, &a.o, undone)
 			<-undone
 			return nil, nil
 		}

@@ -53,10 +53,9 @@ func (w *watchdog) start() {
 	var ctx context.Context
 	ctx, w.stopRun = context.WithCancel(w.ctx)
 	w.lastHeld = w.l.clock()
-	w.wg.Add(3)
-	go w.schedule(ctx)
-	go w.sender(ctx)
-	go w.sender(ctx)
+	w.wg.Go(func() { w.schedule(ctx) })
+	w.wg.Go(func() { w.sender(ctx) })
+	w.wg.Go(func() { w.sender(ctx) })
 	w.startMonitors(ctx)
 }
 
@@ -142,10 +141,9 @@ func (w *watchdog) fix(h *hold) {
 	}
 }
 
-// expire ends h as lost if it is watched, not being unlocked and past its
-// validity: the scheduler's rule, applied by a reader of the lease's context
-// that comes first. It cancels the leases and leaves the rest (the report,
-// any give-back) to the scheduler, which it wakes. True if h is lost.
+// expire applies the scheduler's rule for a reader of the lease's context:
+// h, watched, not being unlocked and past its validity, is lost, its leases
+// cancelled, the rest left to the scheduler it wakes. True if h is lost.
 func (w *watchdog) expire(h *hold) bool {
 	w.mu.Lock()
 	lost := h.heapIndex >= 0 && h.count.Load() > 0 && h.validUntil.Load() <= w.l.clock() &&
@@ -175,7 +173,7 @@ func (w *watchdog) ended(h *hold, why error) {
 }
 
 // giveBack releases h's lock in Redis in the background (see undo).
-func (h *hold) giveBack() { h.l.undo(&h.keys, h.owner, h.undoOptions()) }
+func (h *hold) giveBack() { h.l.undo(&h.keys, h.owner, h.undoOptions(), nil) }
 
 // undoOptions: the longest TTL h may have in Redis, and its release timeout.
 func (h *hold) undoOptions() *callOptions {
@@ -192,7 +190,6 @@ func (h *hold) endWith(why int32, cause error) bool {
 }
 
 func (w *watchdog) schedule(ctx context.Context) {
-	defer w.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var due dueHolds
@@ -295,7 +292,6 @@ func (w *watchdog) settle(due *dueHolds) {
 
 // sender sends due renewals, at most renewChunk per round trip (two run).
 func (w *watchdog) sender(ctx context.Context) {
-	defer w.wg.Done()
 	for {
 		select {
 		case <-ctx.Done():
