@@ -9,6 +9,7 @@ import (
 
 // coalescer sends a Locker's acquires and releases to a plain client in at
 // most coalesceSlots round trips at once; later calls queue as one pipeline.
+// A queued call may still be sent after its caller gave up: the caller undoes it.
 // See docs/internals.md, "Coalescing".
 type coalescer struct {
 	c     *redis.Client

@@ -20,7 +20,8 @@ const fanOutGrace = 5 * time.Millisecond
 
 // fanOutUntil runs call on every node in parallel, each bounded by d and ctx
 // (unanswered: errNoAnswer), until judge (nil: none) says decided, or for
-// fanOutGrace after settling. See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
+// fanOutGrace after settling. With a judge the calls ignore ctx's
+// cancellation and go on within d after an early return. See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
 func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *deployment) (T, error), judge func(v T, err error) verdict) ([]T, []error) {
 	res := make([]T, len(r.nodes))
 	errs := make([]error, len(r.nodes))

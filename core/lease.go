@@ -52,7 +52,7 @@ const (
 	endReleased              // released in Redis by its owner
 	endNotHeld               // the release found it gone or another owner's
 	endLost                  // lost (ErrLockLost)
-	endClosed                // the Locker was closed or shut down
+	endClosed                // the Locker was closed or shut down (the last: endErrs)
 )
 
 // errAbandoned: the lease's context ended without Unlock, so its lock expired.
@@ -338,7 +338,8 @@ func (s *Lease) done(err error) error {
 	return err
 }
 
-// recordUnknown records a renewal to ttl of unknown outcome.
+// recordUnknown records a renewal to ttl of unknown outcome; the caller gives
+// the lock back if h is lost (Extend; settle).
 func (h *hold) recordUnknown(ttl time.Duration) {
 	for {
 		old := h.unknownTTL.Load()
@@ -358,7 +359,7 @@ func (h *hold) renewedFor(ttl time.Duration) {
 // endErr is the error of a call on h once it ended (nil while it is live).
 func (h *hold) endErr() error { return endErrs[h.end.Load()] }
 
-var endErrs = [...]error{endReleased: ErrNotHeld, endNotHeld: ErrNotHeld, endLost: fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost), endClosed: ErrClosed}
+var endErrs = [endClosed + 1]error{endReleased: ErrNotHeld, endNotHeld: ErrNotHeld, endLost: fmt.Errorf("%w: %w", ErrNotHeld, ErrLockLost), endClosed: ErrClosed}
 
 // releaseInRedis releases the whole hold in Redis (retry: after a failure).
 func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {

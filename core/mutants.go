@@ -63,7 +63,8 @@ type mutants struct {
 	// timer-only: a lease's context learns of its hold's end only when it is
 	// cancelled (by the watchdog's goroutine, or after the first lease's)
 	timerOnly bool
-	// scripts a backend sends: the real ones, or edited by queue-expiry, sweep-64, sem-stop-at-self
+	// scripts a backend sends: the real ones, or edited by queue-expiry,
+	// sweep-64, sem-stop-at-self (never nil after parseMutants)
 	scripts *scripts
 }
 

@@ -14,7 +14,8 @@ import (
 
 // waitRoom holds a Locker's waiters by lock channel and owner, and its Pub/Sub
 // shards (one per node), passing each grant ("g <owner> <fence> <seq> <ms>") to
-// its waiter. See docs/internals.md, "The wait room (`room.go`, `shard.go`)".
+// its waiter; a free lock ("f") wakes every waiter of it, and the latest
+// handover is kept for the others. See docs/internals.md, "The wait room (`room.go`, `shard.go`)".
 type waitRoom struct {
 	client  redis.UniversalClient
 	cluster *redis.ClusterClient // client, when it is a Cluster client
@@ -344,7 +345,8 @@ func (r *waitRoom) confirmed(sh *shard, ch string) bool {
 }
 
 // check asks Redis who holds each of chs (just subscribed: grants may have been
-// missed) and for how long, wakes that holder's waiter and records a handover;
+// missed) and for how long, wakes that holder's waiter and records a handover
+// (unless a newer one came);
 // no owner, or no answer, wakes every waiter. See docs/design.md, "Waiting and handoff".
 func (r *waitRoom) check(chs []string) {
 	r.wg.Go(func() {
