@@ -148,7 +148,9 @@ func (w *watchdog) expire(h *hold) bool {
 	w.mu.Lock()
 	lost := h.heapIndex >= 0 && h.count.Load() > 0 && h.validUntil.Load() <= w.l.clock() &&
 		h.end.CompareAndSwap(endLive, endLost)
-	h.unreported = h.unreported || lost
+	if lost {
+		h.unreported = true
+	}
 	w.mu.Unlock()
 	if lost {
 		h.first.cancel(ErrLockLost)
