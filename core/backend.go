@@ -97,8 +97,10 @@ type deployment struct {
 	// the scripts' Locker-wide arguments, boxed once
 	windowArg any // fence window, ms
 	markerArg any // done marker lifetime, ms
-	// pipe coalesces acquires and releases (nil: each call is sent alone)
-	pipe *coalescer
+	// pipe coalesces acquires and releases on a plain client, masters on a
+	// Cluster client (both nil: each call is sent alone)
+	pipe    *coalescer
+	masters *masterPipes
 	// WithReplicaAck: grants and renewals wait for ackN replicas
 	ackN       int
 	ackTimeout time.Duration
@@ -136,17 +138,20 @@ func (s *deployment) notReplicated(got int64) error {
 	return fmt.Errorf("%w (%d of %d within %v)", ErrNotReplicated, got, s.ackN, s.ackTimeout)
 }
 
-// run sends script with keys and args for one acquire or release.
-func (s *deployment) run(ctx context.Context, script *script, keys []any, args ...any) *redis.Cmd {
-	q := script.cmd(ctx, keys, args)
-	if s.pipe != nil {
-		return s.pipe.run(ctx, script, q)
+// run sends script with k's keys for owner and args, for one acquire or release.
+func (s *deployment) run(ctx context.Context, script *script, k *lockKeys, owner ownerID, args ...any) *redis.Cmd {
+	q := script.cmd(ctx, k.script(owner), args)
+	pipe := s.pipe
+	if s.masters != nil {
+		pipe = s.masters.pipe(k.hash())
+	}
+	if pipe != nil {
+		return pipe.run(ctx, script, q)
 	}
 	return script.send(ctx, s.c, q)
 }
 
 func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
-	keys := k.script(owner)
 	script, args := s.scripts.acquire, []any{owner.arg, ttl, s.windowArg, entry, seq, tag}
 	switch {
 	case k.semaphore():
@@ -161,12 +166,12 @@ func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, tt
 	var acks int64
 	var ackErr error
 	if s.ackN > 0 {
-		cmd, acks, ackErr = s.acked(ctx, script, k.hash(), keys, args...)
+		cmd, acks, ackErr = s.acked(ctx, script, k.hash(), k.script(owner), args...)
 		if cmd == nil {
 			return acquireReply{}, ackErr
 		}
 	} else {
-		cmd = s.run(ctx, script, keys, args...)
+		cmd = s.run(ctx, script, k, owner, args...)
 	}
 	if have, ok := otherPermits(cmd); ok {
 		return acquireReply{}, &permitsError{want: k.permits, have: have}
@@ -220,7 +225,7 @@ func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, ma
 	case k.read:
 		release = rlockReleaseScript
 	}
-	n, err := s.run(ctx, release, k.script(owner), owner.arg, s.windowArg, m).Int64()
+	n, err := s.run(ctx, release, k, owner, owner.arg, s.windowArg, m).Int64()
 	return n == 0, err
 }
 

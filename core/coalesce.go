@@ -2,18 +2,22 @@ package core
 
 import (
 	"context"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// coalescer sends a Locker's acquires and releases to a plain client in at
-// most coalesceSlots round trips at once; later calls queue as one pipeline.
-// A queued call may still be sent after its caller gave up: the caller undoes it.
-// See docs/internals.md, "Coalescing".
+// coalescer sends a Locker's acquires and releases to a plain client (or, on
+// a Cluster, those of one master's keys) in at most coalesceSlots round trips
+// at once; later calls queue as one pipeline. A queued call may still be sent
+// after its caller gave up: the caller undoes it. See docs/internals.md,
+// "Coalescing".
 type coalescer struct {
-	c     *redis.Client
+	c     redis.UniversalClient
 	spawn func(func()) bool // runs a batch on a goroutine the Locker tracks; false once closed
+	mut   *mutants
 
 	mu       sync.Mutex
 	inFlight int    // round trips in flight, at most coalesceSlots
@@ -88,12 +92,86 @@ func (p *coalescer) next(ctx context.Context) {
 	}
 }
 
-// send runs b as one pipeline (see pipeScripts), then answers its callers.
+// send runs b as one pipeline (see pipeScripts), or a lone call alone, then
+// answers its callers.
 func (p *coalescer) send(ctx context.Context, b *batch) {
+	if len(b.calls) == 1 {
+		q := &b.calls[0]
+		q.cmd = q.script.send(ctx, p.c, once{q.cmd})
+		close(b.done)
+		return
+	}
 	calls := make([]*scriptCall, len(b.calls))
 	for i := range b.calls {
 		calls[i] = &b.calls[i]
 	}
-	pipeScripts(ctx, p.c, calls, nil)
+	pipeScripts(ctx, p.to(calls[0].cmd), calls, nil)
 	close(b.done)
+}
+
+// to is where a batch goes: the client, or with the no-redirect mutant on a
+// Cluster the master its slot map names for the first call's key.
+func (p *coalescer) to(first *redis.Cmd) redis.Cmdable {
+	cc, ok := p.c.(*redis.ClusterClient)
+	if !ok || !p.mut.noRedirect {
+		return p.c
+	}
+	key, _ := first.Args()[3].(string)
+	if n, err := cc.MasterForKey(noLoad, key); err == nil {
+		return n
+	}
+	return p.c
+}
+
+// masterPipes are a Cluster client's coalescers, one per master as the
+// client's slot map names it, so that a batch is one master's and a hung
+// master holds up only its own keys' calls. Calls and batches go through the
+// Cluster client, which follows redirects: a slot map out of date only
+// splits a batch.
+type masterPipes struct {
+	cc    *redis.ClusterClient
+	spawn func(func()) bool
+	mut   *mutants
+
+	mu sync.Mutex                            // held to add a master
+	by atomic.Pointer[map[string]*coalescer] // master's address → its coalescer; replaced, never changed
+}
+
+func newMasterPipes(cc *redis.ClusterClient, mut *mutants) *masterPipes {
+	m := &masterPipes{cc: cc, mut: mut}
+	m.by.Store(&map[string]*coalescer{})
+	return m
+}
+
+// pipe returns the coalescer of key's master, or nil (the call is sent
+// alone) while the client has no slot map: loading one is the client's, on
+// the call's own budget (see docs/internals.md, "The wait room").
+func (m *masterPipes) pipe(key string) *coalescer {
+	n, err := m.cc.MasterForKey(noLoad, key)
+	if err != nil {
+		return nil
+	}
+	addr := n.Options().Addr
+	if m.mut.onePipe {
+		addr = ""
+	}
+	p := (*m.by.Load())[addr]
+	if p == nil {
+		p = m.add(addr)
+	}
+	return p
+}
+
+// add returns addr's coalescer, made if there is none.
+func (m *masterPipes) add(addr string) *coalescer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	by := maps.Clone(*m.by.Load())
+	if p := by[addr]; p != nil {
+		return p
+	}
+	p := &coalescer{c: m.cc, spawn: m.spawn, mut: m.mut}
+	by[addr] = p
+	m.by.Store(&by)
+	return p
 }

@@ -69,3 +69,32 @@ func PauseWatchdog(l *Locker) (resume func()) {
 		w.mu.Unlock()
 	}
 }
+
+// SlotOf is the Cluster hash slot of a lock name without braces or '%'.
+func SlotOf(name string) int { return slotOf(name) }
+
+// QueuedCalls is how many calls wait in l's coalescers for a round trip.
+func QueuedCalls(l *Locker) int {
+	be, ok := l.be.(*deployment)
+	if !ok {
+		return 0
+	}
+	pipes := []*coalescer{be.pipe}
+	if be.masters != nil {
+		for _, p := range *be.masters.by.Load() {
+			pipes = append(pipes, p)
+		}
+	}
+	n := 0
+	for _, p := range pipes {
+		if p == nil {
+			continue
+		}
+		p.mu.Lock()
+		if p.queue != nil {
+			n += len(p.queue.calls)
+		}
+		p.mu.Unlock()
+	}
+	return n
+}

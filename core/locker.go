@@ -86,8 +86,13 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	be := &deployment{c: client, scripts: mut.scripts, windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
 	ctxDeadlines := honoursDeadlines(client)
 	_, cluster := client.(*redis.ClusterClient)
-	if c, ok := client.(*redis.Client); ok && !o.noCoalesce && o.ackN == 0 {
-		be.pipe = &coalescer{c: c}
+	if !o.noCoalesce && o.ackN == 0 {
+		switch c := client.(type) {
+		case *redis.Client:
+			be.pipe = &coalescer{c: c, mut: &mut}
+		case *redis.ClusterClient:
+			be.masters = newMasterPipes(c, &mut)
+		}
 	}
 	l := &Locker{
 		client:           client,
@@ -106,6 +111,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	l.wd = newWatchdog(l)
 	if be.pipe != nil {
 		be.pipe.spawn = l.goBackground
+	}
+	if be.masters != nil {
+		be.masters.spawn = l.goBackground
 	}
 	return l, nil
 }

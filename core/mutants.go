@@ -63,6 +63,11 @@ type mutants struct {
 	// timer-only: a lease's context learns of its hold's end only when it is
 	// cancelled (by the watchdog's goroutine, or after the first lease's)
 	timerOnly bool
+	// one-pipe: a Cluster Locker coalesces the calls of every master in one queue
+	onePipe bool
+	// no-redirect: a Cluster batch goes to the master the slot map names, not
+	// through the Cluster client, so a call its slot moved from fails (MOVED)
+	noRedirect bool
 	// scripts a backend sends: the real ones, or edited by queue-expiry,
 	// sweep-64, sem-stop-at-self (never nil after parseMutants)
 	scripts *scripts
@@ -115,6 +120,8 @@ var mutantFlags = map[string]func(*mutants){
 	"retry-at-expiry":    func(m *mutants) { m.retryAtExpiry = true },
 	"no-redlock-backoff": func(m *mutants) { m.noRedlockBackoff = true },
 	"timer-only":         func(m *mutants) { m.timerOnly = true },
+	"one-pipe":           func(m *mutants) { m.onePipe = true },
+	"no-redirect":        func(m *mutants) { m.noRedirect = true },
 }
 
 // parseMutants reads a comma-separated list of mutant names.

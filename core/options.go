@@ -285,8 +285,8 @@ func WithFenceWindow(d time.Duration) Option {
 }
 
 // WithoutCoalescing sends every acquire and release as a command of its own.
-// Default: on a plain client, calls arriving while four are in flight go as
-// one pipeline. See docs/internals.md, "Coalescing".
+// Default: calls arriving while four are in flight (on a Cluster client, to
+// the same master) go as one pipeline. See docs/internals.md, "Coalescing".
 func WithoutCoalescing() Option {
 	return lockerOption(func(o *lockerOptions) { o.noCoalesce = true })
 }
