@@ -2,9 +2,7 @@ package core
 
 import (
 	"context"
-	"maps"
 	"sync"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -132,15 +130,7 @@ type masterPipes struct {
 	cc    *redis.ClusterClient
 	spawn func(func()) bool
 	mut   *mutants
-
-	mu sync.Mutex                            // held to add a master
-	by atomic.Pointer[map[string]*coalescer] // master's address → its coalescer; replaced, never changed
-}
-
-func newMasterPipes(cc *redis.ClusterClient, mut *mutants) *masterPipes {
-	m := &masterPipes{cc: cc, mut: mut}
-	m.by.Store(&map[string]*coalescer{})
-	return m
+	by    sync.Map // master's address → its *coalescer
 }
 
 // pipe returns the coalescer of key's master, or nil (the call is sent
@@ -155,23 +145,9 @@ func (m *masterPipes) pipe(key string) *coalescer {
 	if m.mut.onePipe {
 		addr = ""
 	}
-	p := (*m.by.Load())[addr]
-	if p == nil {
-		p = m.add(addr)
+	p, ok := m.by.Load(addr)
+	if !ok {
+		p, _ = m.by.LoadOrStore(addr, &coalescer{c: m.cc, spawn: m.spawn, mut: m.mut})
 	}
-	return p
-}
-
-// add returns addr's coalescer, made if there is none.
-func (m *masterPipes) add(addr string) *coalescer {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	by := maps.Clone(*m.by.Load())
-	if p := by[addr]; p != nil {
-		return p
-	}
-	p := &coalescer{c: m.cc, spawn: m.spawn, mut: m.mut}
-	by[addr] = p
-	m.by.Store(&by)
-	return p
+	return p.(*coalescer)
 }

@@ -71,15 +71,7 @@ func (m *masterHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (m *masterHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		n := 0
-		for _, c := range cmds {
-			if isScript(c) {
-				n++
-			}
-		}
-		if n > 0 {
-			m.h.pipelines.Add(1)
-			m.h.piped.Add(int64(n))
+		if n := m.h.count(cmds); n > 0 {
 			m.h.mu.Lock()
 			m.h.pipedOn[m.addr] += n
 			m.h.mu.Unlock()

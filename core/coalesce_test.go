@@ -36,18 +36,24 @@ func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		n := 0
-		for _, c := range cmds {
-			if isScript(c) {
-				n++
-			}
-		}
-		if n > 0 {
-			h.pipelines.Add(1)
-			h.piped.Add(int64(n))
-		}
+		h.count(cmds)
 		return next(ctx, cmds)
 	}
+}
+
+// count counts the scripts of a pipeline, and returns how many.
+func (h *scriptHook) count(cmds []redis.Cmder) int {
+	n := 0
+	for _, c := range cmds {
+		if isScript(c) {
+			n++
+		}
+	}
+	if n > 0 {
+		h.pipelines.Add(1)
+		h.piped.Add(int64(n))
+	}
+	return n
 }
 
 func isScript(c redis.Cmder) bool { return c.Name() == "evalsha" || c.Name() == "eval" }

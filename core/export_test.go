@@ -81,9 +81,10 @@ func QueuedCalls(l *Locker) int {
 	}
 	pipes := []*coalescer{be.pipe}
 	if be.masters != nil {
-		for _, p := range *be.masters.by.Load() {
-			pipes = append(pipes, p)
-		}
+		be.masters.by.Range(func(_, p any) bool {
+			pipes = append(pipes, p.(*coalescer))
+			return true
+		})
 	}
 	n := 0
 	for _, p := range pipes {

@@ -91,7 +91,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		case *redis.Client:
 			be.pipe = &coalescer{c: c, mut: &mut}
 		case *redis.ClusterClient:
-			be.masters = newMasterPipes(c, &mut)
+			be.masters = &masterPipes{cc: c, mut: &mut}
 		}
 	}
 	l := &Locker{
