@@ -124,3 +124,69 @@ func TestLeaseContextEndsWithoutTheWatchdog(t *testing.T) {
 		})
 	}
 }
+
+// Close reports a loss that a reader of the lease's context found and the
+// watchdog's scheduler never got to: with the watchdog paused from the
+// start, a fixed lease expires, another owner takes the lock, the lease's
+// Err marks it lost, and Close reports it exactly once, with ErrLockLost; a
+// lease still within its validity ends with ErrClosed, as Close's are.
+// Control: close-forgets, which takes the lost hold for a held one.
+func TestCloseReportsALossOnlyAReaderSaw(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	fixedAndControl(t, "close-forgets", func(t *testing.T, control bool, opts []core.Option) {
+		var events locktest.Events
+		a := locktest.Locker(t, srv.Client(t), append(opts, core.WithObserver(&events))...)
+		b := locktest.Locker(t, srv.Client(t))
+		ctx := locktest.Context(t)
+		k := func(name string) string { return fmt.Sprint("close:", name, ":", control) }
+		core.PauseWatchdog(a) // never resumed: Close is the only one left to report
+		lost, err := a.Lock(ctx, k("lost"), core.WithTTL(300*time.Millisecond), core.WithoutWatchdog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		live, err := a.Lock(ctx, k("live"), core.WithTTL(time.Minute), core.WithoutWatchdog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.Lock(ctx, k("lost"), core.WithWait(5*time.Second))
+		if err != nil {
+			t.Fatalf("another owner waiting: %v", err)
+		}
+		defer got.Unlock(context.Background())
+		if !errors.Is(context.Cause(lost.Context()), core.ErrLockLost) {
+			t.Fatalf("the lease's context after another owner took the lock: %v, want ErrLockLost", context.Cause(lost.Context()))
+		}
+		for _, e := range events.All() {
+			if e.Kind == core.EventLost {
+				t.Fatalf("a loss reported before Close, with the watchdog paused (%s): the scenario did not happen", e.Key)
+			}
+		}
+		a.Close()
+		n := map[string]int{} // "<name> <cause>"
+		for _, e := range events.All() {
+			if e.Kind == core.EventLost {
+				cause := "other"
+				switch {
+				case errors.Is(e.Err, core.ErrLockLost):
+					cause = "lost"
+				case errors.Is(e.Err, core.ErrClosed):
+					cause = "closed"
+				}
+				n[e.Key+" "+cause]++
+			}
+		}
+		if control {
+			if n[k("lost")+" lost"] != 0 {
+				t.Fatalf("control: losses %v; the mutant did not take effect", n)
+			}
+			return
+		}
+		if want := map[string]int{k("lost") + " lost": 1, k("live") + " closed": 1}; !maps.Equal(n, want) {
+			t.Fatalf("losses reported at Close: %v, want %v", n, want)
+		}
+		if live.Context().Err() == nil {
+			t.Fatal("a lease still live after Close")
+		}
+	})
+}

@@ -63,6 +63,8 @@ type mutants struct {
 	// timer-only: a lease's context learns of its hold's end only when it is
 	// cancelled (by the watchdog's goroutine, or after the first lease's)
 	timerOnly bool
+	// close-forgets: Close takes a hold a reader found lost for held, unreported
+	closeForgets bool
 	// one-pipe: a Cluster Locker coalesces the calls of every master in one queue
 	onePipe bool
 	// no-redirect: a Cluster batch goes to the master the slot map names, not
@@ -121,6 +123,7 @@ var mutantFlags = map[string]func(*mutants){
 	"no-redlock-backoff": func(m *mutants) { m.noRedlockBackoff = true },
 	"timer-only":         func(m *mutants) { m.timerOnly = true },
 	"one-pipe":           func(m *mutants) { m.onePipe = true },
+	"close-forgets":      func(m *mutants) { m.closeForgets = true },
 	"no-redirect":        func(m *mutants) { m.noRedirect = true },
 }
 

@@ -430,7 +430,7 @@ func (w *watchdog) close() []*hold {
 	var due dueHolds
 	for _, h := range w.h {
 		h.heapIndex = -1
-		if h.unreported {
+		if h.unreported && !w.l.mut.closeForgets {
 			h.unreported = false
 			due.lost = append(due.lost, h) // lost by a reader (expire)
 		} else {
