@@ -886,3 +886,36 @@ func TestRedlockFirstLockWithFirstNodeDown(t *testing.T) {
 		}
 	}
 }
+
+// A Redlock lease's TTL is what a quorum still holds: with the lock gone
+// from one node and shortened on another, TTL is the shorter of the two
+// that hold it (not the longest node's, not the first to answer); with it
+// gone from two of three, TTL says ErrNotHeld. Each answer differs from
+// what a TTL read from any single node, or the longest, would give.
+func TestRedlockTTLIsAQuorums(t *testing.T) {
+	t.Parallel()
+	srvs, cs := masters(t, 3)
+	l := redlockOn(t, srvs)
+	ctx := locktest.Context(t)
+	s, err := l.Lock(ctx, "rl:ttl", core.WithTTL(time.Minute), core.WithoutWatchdog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "lockgate:{rl:ttl}"
+	heldEverywhere(t, cs, key)
+	if err := cs[0].Del(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs[1].PExpire(ctx, key, 20*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := s.TTL(ctx); err != nil || ttl > 20*time.Second || ttl < 10*time.Second {
+		t.Fatalf("TTL with the lock gone from one node and at 20s on another = %v, %v; want about 20s", ttl, err)
+	}
+	if err := cs[1].Del(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := s.TTL(ctx); !errors.Is(err, core.ErrNotHeld) {
+		t.Fatalf("TTL with the lock on one node of three = %v, %v; want ErrNotHeld", ttl, err)
+	}
+}
