@@ -104,6 +104,7 @@ type deployment struct {
 	// WithReplicaAck: grants and renewals wait for ackN replicas
 	ackN       int
 	ackTimeout time.Duration
+	mut        *mutants
 }
 
 // node is where a call on key goes when it shares a round trip with a WAIT:
@@ -141,6 +142,9 @@ func (s *deployment) notReplicated(got int64) error {
 // run sends script with k's keys for owner and args, for one acquire or release.
 func (s *deployment) run(ctx context.Context, script *script, k *lockKeys, owner ownerID, args ...any) *redis.Cmd {
 	q := script.cmd(ctx, k.script(owner), args)
+	if s.mut.cmdInfo {
+		q.SetStepCount(0)
+	}
 	pipe := s.pipe
 	if s.masters != nil {
 		pipe = s.masters.pipe(k.hash())

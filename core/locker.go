@@ -83,7 +83,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	}
 	o.call.refreshScriptArgs()
 	marker := markerTTL(client)
-	be := &deployment{c: client, scripts: mut.scripts, windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
+	be := &deployment{c: client, scripts: mut.scripts, windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout, mut: &mut}
 	ctxDeadlines := honoursDeadlines(client)
 	_, cluster := client.(*redis.ClusterClient)
 	if !o.noCoalesce && o.ackN == 0 {

@@ -63,6 +63,12 @@ type mutants struct {
 	// timer-only: a lease's context learns of its hold's end only when it is
 	// cancelled (by the watchdog's goroutine, or after the first lease's)
 	timerOnly bool
+	// cmd-info: a Cluster call's step count is looked up in go-redis's
+	// COMMAND cache, loaded from a node it picks, past the caller's budget
+	cmdInfo bool
+	// check-any-node: a Cluster Locker checks its server on a node the client
+	// picks, not the key's master
+	checkAnyNode bool
 	// close-forgets: Close takes a hold a reader found lost for held, unreported
 	closeForgets bool
 	// one-pipe: a Cluster Locker coalesces the calls of every master in one queue
@@ -124,6 +130,8 @@ var mutantFlags = map[string]func(*mutants){
 	"timer-only":         func(m *mutants) { m.timerOnly = true },
 	"one-pipe":           func(m *mutants) { m.onePipe = true },
 	"close-forgets":      func(m *mutants) { m.closeForgets = true },
+	"cmd-info":           func(m *mutants) { m.cmdInfo = true },
+	"check-any-node":     func(m *mutants) { m.checkAnyNode = true },
 	"no-redirect":        func(m *mutants) { m.noRedirect = true },
 }
 

@@ -363,7 +363,7 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	r := &redlock{names: names, quorum: len(clients)/2 + 1, timeout: perNode(l.opts.call.ttl), retryStray: l.mut.retryStray}
 	l.waitRooms = nil
 	for _, c := range clients {
-		r.nodes = append(r.nodes, &deployment{c: c, scripts: l.mut.scripts, windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout})
+		r.nodes = append(r.nodes, &deployment{c: c, scripts: l.mut.scripts, windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout, mut: &l.mut})
 		l.waitRooms = append(l.waitRooms, newWaitRoom(c, l.clock, &l.mut))
 		l.markerTTL = max(l.markerTTL, markerTTL(c))
 		l.ctxDeadlines = l.ctxDeadlines && honoursDeadlines(c)

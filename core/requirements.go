@@ -31,8 +31,10 @@ type serverFacts struct {
 
 // checkServer checks the server once, within the caller's deadline; an
 // unreachable server is checked again by the next lock. Other calls do not
-// wait for the one checking, or a hung Redis would cost them its budget.
-func (l *Locker) checkServer(ctx context.Context, deadline time.Time) error {
+// wait for the one checking, or a hung Redis would cost them its budget. On
+// a Cluster it reads key's master, which the lock needs anyway: another
+// master hung costs the lock nothing.
+func (l *Locker) checkServer(ctx context.Context, deadline time.Time, key string) error {
 	c := &l.server
 	if c.ok.Load() {
 		return nil
@@ -50,24 +52,30 @@ func (l *Locker) checkServer(ctx context.Context, deadline time.Time) error {
 			defer c.mu.Unlock()
 			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkTimeout)
 			defer cancel()
-			l.checkServerLocked(bctx, time.Time{})
+			l.checkServerLocked(bctx, time.Time{}, l.client)
 		}) {
 			c.mu.Unlock()
 		}
 		return nil
 	}
 	defer c.mu.Unlock()
-	return l.checkServerLocked(ctx, deadline)
+	node := l.client
+	if cc, ok := l.client.(*redis.ClusterClient); ok && !l.mut.checkAnyNode {
+		if n, err := cc.MasterForKey(noLoad, key); err == nil {
+			node = n
+		}
+	}
+	return l.checkServerLocked(ctx, deadline, node)
 }
 
-// checkServerLocked is checkServer's look, l.server.mu held.
-func (l *Locker) checkServerLocked(ctx context.Context, deadline time.Time) error {
+// checkServerLocked is checkServer's look at node, l.server.mu held.
+func (l *Locker) checkServerLocked(ctx context.Context, deadline time.Time, node redis.UniversalClient) error {
 	c := &l.server
 	if c.ok.Load() {
 		return nil
 	}
 	f, err := bounded(l, ctx, deadline, func(cctx context.Context) (serverFacts, error) {
-		return readServer(cctx, l.client)
+		return readServer(cctx, node)
 	}, nil)
 	if err == ErrClosed {
 		return err

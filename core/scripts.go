@@ -58,14 +58,25 @@ func (s *script) cmd(ctx context.Context, keys []any, args []any) once {
 	argv = append(argv, "evalsha", s.sha, len(keys))
 	argv = append(argv, keys...)
 	argv = append(argv, args...)
-	return once{redis.NewCmd(ctx, argv...)}
+	return newOnce(ctx, argv)
+}
+
+// newOnce makes the command argv as once. Its step count is set: a go-redis
+// (v9.23) Cluster client otherwise looks it up in its cache of COMMAND's
+// reply, which it loads on first use from a node it picks, under a mutex and
+// past the caller's deadline, so that one hung node would hold up every call.
+// A script's step count is unused (no routing policy names EVALSHA).
+func newOnce(ctx context.Context, argv []any) once {
+	c := redis.NewCmd(ctx, argv...)
+	c.SetStepCount(1)
+	return once{c}
 }
 
 // evalFallback turns q's EVALSHA into EVAL with s's source (NOSCRIPT).
 func (s *script) evalFallback(ctx context.Context, q once) once {
 	argv := q.Args()
 	argv[0], argv[1] = "eval", s.src
-	return once{redis.NewCmd(ctx, argv...)}
+	return newOnce(ctx, argv)
 }
 
 // run sends s once with keys and args on c (see send).

@@ -27,7 +27,7 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 		// Only calls that go to Redis ask for a tag, never a re-entry.
 		a.tag = holderTag(l.opts.tag(ctx))
 	}
-	if err := l.checkServer(ctx, a.deadline); err != nil {
+	if err := l.checkServer(ctx, a.deadline, a.keys.hash()); err != nil {
 		return nil, err
 	}
 	if !l.be.queues() && a.waits && !l.mut.noTurns {
