@@ -887,11 +887,11 @@ func TestRedlockFirstLockWithFirstNodeDown(t *testing.T) {
 	}
 }
 
-// A Redlock lease's TTL is what a quorum still holds: with the lock gone
-// from one node and shortened on another, TTL is the shorter of the two
-// that hold it (not the longest node's, not the first to answer); with it
-// gone from two of three, TTL says ErrNotHeld. Each answer differs from
-// what a TTL read from any single node, or the longest, would give.
+// A Redlock lease's TTL is what a quorum still holds: with the lock at 10s,
+// 20s and 1m on the three nodes, 20s (not the shortest, not the longest);
+// gone from one node and at 20s on another, 20s; gone from two of three,
+// ErrNotHeld. Each answer differs from what the shortest, the longest or
+// any single node's TTL would give.
 func TestRedlockTTLIsAQuorums(t *testing.T) {
 	t.Parallel()
 	srvs, cs := masters(t, 3)
@@ -903,6 +903,14 @@ func TestRedlockTTLIsAQuorums(t *testing.T) {
 	}
 	key := "lockgate:{rl:ttl}"
 	heldEverywhere(t, cs, key)
+	for i, d := range []time.Duration{10 * time.Second, 20 * time.Second} { // the third keeps its minute
+		if err := cs[i].PExpire(ctx, key, d).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ttl, err := s.TTL(ctx); err != nil || ttl > 20*time.Second || ttl < 15*time.Second {
+		t.Fatalf("TTL with the lock at 10s, 20s and 1m on the three nodes = %v, %v; want about 20s (two hold it that long)", ttl, err)
+	}
 	if err := cs[0].Del(ctx, key).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,8 @@ type serverFacts struct {
 // unreachable server is checked again by the next lock. Other calls do not
 // wait for the one checking, or a hung Redis would cost them its budget. On
 // a Cluster it reads key's master, which the lock needs anyway: another
-// master hung costs the lock nothing.
+// master hung costs the lock nothing (but for loading the slot map, which the
+// client asks of any node).
 func (l *Locker) checkServer(ctx context.Context, deadline time.Time, key string) error {
 	c := &l.server
 	if c.ok.Load() {
@@ -52,29 +53,31 @@ func (l *Locker) checkServer(ctx context.Context, deadline time.Time, key string
 			defer c.mu.Unlock()
 			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkTimeout)
 			defer cancel()
-			l.checkServerLocked(bctx, time.Time{}, l.client)
+			l.checkServerLocked(bctx, time.Time{}, "")
 		}) {
 			c.mu.Unlock()
 		}
 		return nil
 	}
 	defer c.mu.Unlock()
-	node := l.client
-	if cc, ok := l.client.(*redis.ClusterClient); ok && !l.mut.checkAnyNode {
-		if n, err := cc.MasterForKey(noLoad, key); err == nil {
-			node = n
-		}
-	}
-	return l.checkServerLocked(ctx, deadline, node)
+	return l.checkServerLocked(ctx, deadline, key)
 }
 
-// checkServerLocked is checkServer's look at node, l.server.mu held.
-func (l *Locker) checkServerLocked(ctx context.Context, deadline time.Time, node redis.UniversalClient) error {
+// checkServerLocked is checkServer's look, l.server.mu held.
+func (l *Locker) checkServerLocked(ctx context.Context, deadline time.Time, key string) error {
 	c := &l.server
 	if c.ok.Load() {
 		return nil
 	}
 	f, err := bounded(l, ctx, deadline, func(cctx context.Context) (serverFacts, error) {
+		node := l.client
+		if cc, ok := node.(*redis.ClusterClient); ok && !l.mut.checkAnyNode {
+			n, err := cc.MasterForKey(cctx, key) // loads the slot map the lock needs anyway
+			if err != nil {
+				return serverFacts{}, err
+			}
+			node = n
+		}
 		return readServer(cctx, node)
 	}, nil)
 	if err == ErrClosed {
