@@ -47,6 +47,18 @@ func hookedClusterClient(t *testing.T, cl *redistest.Cluster, ctxTimeout bool, h
 	return cc
 }
 
+// stop forgets the scripts sent so far and stops srv (SIGSTOP) until it is
+// resumed or the test ends.
+func (h *masterHooks) stop(t *testing.T, srv *redistest.Server) {
+	for len(h.sent) > 0 {
+		<-h.sent
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Resume() })
+}
+
 type masterHook struct {
 	h    *masterHooks
 	addr string
@@ -122,8 +134,9 @@ func TestClusterCallsAreCoalescedPerMaster(t *testing.T) {
 // stopped (SIGSTOP) and four calls in flight to it (the client's read
 // timeout 5s), 32 callers on another master's keys, each with a 1s budget,
 // all lock and unlock in time, some of them in pipelines; the four end
-// unavailable within their 2s budget. Both client kinds. Control: the one-pipe mutant queues every master's calls
-// behind the hung master's, and they end unavailable.
+// unavailable within their 2s budget. Both client kinds. Control: the
+// one-pipe mutant queues every master's calls behind the hung master's, and
+// they end unavailable.
 func TestClusterHungMasterHoldsUpOnlyItsKeys(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -153,13 +166,7 @@ func TestClusterHungMasterHoldsUpOnlyItsKeys(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for len(h.sent) > 0 {
-				<-h.sent
-			}
-			if err := hung.Pause(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { hung.Resume() })
+			h.stop(t, hung)
 			var stuck sync.WaitGroup
 			stuckErrs := make(chan error, 4)
 			for i := 1; i <= 4; i++ {
@@ -301,13 +308,7 @@ func batchFollowsMovedSlot(t *testing.T, control bool, opts []core.Option) {
 	} else if err := s.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for len(h.sent) > 0 {
-		<-h.sent
-	}
-	if err := from.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { from.Resume() })
+	h.stop(t, from)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(moved)+len(stay))
 	lockUnlock := func(name string) {
