@@ -121,6 +121,17 @@ func (p *coalescer) to(first *redis.Cmd) redis.Cmdable {
 	return p.c
 }
 
+// coalesce sets up s's coalescing: a coalescer on a plain client, one per
+// master on a Cluster client; spawn runs their batches.
+func (s *deployment) coalesce(spawn func(func()) bool) {
+	switch c := s.c.(type) {
+	case *redis.Client:
+		s.pipe = &coalescer{c: c, spawn: spawn, mut: s.mut}
+	case *redis.ClusterClient:
+		s.masters = &masterPipes{cc: c, spawn: spawn, mut: s.mut}
+	}
+}
+
 // masterPipes are a Cluster client's coalescers, one per master as the
 // client's slot map names it, so that a batch is one master's and a hung
 // master holds up only its own keys' calls. Calls and batches go through the

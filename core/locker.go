@@ -83,17 +83,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	}
 	o.call.refreshScriptArgs()
 	marker := markerTTL(client)
-	be := &deployment{c: client, scripts: mut.scripts, windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout, mut: &mut}
+	be := &deployment{c: client, scripts: mut.scripts, windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
 	ctxDeadlines := honoursDeadlines(client)
 	_, cluster := client.(*redis.ClusterClient)
-	if !o.noCoalesce && o.ackN == 0 {
-		switch c := client.(type) {
-		case *redis.Client:
-			be.pipe = &coalescer{c: c, mut: &mut}
-		case *redis.ClusterClient:
-			be.masters = &masterPipes{cc: c, mut: &mut}
-		}
-	}
 	l := &Locker{
 		client:           client,
 		be:               be,
@@ -109,11 +101,9 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	l.waitRooms = []*waitRoom{newWaitRoom(client, l.clock, &l.mut)}
 	l.prober = newProber(client, l.reached.Load, o.sentinels, l.clock)
 	l.wd = newWatchdog(l)
-	if be.pipe != nil {
-		be.pipe.spawn = l.goBackground
-	}
-	if be.masters != nil {
-		be.masters.spawn = l.goBackground
+	be.mut = &l.mut
+	if !o.noCoalesce && o.ackN == 0 {
+		be.coalesce(l.goBackground)
 	}
 	return l, nil
 }
