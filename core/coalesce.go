@@ -13,9 +13,9 @@ import (
 // after its caller gave up: the caller undoes it. See docs/internals.md,
 // "Coalescing".
 type coalescer struct {
-	c     redis.UniversalClient
-	spawn func(func()) bool // runs a batch on a goroutine the Locker tracks; false once closed
-	mut   *mutants
+	c      redis.UniversalClient
+	spawn  func(func()) bool // runs a batch on a goroutine the Locker tracks; false once closed
+	queued func()            // tests' signal: a call queued (nil: none; export_test.go)
 
 	mu       sync.Mutex
 	inFlight int    // round trips in flight, at most coalesceSlots
@@ -49,6 +49,9 @@ func (p *coalescer) run(ctx context.Context, script *script, q once) *redis.Cmd 
 	i := len(b.calls)
 	b.calls = append(b.calls, scriptCall{script: script, cmd: q.Cmd})
 	p.mu.Unlock()
+	if p.queued != nil {
+		p.queued()
+	}
 	select {
 	case <-b.done:
 		return b.calls[i].cmd
@@ -103,22 +106,8 @@ func (p *coalescer) send(ctx context.Context, b *batch) {
 	for i := range b.calls {
 		calls[i] = &b.calls[i]
 	}
-	pipeScripts(ctx, p.to(calls[0].cmd), calls, nil)
+	pipeScripts(ctx, p.c, calls, nil)
 	close(b.done)
-}
-
-// to is where a batch goes: the client, or with the no-redirect mutant on a
-// Cluster the master its slot map names for the first call's key.
-func (p *coalescer) to(first *redis.Cmd) redis.Cmdable {
-	cc, ok := p.c.(*redis.ClusterClient)
-	if !ok || !p.mut.noRedirect {
-		return p.c
-	}
-	key, _ := first.Args()[3].(string)
-	if n, err := cc.MasterForKey(noLoad, key); err == nil {
-		return n
-	}
-	return p.c
 }
 
 // coalesce sets up s's coalescing: a coalescer on a plain client, one per
@@ -126,7 +115,7 @@ func (p *coalescer) to(first *redis.Cmd) redis.Cmdable {
 func (s *deployment) coalesce(spawn func(func()) bool) {
 	switch c := s.c.(type) {
 	case *redis.Client:
-		s.pipe = &coalescer{c: c, spawn: spawn, mut: s.mut}
+		s.pipe = &coalescer{c: c, spawn: spawn}
 	case *redis.ClusterClient:
 		s.masters = &masterPipes{cc: c, spawn: spawn, mut: s.mut}
 	}
@@ -138,10 +127,11 @@ func (s *deployment) coalesce(spawn func(func()) bool) {
 // Cluster client, which follows redirects: a slot map out of date only
 // splits a batch.
 type masterPipes struct {
-	cc    *redis.ClusterClient
-	spawn func(func()) bool
-	mut   *mutants
-	by    sync.Map // master's address → its *coalescer
+	cc     *redis.ClusterClient
+	spawn  func(func()) bool
+	queued func() // given to each coalescer (coalescer.queued)
+	mut    *mutants
+	by     sync.Map // master's address → its *coalescer
 }
 
 // pipe returns the coalescer of key's master, or nil (the call is sent
@@ -158,7 +148,11 @@ func (m *masterPipes) pipe(key string) *coalescer {
 	}
 	p, ok := m.by.Load(addr)
 	if !ok {
-		p, _ = m.by.LoadOrStore(addr, &coalescer{c: m.cc, spawn: m.spawn, mut: m.mut})
+		via := redis.UniversalClient(m.cc)
+		if m.mut.noRedirect {
+			via = n // straight to the master the map names
+		}
+		p, _ = m.by.LoadOrStore(addr, &coalescer{c: via, spawn: m.spawn, queued: m.queued})
 	}
 	return p.(*coalescer)
 }

@@ -32,11 +32,11 @@ type masterHooks struct {
 }
 
 // hookedClusterClient is a client of cl whose master clients report to h.
-// readTimeout, if given, replaces the Cluster's.
-func hookedClusterClient(t *testing.T, cl *redistest.Cluster, ctxTimeout bool, h *masterHooks, readTimeout ...time.Duration) *redis.ClusterClient {
+// readTimeout, if not 0, replaces the Cluster's.
+func hookedClusterClient(t *testing.T, cl *redistest.Cluster, ctxTimeout bool, h *masterHooks, readTimeout time.Duration) *redis.ClusterClient {
 	o := cl.Options()
-	for _, d := range readTimeout {
-		o.ReadTimeout = d
+	if readTimeout != 0 {
+		o.ReadTimeout = readTimeout
 	}
 	o.PoolSize = 80
 	o.ContextTimeoutEnabled = ctxTimeout
@@ -105,7 +105,7 @@ func TestClusterCallsAreCoalescedPerMaster(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	h := &masterHooks{}
-	l := locktest.Locker(t, hookedClusterClient(t, cl, true, h))
+	l := locktest.Locker(t, hookedClusterClient(t, cl, true, h, 0))
 	locktest.Warm(t, l)
 	const n = 2000
 	cycles(t, l, 64, n)
@@ -123,7 +123,7 @@ func TestClusterCallsAreCoalescedPerMaster(t *testing.T) {
 
 	// Control: without coalescing nothing is piped.
 	h2 := &masterHooks{}
-	l2 := locktest.Locker(t, hookedClusterClient(t, cl, true, h2), core.WithoutCoalescing())
+	l2 := locktest.Locker(t, hookedClusterClient(t, cl, true, h2, 0), core.WithoutCoalescing())
 	cycles(t, l2, 64, 500)
 	if h2.piped.Load() != 0 || h2.alone.Load() < 1000 {
 		t.Fatalf("WithoutCoalescing: %d scripts alone, %d piped; want all alone", h2.alone.Load(), h2.piped.Load())
@@ -255,7 +255,8 @@ func TestClusterHungMasterHoldsUpOnlyItsKeys(t *testing.T) {
 // the client read its slot map) is redirected by the Cluster client and
 // succeeds. After a slot migrates, its old master is stopped with four
 // calls of the Locker in flight to it, so the 60 calls on names of the moved
-// slot that follow queue for that master (the client's map is out of date).
+// slot that follow queue for that master (the client's map is out of date;
+// the test waits for the coalescer's signal of each).
 // Resumed, it answers them MOVED (the probe must see that, or the scenario
 // did not happen). Control: no-redirect, which sends the batch straight to
 // the master the map names, and those calls fail.
@@ -273,6 +274,13 @@ func batchFollowsMovedSlot(t *testing.T, control bool, opts []core.Option) {
 	h := &masterHooks{watch: from.Addr, sent: make(chan struct{}, 64)}
 	cc := hookedClusterClient(t, cl, true, h, 5*time.Second) // the calls to the stopped master wait
 	l := locktest.Locker(t, cc, opts...)
+	queued := make(chan struct{}, 64)
+	core.OnQueued(l, func() {
+		select {
+		case queued <- struct{}{}:
+		default: // later calls (the unlocks) need not be counted
+		}
+	})
 	ctx := locktest.Context(t)
 	var moved []string
 	for i := 0; len(moved) < 60; i++ {
@@ -329,11 +337,8 @@ func batchFollowsMovedSlot(t *testing.T, control bool, opts []core.Option) {
 	for _, name := range moved {
 		wg.Go(func() { lockUnlock(name) })
 	}
-	for deadline := time.Now().Add(3 * time.Second); core.QueuedCalls(l) < len(moved); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d calls queued, want %d", core.QueuedCalls(l), len(moved))
-		}
-		time.Sleep(time.Millisecond) // no signal: the queue is the coalescer's
+	for range moved {
+		within(t, queued, 3*time.Second, "a call queued for the stopped master")
 	}
 	if err := from.Resume(); err != nil {
 		t.Fatal(err)

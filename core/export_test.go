@@ -73,29 +73,14 @@ func PauseWatchdog(l *Locker) (resume func()) {
 // SlotOf is the Cluster hash slot of a lock name without braces or '%'.
 func SlotOf(name string) int { return slotOf(name) }
 
-// QueuedCalls is how many calls wait in l's coalescers for a round trip.
-func QueuedCalls(l *Locker) int {
-	be, ok := l.be.(*deployment)
-	if !ok {
-		return 0
+// OnQueued makes l's coalescers call f for each call they queue behind the
+// round trips in flight; set it before l's first call.
+func OnQueued(l *Locker, f func()) {
+	be := l.be.(*deployment)
+	if be.pipe != nil {
+		be.pipe.queued = f
 	}
-	pipes := []*coalescer{be.pipe}
 	if be.masters != nil {
-		be.masters.by.Range(func(_, p any) bool {
-			pipes = append(pipes, p.(*coalescer))
-			return true
-		})
+		be.masters.queued = f
 	}
-	n := 0
-	for _, p := range pipes {
-		if p == nil {
-			continue
-		}
-		p.mu.Lock()
-		if p.queue != nil {
-			n += len(p.queue.calls)
-		}
-		p.mu.Unlock()
-	}
-	return n
 }

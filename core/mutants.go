@@ -73,8 +73,9 @@ type mutants struct {
 	closeForgets bool
 	// one-pipe: a Cluster Locker coalesces the calls of every master in one queue
 	onePipe bool
-	// no-redirect: a Cluster batch goes to the master the slot map names, not
-	// through the Cluster client, so a call its slot moved from fails (MOVED)
+	// no-redirect: a Cluster Locker's coalesced calls go to the master the
+	// slot map names, not through the Cluster client, so a call whose slot
+	// moved fails (MOVED)
 	noRedirect bool
 	// scripts a backend sends: the real ones, or edited by queue-expiry,
 	// sweep-64, sem-stop-at-self (never nil after parseMutants)
