@@ -147,7 +147,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 		// Redlock: busy with a stray grant: give it back and wait, under a
 		// new owner (the give-back leaves the old one's done markers).
 		a.undoOwner(owner)
-		a.owner = a.keys.owner(newOwnerID())
+		a.owner = a.keys.newOwner()
 	}
 	a.holder = holderSeen{ttl: r.wait, at: time.Now()}
 	a.unavail, a.retryIn = nil, 0
@@ -304,7 +304,7 @@ func (a *acquisition) undoOwner(owner ownerID) { a.l.undo(&a.keys, owner, &a.o, 
 // freshOwner readies a Redlock retry: a new owner (the old one's done markers
 // void its attempts) after jitter, so split owners do not split again.
 func (a *acquisition) freshOwner() {
-	a.owner = a.keys.owner(newOwnerID())
+	a.owner = a.keys.newOwner()
 	a.nextTry = time.Now().Add(jitter())
 }
 

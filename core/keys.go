@@ -32,6 +32,15 @@ func (k *lockKeys) owner(id string) ownerID {
 	return ownerID{id: id, arg: id, marker: k.names[0] + ":done:" + id}
 }
 
+// newOwner returns a fresh owner on k's lock. Its id is the tail of its
+// marker's name, so both take one allocation.
+func (k *lockKeys) newOwner() ownerID {
+	var b [160]byte // on the stack for a lock key of up to about 110 bytes
+	marker := string(appendOwnerID(append(append(b[:0], k.names[0]...), ":done:"...)))
+	id := marker[len(k.names[0])+len(":done:"):]
+	return ownerID{id: id, arg: id, marker: marker}
+}
+
 // script returns the KEYS of the acquire and release scripts for owner.
 func (k *lockKeys) script(owner ownerID) []any {
 	return []any{k.args[0], k.args[1], owner.marker, k.args[2], k.args[3]}

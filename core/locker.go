@@ -307,7 +307,7 @@ func (l *Locker) prepare(ctx context.Context, start time.Time, key string, opts 
 
 // start runs a fresh acquisition under a new owner id; tells the Observer.
 func (a *acquisition) start(ctx context.Context, start time.Time) (*Lease, error) {
-	a.owner = a.keys.owner(newOwnerID())
+	a.owner = a.keys.newOwner()
 	a.sentAt = a.firstSent[:0]
 	s, err := a.run(ctx)
 	a.l.observe(ctx, a.event(start, s, err))

@@ -17,10 +17,9 @@ var (
 	ownerSeq    atomic.Uint64
 )
 
-// newOwnerID returns a fresh owner id, built on the stack: one allocation.
-func newOwnerID() string {
-	var b [64]byte // the prefix is 27 bytes, the counter at most 13
-	return string(strconv.AppendUint(append(b[:0], ownerPrefix...), ownerSeq.Add(1), 36))
+// appendOwnerID appends a fresh owner id to b.
+func appendOwnerID(b []byte) []byte {
+	return strconv.AppendUint(append(b, ownerPrefix...), ownerSeq.Add(1), 36)
 }
 
 // reentry returns the innermost lease of ctx's chain that holds key, or nil
