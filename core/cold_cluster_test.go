@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -94,4 +95,83 @@ func TestFirstClusterLockBesideHungMasters(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Cluster client that reads from replicas (ReadOnly; RouteByLatency and
+// RouteRandomly set it too) looks every command up in its cache of
+// COMMAND's reply before sending it, loading that cache on first use from a
+// node it picks, under a mutex and a 5s context of its own. Even with
+// ContextTimeoutEnabled it cannot be trusted to bound a call by the call's
+// deadline, so lockgate bounds it from a goroutine of its own: the first
+// Lock of a new Locker on such a client, with two of three masters stopped,
+// ends within its 1s budget (granted, or unavailable when the lookup went
+// to a stopped master), four times over with a new client each. Control:
+// trust-readonly, which leaves the call to the client; a first lookup that
+// reaches a stopped master then holds the Lock for the client's 2s read
+// timeout or more.
+func TestReadOnlyClusterClientKeepsBudget(t *testing.T) {
+	t.Parallel()
+	fixedAndControl(t, "trust-readonly", func(t *testing.T, control bool, opts []core.Option) {
+		cl := redistest.StartCluster(t, 3)
+		live := cl.Servers[2]
+		name := namesPerNode(t, cl, cl.Client(t), "readonly", 1)[live][0]
+		var late []string
+		granted := 0
+		for try := range 4 {
+			o := cl.Options()
+			o.ContextTimeoutEnabled = true
+			o.ReadOnly = true
+			o.ReadTimeout = 2 * time.Second
+			c := redis.NewClusterClient(o)
+			// the slot map loaded, COMMAND not
+			if err := c.ForEachMaster(locktest.Context(t), func(context.Context, *redis.Client) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			l, err := core.New(c, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range cl.Servers[:2] {
+				if err := s.Pause(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := time.Now()
+			s, err := l.Lock(locktest.Context(t), name, core.WithWait(time.Second))
+			took := time.Since(start)
+			for _, s := range cl.Servers[:2] {
+				s.Resume()
+			}
+			if took > redistest.ClusterNodeTimeout/2 {
+				if err := cl.WaitReady(20 * time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			switch {
+			case err == nil:
+				granted++
+				if err := s.Unlock(locktest.Context(t)); err != nil {
+					t.Fatal(err)
+				}
+			case !errors.Is(err, core.ErrUnavailable):
+				t.Fatalf("try %d: %v, want a grant or ErrUnavailable", try, err)
+			}
+			if took > time.Second+budgetSlack {
+				late = append(late, fmt.Sprintf("try %d: %v after %v", try, err, took))
+			}
+			l.Close()
+			c.Close()
+		}
+		if control {
+			if len(late) == 0 {
+				t.Fatal("control: every first Lock ended within its budget; the test cannot tell")
+			}
+			t.Logf("control: %d of 4 past the budget, first: %s", len(late), late[0])
+			return
+		}
+		t.Logf("%d of 4 granted, the rest unavailable, all within the budget", granted)
+		if len(late) > 0 {
+			t.Fatalf("%d of 4 first Locks on a ReadOnly client ran past their 1s budget: %v", len(late), late)
+		}
+	})
 }

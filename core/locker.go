@@ -84,7 +84,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	o.call.refreshScriptArgs()
 	marker := markerTTL(client)
 	be := &deployment{c: client, scripts: mut.scripts, windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
-	ctxDeadlines := honoursDeadlines(client)
+	ctxDeadlines := honoursDeadlines(client, &mut)
 	_, cluster := client.(*redis.ClusterClient)
 	l := &Locker{
 		client:           client,

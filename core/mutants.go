@@ -77,6 +77,9 @@ type mutants struct {
 	// slot map names, not through the Cluster client, so a call whose slot
 	// moved fails (MOVED)
 	noRedirect bool
+	// trust-readonly: a ReadOnly Cluster client with ContextTimeoutEnabled is
+	// trusted to bound its calls by their deadlines (it looks commands up first)
+	trustReadOnly bool
 	// scripts a backend sends: the real ones, or edited by queue-expiry,
 	// sweep-64, sem-stop-at-self (never nil after parseMutants)
 	scripts *scripts
@@ -134,6 +137,7 @@ var mutantFlags = map[string]func(*mutants){
 	"cmd-info":           func(m *mutants) { m.cmdInfo = true },
 	"check-any-node":     func(m *mutants) { m.checkAnyNode = true },
 	"no-redirect":        func(m *mutants) { m.noRedirect = true },
+	"trust-readonly":     func(m *mutants) { m.trustReadOnly = true },
 }
 
 // parseMutants reads a comma-separated list of mutant names.

@@ -366,7 +366,7 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 		r.nodes = append(r.nodes, &deployment{c: c, scripts: l.mut.scripts, windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout, mut: &l.mut})
 		l.waitRooms = append(l.waitRooms, newWaitRoom(c, l.clock, &l.mut))
 		l.markerTTL = max(l.markerTTL, markerTTL(c))
-		l.ctxDeadlines = l.ctxDeadlines && honoursDeadlines(c)
+		l.ctxDeadlines = l.ctxDeadlines && honoursDeadlines(c, &l.mut)
 	}
 	r.spawn = l.goBackground
 	l.be = r

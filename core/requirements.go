@@ -193,14 +193,19 @@ func markerTTL(c redis.UniversalClient) time.Duration {
 	return min(max(t, time.Second), 10*time.Minute)
 }
 
-// honoursDeadlines reports whether the client bounds its reads and writes
-// by the context's deadline (ContextTimeoutEnabled).
-func honoursDeadlines(c redis.UniversalClient) bool {
+// honoursDeadlines reports whether the client bounds its calls by the
+// context's deadline (ContextTimeoutEnabled). Not a Cluster client that
+// reads from replicas (ReadOnly, set too by RouteByLatency and
+// RouteRandomly): before each call it looks the command up in its cache of
+// COMMAND's reply, which it loads on first use under a mutex and a context
+// of its own, so one hung node can hold a call past its deadline.
+func honoursDeadlines(c redis.UniversalClient, mut *mutants) bool {
 	switch c := c.(type) {
 	case *redis.Client:
 		return c.Options().ContextTimeoutEnabled
 	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
+		o := c.Options()
+		return o.ContextTimeoutEnabled && (!o.ReadOnly || mut.trustReadOnly)
 	case *redis.Ring:
 		return c.Options().ContextTimeoutEnabled
 	}
