@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,10 +77,7 @@ func (a *acquisition) busy() error {
 // expired is the error of a call whose deadline passed between attempts:
 // busy (or unavailable), joined with context.DeadlineExceeded if it was ctx's.
 func (a *acquisition) expired() error {
-	last := a.busy()
-	if a.unavail != nil {
-		last = a.unavail // a Redlock whose last attempt had too few nodes
-	}
+	last := cmp.Or(a.unavail, a.busy()) // unavail: a Redlock's last attempt had too few nodes
 	if a.ctxEnds {
 		return errors.Join(last, context.DeadlineExceeded)
 	}
@@ -151,9 +149,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 	}
 	a.holder = holderSeen{ttl: r.wait, at: time.Now()}
 	a.unavail, a.retryIn = nil, 0
-	if r.holder != "" {
-		a.holderTag = r.holder
-	}
+	a.holderTag = cmp.Or(r.holder, a.holderTag)
 	return nil, nil
 }
 
@@ -193,8 +189,8 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 	// bounded detaches the context: a context error here is the budget's end.
 	cause := err
 	err = unavailable("acquire", withCause(cause))
-	if dialFailed(cause) {
-		l.reloadSlots()
+	if cc, ok := l.client.(*redis.ClusterClient); ok && dialFailed(cause) && !l.mut.noSlotReload {
+		cc.ReloadState(context.Background()) // else it dials a dead master until its own 60s reload
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -360,15 +356,6 @@ func (l *Locker) failingOver(err error) bool {
 // retriesRefusals reports whether a waiting Lock retries a failed dial.
 func (l *Locker) retriesRefusals() bool {
 	return l.followsFailovers && l.reached.Load() && !l.mut.refusalDefinitive
-}
-
-// reloadSlots makes a Cluster client read its slot map again after a failed
-// dial; otherwise it dials a dead master until go-redis's own 60s reload.
-// Other clients: nothing.
-func (l *Locker) reloadSlots() {
-	if cc, ok := l.client.(*redis.ClusterClient); ok && !l.mut.noSlotReload {
-		cc.ReloadState(context.Background())
-	}
 }
 
 // isFailoverClient reports whether c is a Sentinel failover client.

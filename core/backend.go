@@ -92,8 +92,7 @@ type renewal struct {
 
 // deployment is the backend on one Redis master, Sentinel or Cluster.
 type deployment struct {
-	c       redis.UniversalClient
-	scripts *scripts // the acquire and release scripts
+	c redis.UniversalClient
 	// the scripts' Locker-wide arguments, boxed once
 	windowArg any // fence window, ms
 	markerArg any // done marker lifetime, ms
@@ -124,14 +123,9 @@ func (s *deployment) acked(ctx context.Context, script *script, key string, keys
 	}
 	call := &scriptCall{script: script, cmd: script.cmd(ctx, keys, args).Cmd}
 	var wait *redis.Cmd // the last pipeline's, which carried the script's run
-	pipeScripts(ctx, c, []*scriptCall{call}, func(p redis.Pipeliner) { wait = s.wait(ctx, p) })
+	pipeScripts(ctx, c, []*scriptCall{call}, func(p redis.Pipeliner) { wait = p.Do(ctx, "wait", s.ackN, s.ackTimeout.Milliseconds()) })
 	n, err := wait.Int64()
 	return call.cmd, n, err
-}
-
-// wait queues WAIT ackN ackTimeout on p.
-func (s *deployment) wait(ctx context.Context, p redis.Pipeliner) *redis.Cmd {
-	return p.Do(ctx, "wait", s.ackN, s.ackTimeout.Milliseconds())
 }
 
 // notReplicated is ErrNotReplicated for got acknowledgements of ackN.
@@ -156,10 +150,10 @@ func (s *deployment) run(ctx context.Context, script *script, k *lockKeys, owner
 }
 
 func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
-	script, args := s.scripts.acquire, []any{owner.arg, ttl, s.windowArg, entry, seq, tag}
+	script, args := s.mut.scripts.acquire, []any{owner.arg, ttl, s.windowArg, entry, seq, tag}
 	switch {
 	case k.semaphore():
-		script, args = s.scripts.semAcquire, []any{owner.arg, ttl, s.windowArg, entry, seq, k.permitsArg, tag}
+		script, args = s.mut.scripts.semAcquire, []any{owner.arg, ttl, s.windowArg, entry, seq, k.permitsArg, tag}
 	case k.read:
 		script = rlockAcquireScript
 	}
@@ -177,10 +171,7 @@ func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, tt
 	} else {
 		cmd = s.run(ctx, script, k, owner, args...)
 	}
-	if have, ok := otherPermits(cmd); ok {
-		return acquireReply{}, &permitsError{want: k.permits, have: have}
-	}
-	v, holder, err := readAcquire(cmd)
+	v, holder, err := readAcquire(cmd, k.permits)
 	switch {
 	case err == redis.Nil:
 		return acquireReply{found: foundEnded}, nil
@@ -196,8 +187,9 @@ func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, tt
 	return acquireReply{found: foundBusy, wait: time.Duration(-v) * time.Millisecond, holder: holder}, nil
 }
 
-// readAcquire reads the acquire script's number and, if busy, the holder's tag.
-func readAcquire(cmd *redis.Cmd) (int64, string, error) {
+// readAcquire reads the acquire script's number, a busy holder's tag, or
+// a semaphore's refusal of another permits count ({"p", n}): *permitsError.
+func readAcquire(cmd *redis.Cmd, permits int) (int64, string, error) {
 	r, err := cmd.Result()
 	if err != nil {
 		return 0, "", err
@@ -206,6 +198,10 @@ func readAcquire(cmd *redis.Cmd) (int64, string, error) {
 	case int64:
 		return r, "", nil
 	case []any:
+		if len(r) == 2 && r[0] == "p" {
+			have, _ := r[1].(int64)
+			return 0, "", &permitsError{want: permits, have: have}
+		}
 		if len(r) == 2 {
 			v, ok := r[0].(int64)
 			tag, _ := r[1].(string)
@@ -222,7 +218,7 @@ func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, ma
 	if marker {
 		m = s.markerArg
 	}
-	release := s.scripts.release
+	release := s.mut.scripts.release
 	switch {
 	case k.semaphore():
 		release = semReleaseScript
@@ -272,7 +268,8 @@ func groupBy(idx []int, key func(i int) string) [][]int {
 var noMarker any = "0"
 
 func (s *deployment) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {
-	n, err := s.scripts.release.run(ctx, s.c, k.script(k.owner(owner)), owner, s.windowArg, s.markerArg, "force").Int64()
+	o := ownerID{id: owner, arg: owner, marker: k.hash() + ":done:" + owner}
+	n, err := s.mut.scripts.release.run(ctx, s.c, k.script(o), owner, s.windowArg, s.markerArg, "force").Int64()
 	return n == 0, err
 }
 
@@ -354,7 +351,7 @@ func (s *deployment) renew(ctx context.Context, batch []renewal, part []int) {
 	var after func(redis.Pipeliner)
 	var waits []*redis.Cmd // one per pipeline: each covers the scripts it ran
 	if s.ackN > 0 {
-		after = func(p redis.Pipeliner) { waits = append(waits, s.wait(ctx, p)) }
+		after = func(p redis.Pipeliner) { waits = append(waits, p.Do(ctx, "wait", s.ackN, s.ackTimeout.Milliseconds())) }
 		c, err := s.node(ctx, batch[part[0]].keys.hash())
 		if err != nil {
 			for _, i := range part {

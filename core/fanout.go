@@ -54,7 +54,7 @@ func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call f
 			}
 			switch judge(a.v, a.err) {
 			case decided:
-				early = r.spawn(drain(ch, pending, cancel))
+				early = r.l.goBackground(drain(ch, pending, cancel))
 				pending = 0
 			case settling:
 				if grace == nil {
@@ -64,7 +64,7 @@ func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call f
 				}
 			}
 		case <-grace:
-			early = r.spawn(drain(ch, pending, cancel))
+			early = r.l.goBackground(drain(ch, pending, cancel))
 			pending = 0
 		case <-cctx.Done():
 			pending = 0
@@ -86,7 +86,7 @@ func startAll[T any](ctx context.Context, r *redlock, call func(ctx context.Cont
 	started := 0
 	for i, n := range r.nodes {
 		errs[i] = errNoAnswer
-		if r.spawn(func() {
+		if r.l.goBackground(func() {
 			v, err := call(ctx, i, n)
 			ch <- nodeAnswer[T]{i, v, err}
 		}) {

@@ -5,9 +5,6 @@ import (
 	"time"
 )
 
-// defaultHint is the retry hint before any release, when the holder's TTL is unknown.
-const defaultHint = time.Second
-
 // holdTimes is the mean hold time of this Locker's releases: exponentially
 // weighted (1/8 for the newest), in nanoseconds.
 type holdTimes struct{ mean atomic.Int64 }
@@ -29,14 +26,14 @@ func (t *holdTimes) observe(d time.Duration) {
 }
 
 // hint is BusyError.RetryAfter for a holder with holderTTL left: the mean
-// hold time capped at holderTTL; before any release, holderTTL or defaultHint.
+// hold time capped at holderTTL; before any release, holderTTL or 1s.
 func (t *holdTimes) hint(holderTTL time.Duration) time.Duration {
 	h := time.Duration(t.mean.Load())
 	if holderTTL > 0 && (h <= 0 || h > holderTTL) {
 		return holderTTL
 	}
 	if h <= 0 {
-		return defaultHint
+		return time.Second
 	}
 	return h
 }

@@ -114,7 +114,7 @@ func (l *Locker) List(ctx context.Context, match string, limit int) ([]string, e
 	if match == "" {
 		match = "*"
 	}
-	glob := l.globFor(match)
+	glob := globEscape(l.opts.prefix) + "{" + braceEscaper.Replace(match) + "}"
 	// Only ctx bounds a scan. The names come only from the call's answer: the
 	// call may run on a goroutine of the Locker.
 	deadline, _ := ctx.Deadline()

@@ -27,11 +27,6 @@ type ownerID struct {
 	marker any // the key of id's done marker on the lock: "<prefix>{<name>}:done:<id>"
 }
 
-// owner returns id's ownerID on k's lock.
-func (k *lockKeys) owner(id string) ownerID {
-	return ownerID{id: id, arg: id, marker: k.names[0] + ":done:" + id}
-}
-
 // newOwner returns a fresh owner on k's lock. Its id is the tail of its
 // marker's name, so both take one allocation.
 func (k *lockKeys) newOwner() ownerID {
@@ -57,7 +52,9 @@ func (l *Locker) keysFor(name string) lockKeys {
 	name = braceEscaper.Replace(name) // the same string, unless it holds one
 	// "<hash>", "<hash>:q" and "<hash>:qt" share one allocation.
 	qt := l.opts.prefix + "{" + name + "}:qt"
-	k := lockKeys{names: [4]string{qt[:len(qt)-3], l.floorKey(name), qt[:len(qt)-1], qt}}
+	// The fence floor is its slot's: "<prefix>{<slot's tag>}:fence" (slot.go).
+	floor := l.opts.prefix + "{" + slotTags()[slotOf(name)] + "}:fence"
+	k := lockKeys{names: [4]string{qt[:len(qt)-3], floor, qt[:len(qt)-1], qt}}
 	for i, n := range k.names {
 		k.args[i] = n
 	}
@@ -82,11 +79,6 @@ func hashTag(key string) string {
 		}
 	}
 	return key
-}
-
-// globFor is the SCAN MATCH pattern of lock hashes whose names match match.
-func (l *Locker) globFor(match string) string {
-	return globEscape(l.opts.prefix) + "{" + braceEscaper.Replace(match) + "}"
 }
 
 // nameOf is keysFor's inverse for a lock hash's key.

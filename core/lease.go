@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -124,7 +126,7 @@ func (s *Lease) Key() string {
 	case s == nil:
 		return ""
 	case s.parts != nil:
-		return s.multiKey()
+		return strings.Join(s.Keys(), ",")
 	}
 	return s.h.key
 }
@@ -149,8 +151,12 @@ func (s *Lease) Fence() int64 {
 	switch {
 	case s == nil:
 		return 0
-	case s.parts != nil:
-		return s.multiFence()
+	case s.parts != nil: // the highest
+		var f int64
+		for _, p := range s.parts {
+			f = max(f, p.h.fence)
+		}
+		return f
 	}
 	return s.h.fence
 }
@@ -158,8 +164,8 @@ func (s *Lease) Fence() int64 {
 // Reentrant reports whether this lease re-entered a lock that a lease of
 // its context's chain already held (a LockMulti's lease: each of its locks).
 func (s *Lease) Reentrant() bool {
-	if s != nil && s.parts != nil {
-		return s.multiReentrant()
+	if s != nil && s.parts != nil { // every part re-entered
+		return !slices.ContainsFunc(s.parts, func(p *Lease) bool { return !p.reentrant })
 	}
 	return s != nil && s.reentrant
 }
@@ -193,8 +199,14 @@ func (s *Lease) Valid() time.Time {
 	switch {
 	case s == nil:
 		return time.Time{}
-	case s.parts != nil:
-		return s.multiValid()
+	case s.parts != nil: // the earliest
+		v := s.parts[0].Valid()
+		for _, p := range s.parts[1:] {
+			if pv := p.Valid(); pv.Before(v) {
+				v = pv
+			}
+		}
+		return v
 	case s.unlocked.Load() || s.h.end.Load() != endLive:
 		return time.Time{}
 	}
@@ -205,8 +217,12 @@ func (s *Lease) Valid() time.Time {
 // budget. Errors: ErrNotHeld when this owner no longer holds it (also
 // ErrLockLost once lost), ErrClosed after Close, ErrUnavailable.
 func (s *Lease) TTL(ctx context.Context) (time.Duration, error) {
-	if s != nil && s.parts != nil {
-		return s.multiTTL(ctx)
+	if s != nil && s.parts != nil { // the shortest
+		ttls, err := eachPart(s.parts, func(p *Lease) (time.Duration, error) { return p.TTL(ctx) })
+		if err != nil {
+			return 0, err
+		}
+		return slices.Min(ttls), nil
 	}
 	if s == nil {
 		return 0, ErrNotHeld
@@ -235,7 +251,8 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	if s != nil && s.parts != nil {
-		return s.multiExtend(ctx, ttl)
+		_, err := eachPart(s.parts, func(p *Lease) (struct{}, error) { return struct{}{}, p.Extend(ctx, ttl) })
+		return err
 	}
 	if s == nil {
 		return ErrNotHeld

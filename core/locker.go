@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,11 +69,8 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		}
 		opt.applyLocker(&o)
 	}
-	if o.err == nil {
-		o.err = o.call.err
-	}
-	if o.err != nil {
-		return nil, o.err
+	if err := cmp.Or(o.err, o.call.err); err != nil {
+		return nil, err
 	}
 	mut, err := parseMutants(envMutants + "," + o.mutants)
 	if err != nil {
@@ -83,14 +81,13 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 	}
 	o.call.refreshScriptArgs()
 	marker := markerTTL(client)
-	be := &deployment{c: client, scripts: mut.scripts, windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
-	ctxDeadlines := honoursDeadlines(client, &mut)
+	be := &deployment{c: client, windowArg: ms(o.fenceWindow), markerArg: ms(marker), ackN: o.ackN, ackTimeout: o.ackTimeout}
 	_, cluster := client.(*redis.ClusterClient)
 	l := &Locker{
 		client:           client,
 		be:               be,
 		markerTTL:        marker,
-		ctxDeadlines:     ctxDeadlines,
+		ctxDeadlines:     honoursDeadlines(client, &mut),
 		followsFailovers: cluster || isFailoverClient(client),
 		opts:             o,
 		epoch:            time.Now(),
@@ -270,13 +267,7 @@ func (l *Locker) prepare(ctx context.Context, start time.Time, key string, opts 
 	a := &acquisition{l: l, key: key}
 	o := &a.o
 	l.callOptions(o, opts)
-	err := o.err
-	if err == nil {
-		err = invalid
-	}
-	if err == nil {
-		err = validateKey(key)
-	}
+	err := cmp.Or(o.err, invalid, validateKey(key))
 	if err == nil && l.closed.Load() {
 		err = ErrClosed
 	}
@@ -324,13 +315,18 @@ func (l *Locker) reenter(ctx context.Context, a *acquisition, start time.Time) (
 	if h.l != l {
 		// Another Locker's: the same lock only if its owner holds key here
 		// (see docs/usage.md, "Lock in detail").
-		held, err := l.holds(ctx, a, h.keys.read, h.owner.id)
+		k := a.keys
+		k.read = h.keys.read
+		_, err := bounded(l, ctx, a.deadline, func(cctx context.Context) (time.Duration, error) {
+			return l.be.pttl(cctx, &k, h.owner.id)
+		}, nil)
+		if err == ErrNotHeld {
+			return nil, nil
+		}
 		if err != nil {
+			err = opError("acquire", err)
 			l.observe(ctx, Event{Kind: EventNotObtained, Key: a.key, Pattern: a.o.pattern, Wait: time.Since(start), Err: err})
 			return nil, err
-		}
-		if !held {
-			return nil, nil
 		}
 	}
 	if h.keys.read && !a.keys.read {
@@ -352,23 +348,6 @@ func (l *Locker) callDeadline(ctx context.Context) time.Time {
 		return cd
 	}
 	return d
-}
-
-// holds reports whether owner (another Locker's) holds a's lock in this
-// Locker's Redis (for reading when read), within a's deadline.
-func (l *Locker) holds(ctx context.Context, a *acquisition, read bool, owner string) (bool, error) {
-	k := a.keys
-	k.read = read
-	_, err := bounded(l, ctx, a.deadline, func(cctx context.Context) (time.Duration, error) {
-		return l.be.pttl(cctx, &k, owner)
-	}, nil)
-	switch {
-	case err == ErrNotHeld:
-		return false, nil
-	case err != nil:
-		return false, opError("acquire", err)
-	}
-	return true, nil
 }
 
 // event is the Observer's event of a Lock or TryLock that went to Redis.
@@ -429,8 +408,5 @@ func (l *Locker) released(ctx context.Context, h *hold, retry bool, err error) {
 }
 
 func (l *Locker) logger() *slog.Logger {
-	if l.opts.logger != nil {
-		return l.opts.logger
-	}
-	return slog.Default()
+	return cmp.Or(l.opts.logger, slog.Default())
 }

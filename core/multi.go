@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -118,41 +117,6 @@ func (s *Lease) each() []*Lease {
 	return s.parts
 }
 
-// multiFence is the highest fence of a LockMulti's parts.
-func (s *Lease) multiFence() int64 {
-	var f int64
-	for _, p := range s.parts {
-		f = max(f, p.h.fence)
-	}
-	return f
-}
-
-// multiValid is the earliest validity end of a LockMulti's parts.
-func (s *Lease) multiValid() time.Time {
-	v := s.parts[0].Valid()
-	for _, p := range s.parts[1:] {
-		if pv := p.Valid(); pv.Before(v) {
-			v = pv
-		}
-	}
-	return v
-}
-
-// multiTTL is the shortest remaining TTL of a LockMulti's parts.
-func (s *Lease) multiTTL(ctx context.Context) (time.Duration, error) {
-	ttls, err := eachPart(s.parts, func(p *Lease) (time.Duration, error) { return p.TTL(ctx) })
-	if err != nil {
-		return 0, err
-	}
-	return slices.Min(ttls), nil
-}
-
-// multiExtend extends every part of a LockMulti, joining their errors.
-func (s *Lease) multiExtend(ctx context.Context, ttl time.Duration) error {
-	_, err := eachPart(s.parts, func(p *Lease) (struct{}, error) { return struct{}{}, p.Extend(ctx, ttl) })
-	return err
-}
-
 // multiUnlock releases the parts not yet given back (so a second Unlock
 // retries failed releases); ErrNotHeld once all were.
 func (s *Lease) multiUnlock(ctx context.Context) error {
@@ -218,11 +182,3 @@ func (s *Lease) FenceOf(key string) int64 {
 	}
 	return 0
 }
-
-// multiReentrant reports whether every part of a LockMulti was re-entered.
-func (s *Lease) multiReentrant() bool {
-	return !slices.ContainsFunc(s.parts, func(p *Lease) bool { return !p.reentrant })
-}
-
-// multiKey is a LockMulti lease's Key: its names joined by commas.
-func (s *Lease) multiKey() string { return strings.Join(s.Keys(), ",") }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"slices"
@@ -98,17 +99,8 @@ func defaultLockerOptions() lockerOptions {
 	}
 }
 
-func (o *callOptions) fail(err error) {
-	if o.err == nil {
-		o.err = err
-	}
-}
-
-func (o *lockerOptions) fail(err error) {
-	if o.err == nil {
-		o.err = err
-	}
-}
+func (o *callOptions) fail(err error)   { o.err = cmp.Or(o.err, err) }
+func (o *lockerOptions) fail(err error) { o.err = cmp.Or(o.err, err) }
 
 // callOption is a LockOption: applied to a call, or to a Locker's defaults.
 type callOption func(*callOptions)
@@ -351,12 +343,4 @@ func (o *callOptions) refreshScriptArgs() {
 	if o.ttlArg == nil || o.argsTTL != o.ttl {
 		o.ttlArg, o.entryArg, o.argsTTL = ms(o.ttl), ms(entryTTL(o.ttl)), o.ttl
 	}
-}
-
-// holderTag is t as a script argument: "" (none) if too long or holding '|'.
-func holderTag(t string) any {
-	if len(t) > MaxHolderTagLen || strings.IndexByte(t, '|') >= 0 {
-		return ""
-	}
-	return t
 }

@@ -92,10 +92,7 @@ func clusterNodes(ctx context.Context, l *Locker, cc *redis.ClusterClient) []pin
 		}
 		return ms, nil
 	}, nil)
-	if err != nil || len(masters) == 0 {
-		if err == nil {
-			err = errNoAnswer
-		}
+	if err != nil {
 		return []pingNode{{name: "cluster", check: func(context.Context) (serverFacts, error) { return serverFacts{}, err }}}
 	}
 	ns := make([]pingNode, len(masters))

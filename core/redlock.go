@@ -28,12 +28,10 @@ type redlock struct {
 	nodes  []*deployment
 	names  []string
 	quorum int
-	// spawn runs a node's call on a goroutine Close waits for; false once closed
-	spawn func(func()) bool
+	// l runs node calls on its goroutines (goBackground: Close waits for them)
+	l *Locker
 	// timeout bounds node calls that name no TTL: perNode of the default TTL
 	timeout time.Duration
-	// mutant retry-stray: a grant beside a busy majority is taken for a split
-	retryStray bool
 }
 
 // perNode is the per-node timeout for a lock of ttl: 1% of it, 50ms to 1s.
@@ -81,9 +79,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 			if t.wait == 0 || a.wait < t.wait {
 				t.wait = a.wait
 			}
-			if t.holder == "" {
-				t.holder = a.holder
-			}
+			t.holder = cmp.Or(t.holder, a.holder)
 		}
 	}
 	switch {
@@ -94,7 +90,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 			return acquireReply{}, err
 		}
 		return acquireReply{found: foundHeld, fence: t.fence}, nil
-	case t.answered >= r.quorum && t.granted > 0 && t.answered-t.granted >= r.quorum && !r.retryStray:
+	case t.answered >= r.quorum && t.granted > 0 && t.answered-t.granted >= r.quorum && !r.l.mut.retryStray:
 		// Busy on a majority, granted by a node that lost the holder's copy.
 		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, stray: true}, nil
 	case t.answered >= r.quorum && t.granted > 0:
@@ -211,12 +207,9 @@ func (r *redlock) forceRelease(ctx context.Context, k *lockKeys, owner string) (
 	return n >= r.quorum, err
 }
 
+// groups: one part, as a plain client's (NewRedlock takes only those).
 func (r *redlock) groups(ctx context.Context, batch []renewal) [][]int {
-	all := make([]int, len(batch))
-	for i := range all {
-		all[i] = i
-	}
-	return [][]int{all}
+	return r.nodes[0].groups(ctx, batch)
 }
 
 // splitsByNode: a Redlock batch is one part, sent to every node at once.
@@ -360,15 +353,14 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	if err != nil {
 		return nil, err
 	}
-	r := &redlock{names: names, quorum: len(clients)/2 + 1, timeout: perNode(l.opts.call.ttl), retryStray: l.mut.retryStray}
+	r := &redlock{l: l, names: names, quorum: len(clients)/2 + 1, timeout: perNode(l.opts.call.ttl)}
 	l.waitRooms = nil
 	for _, c := range clients {
-		r.nodes = append(r.nodes, &deployment{c: c, scripts: l.mut.scripts, windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout, mut: &l.mut})
+		r.nodes = append(r.nodes, &deployment{c: c, windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout, mut: &l.mut})
 		l.waitRooms = append(l.waitRooms, newWaitRoom(c, l.clock, &l.mut))
 		l.markerTTL = max(l.markerTTL, markerTTL(c))
 		l.ctxDeadlines = l.ctxDeadlines && honoursDeadlines(c, &l.mut)
 	}
-	r.spawn = l.goBackground
 	l.be = r
 	l.prober = &prober{} // one node refusing says nothing of a quorum
 	return l, nil
@@ -402,9 +394,7 @@ func (r *redlock) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
 		out.owner, out.Held, out.TTL, out.Age = owner, true, q.TTL, q.Age
 		for _, st := range sts {
 			out.Age = min(out.Age, st.Age)
-			if out.HolderTag == "" {
-				out.HolderTag = st.HolderTag
-			}
+			out.HolderTag = cmp.Or(out.HolderTag, st.HolderTag)
 		}
 	}
 	return out, nil

@@ -193,12 +193,9 @@ func markerTTL(c redis.UniversalClient) time.Duration {
 	return min(max(t, time.Second), 10*time.Minute)
 }
 
-// honoursDeadlines reports whether the client bounds its calls by the
-// context's deadline (ContextTimeoutEnabled). Not a Cluster client that
-// reads from replicas (ReadOnly, set too by RouteByLatency and
-// RouteRandomly): before each call it looks the command up in its cache of
-// COMMAND's reply, which it loads on first use under a mutex and a context
-// of its own, so one hung node can hold a call past its deadline.
+// honoursDeadlines reports whether c bounds its calls by ctx's deadline
+// (ContextTimeoutEnabled); never a ReadOnly Cluster client (also set by
+// RouteByLatency, RouteRandomly): see docs/internals.md, "Bounded calls".
 func honoursDeadlines(c redis.UniversalClient, mut *mutants) bool {
 	switch c := c.(type) {
 	case *redis.Client:

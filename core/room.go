@@ -206,15 +206,6 @@ func (lw *lockWaiters) takeEarly(w *waiter) bool {
 	return false
 }
 
-// keepEarly keeps g for a waiter that joins later (r.mu held).
-func (lw *lockWaiters) keepEarly(g grant, at int64) {
-	if len(lw.early) == maxEarly {
-		lw.dropped = lw.early[0].at
-		lw.early = append(lw.early[:0], lw.early[1:]...)
-	}
-	lw.early = append(lw.early, earlyGrant{g, at})
-}
-
 // leave removes w; the last waiter of a lock unsubscribes from it. The entry
 // and its grants stay until the shard unsubscribes (mutant forget-left): see
 // docs/internals.md, "The wait room (`room.go`, `shard.go`)".
@@ -234,16 +225,6 @@ func (r *waitRoom) leave(w *waiter) {
 	if lw.shard != nil {
 		delete(lw.shard.want, w.ch)
 		signal(lw.shard.kick)
-	}
-}
-
-// unsubscribing forgets the locks in chs, which sh is about to unsubscribe
-// from, unless a waiter joined again (r.mu held).
-func (r *waitRoom) unsubscribing(sh *shard, chs []string) {
-	for _, ch := range chs {
-		if lw := r.chans[ch]; lw != nil && lw.shard == sh && len(lw.waiters) == 0 {
-			delete(r.chans, ch)
-		}
 	}
 }
 
@@ -295,8 +276,12 @@ func (r *waitRoom) deliver(ch, payload string) {
 			case w.granted <- g:
 			default:
 			}
-		} else if !r.mut.dropEarly {
-			lw.keepEarly(g, now)
+		} else if !r.mut.dropEarly { // kept for a waiter that joins later
+			if len(lw.early) == maxEarly {
+				lw.dropped = lw.early[0].at
+				lw.early = append(lw.early[:0], lw.early[1:]...)
+			}
+			lw.early = append(lw.early, earlyGrant{g, now})
 		}
 	}
 }

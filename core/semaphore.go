@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Semaphore takes one of permits slots of the semaphore named key; every
@@ -33,21 +31,16 @@ func (l *Locker) Semaphore(ctx context.Context, key string, permits int, opts ..
 	if err != nil {
 		return nil, err
 	}
-	a.keys = l.semKeysFor(key, permits)
-	return a.start(ctx, start)
-}
-
-// semKeysFor returns the semaphore's keys: its hash "<lock hash>:sem" (also
-// its channel), the slot's fence floor, and its queue.
-func (l *Locker) semKeysFor(name string, permits int) lockKeys {
-	k := l.keysFor(name)
+	// Keys: "<lock hash>:sem" (hash, channel), the fence floor, the queue.
+	k := &a.keys
+	*k = l.keysFor(key)
 	h := k.names[0] + ":sem"
 	k.names = [4]string{h, k.names[1], h + ":q", h + ":qt"}
 	for i, n := range k.names {
 		k.args[i] = n
 	}
 	k.permits, k.permitsArg = permits, strconv.Itoa(permits)
-	return k
+	return a.start(ctx, start)
 }
 
 // semaphore reports whether k are a semaphore's keys, not a lock's.
@@ -65,17 +58,6 @@ var (
 	semRenewScript   = newScript(lua("semaphore_renew"))
 	semPTTLScript    = newScript(lua("semaphore_pttl"))
 )
-
-// otherPermits reads a semaphore acquire's refusal of another permits
-// count ({"p", n}): n and true.
-func otherPermits(cmd *redis.Cmd) (int64, bool) {
-	p, ok := cmd.Val().([]any)
-	if !ok || len(p) != 2 || p[0] != "p" {
-		return 0, false
-	}
-	have, _ := p[1].(int64)
-	return have, true
-}
 
 // permitsError refuses a Semaphore whose holders passed another permits
 // count. It matches ErrInvalid.

@@ -129,9 +129,12 @@ func (s *subscription) sync() error {
 	for ch := range s.have {
 		if !s.sh.want[ch] {
 			drop = append(drop, ch)
+			// About to be unsubscribed: forget the lock, unless a waiter joined again.
+			if lw := s.r.chans[ch]; lw != nil && lw.shard == s.sh && len(lw.waiters) == 0 {
+				delete(s.r.chans, ch)
+			}
 		}
 	}
-	s.r.unsubscribing(s.sh, drop)
 	s.r.mu.Unlock()
 	for _, chs := range s.commands(add) {
 		if err := s.ps.SSubscribe(s.r.ctx, chs...); err != nil {

@@ -47,8 +47,3 @@ var slotTags = sync.OnceValue(func() *[slots]string {
 	}
 	return &tags
 })
-
-// floorKey is the fence floor key of tag's slot: "<prefix>{<slot's tag>}:fence".
-func (l *Locker) floorKey(tag string) string {
-	return l.opts.prefix + "{" + slotTags()[slotOf(tag)] + "}:fence"
-}

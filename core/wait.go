@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -23,9 +24,13 @@ const entryMargin = 100 * time.Millisecond
 // nothing while it goes on. See docs/design.md, "Waiting and handoff".
 func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	l := a.l
-	if l.opts.tag != nil && a.tag == nil {
-		// Only calls that go to Redis ask for a tag, never a re-entry.
-		a.tag = holderTag(l.opts.tag(ctx))
+	if l.opts.tag != nil {
+		// Only calls that go to Redis ask for a tag, never a re-entry; "" (none)
+		// if too long or holding '|'.
+		a.tag = ""
+		if t := l.opts.tag(ctx); len(t) <= MaxHolderTagLen && strings.IndexByte(t, '|') < 0 {
+			a.tag = t
+		}
 	}
 	if err := l.checkServer(ctx, a.deadline, a.keys.hash()); err != nil {
 		return nil, err
