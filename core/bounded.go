@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -72,8 +73,14 @@ func boundedProbed[T any](l *Locker, ctx context.Context, deadline time.Time, pr
 		}
 		return v, err
 	}
-	f := startFlight(l, func() (T, error) { return call(cctx) }, orphan)
-	if f == nil {
+	f := &flight[T]{done: make(chan struct{})}
+	if !l.goBackground(func() {
+		f.res, f.err = call(cctx)
+		if !f.taken.CompareAndSwap(false, true) && orphan != nil { // given up
+			orphan(f.res, f.err)
+		}
+		close(f.done)
+	}) {
 		return zero, ErrClosed
 	}
 	return f.wait(ctx, cctx, deadline, refused)
@@ -120,4 +127,25 @@ func (f *flight[T]) wait(ctx, cctx context.Context, deadline time.Time, refused 
 		}
 		return zero, errNoAnswer
 	}
+}
+
+// flight is one call to Redis on a goroutine of the Locker (Close waits for
+// it), which its caller may stop waiting for; a late result goes to orphan
+// (if not nil), which undoes the call. See docs/internals.md, "Bounded calls".
+type flight[T any] struct {
+	done chan struct{}
+	res  T
+	err  error
+	// taken: the result was delivered (by the call) or orphaned (by giveUp), whichever came first
+	taken atomic.Bool
+}
+
+// giveUp stops waiting: the result goes to orphan, unless it has just
+// arrived, in which case it is returned with ok true.
+func (f *flight[T]) giveUp() (res T, err error, ok bool) {
+	if f.taken.CompareAndSwap(false, true) {
+		return res, nil, false
+	}
+	<-f.done // delivered meanwhile
+	return f.res, f.err, true
 }

@@ -19,7 +19,8 @@ const (
 const fanOutGrace = 5 * time.Millisecond
 
 // fanOutUntil runs call on every node in parallel, each bounded by d and ctx
-// (unanswered: errNoAnswer), until judge (nil: none) says decided, or for
+// (unanswered: errNoAnswer; not started, the Locker closing: ErrClosed),
+// until judge (nil: none), told of each answer, says decided, or for
 // fanOutGrace after settling. With a judge the calls ignore ctx's
 // cancellation and go on within d after an early return. See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
 func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *deployment) (T, error), judge func(v T, err error) verdict) ([]T, []error) {
@@ -35,41 +36,46 @@ func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call f
 		base = context.WithoutCancel(ctx) // the calls outlive an early return
 	}
 	cctx, cancel := context.WithTimeout(base, d)
-	early := false
-	defer func() {
-		if !early {
-			cancel()
-		}
-	}()
 	ch := make(chan nodeAnswer[T], len(r.nodes))
-	pending := startAll(cctx, r, call, ch, errs)
+	pending := 0 // calls started and not answered yet
+	for i, n := range r.nodes {
+		errs[i] = errNoAnswer
+		if !r.l.goBackground(func() {
+			v, err := call(cctx, i, n)
+			ch <- nodeAnswer[T]{i, v, err}
+		}) {
+			errs[i] = ErrClosed
+			continue
+		}
+		pending++
+	}
 	var grace <-chan time.Time
+loop:
 	for pending > 0 {
 		select {
 		case a := <-ch:
 			res[a.i], errs[a.i] = a.v, a.err
-			pending--
-			if pending == 0 || judge == nil {
+			if pending--; judge == nil {
 				continue
 			}
-			switch judge(a.v, a.err) {
-			case decided:
-				early = r.l.goBackground(drain(ch, pending, cancel))
-				pending = 0
-			case settling:
-				if grace == nil {
-					t := time.NewTimer(fanOutGrace)
-					defer t.Stop()
-					grace = t.C
-				}
+			switch v := judge(a.v, a.err); {
+			case v == decided:
+				break loop
+			case v == settling && grace == nil && pending > 0:
+				t := time.NewTimer(fanOutGrace)
+				defer t.Stop()
+				grace = t.C
 			}
 		case <-grace:
-			early = r.l.goBackground(drain(ch, pending, cancel))
-			pending = 0
+			break loop
 		case <-cctx.Done():
 			pending = 0
 		}
 	}
+	if pending > 0 && r.l.goBackground(drain(ch, pending, cancel)) {
+		return res, errs // decided early: drain cancels the calls once they answered
+	}
+	cancel()
 	return res, errs
 }
 
@@ -78,24 +84,6 @@ type nodeAnswer[T any] struct {
 	i   int
 	v   T
 	err error
-}
-
-// startAll starts call on every node, answering on ch, and returns how many
-// started; errs[i] is errNoAnswer, or ErrClosed if the Locker is closed.
-func startAll[T any](ctx context.Context, r *redlock, call func(ctx context.Context, i int, n *deployment) (T, error), ch chan<- nodeAnswer[T], errs []error) int {
-	started := 0
-	for i, n := range r.nodes {
-		errs[i] = errNoAnswer
-		if r.l.goBackground(func() {
-			v, err := call(ctx, i, n)
-			ch <- nodeAnswer[T]{i, v, err}
-		}) {
-			started++
-		} else {
-			errs[i] = ErrClosed
-		}
-	}
-	return started
 }
 
 // drain returns a function that reads the left answers still due on ch,

@@ -168,21 +168,13 @@ func (s *deployment) inspect(ctx context.Context, k *lockKeys) (lockState, error
 func (s *deployment) scan(ctx context.Context, glob string, fn func(string) bool) error {
 	stop := errors.New("enough")
 	one := func(ctx context.Context, c redis.Cmdable, fn func(string) bool) error {
-		var cursor uint64
-		for {
-			keys, next, err := c.ScanType(ctx, cursor, glob, 1000, "hash").Result()
-			if err != nil {
-				return err
-			}
-			for _, key := range keys {
-				if !fn(key) {
-					return stop
-				}
-			}
-			if cursor = next; cursor == 0 {
-				return nil
+		it := c.ScanType(ctx, 0, glob, 1000, "hash").Iterator()
+		for it.Next(ctx) {
+			if !fn(it.Val()) {
+				return stop
 			}
 		}
+		return it.Err()
 	}
 	var err error
 	if cc, ok := s.c.(*redis.ClusterClient); ok {

@@ -144,13 +144,7 @@ func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner ownerID, f
 		}
 		return open
 	})
-	raised := 0 // the judge is not told of the last answer: count here
-	for _, err := range errs {
-		if err == nil {
-			raised++
-		}
-	}
-	if raised < r.quorum {
+	if confirmed < r.quorum {
 		return r.unavailableNodes(errs)
 	}
 	return nil
