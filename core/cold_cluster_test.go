@@ -42,34 +42,7 @@ func TestFirstClusterLockBesideHungMasters(t *testing.T) {
 				for _, ctxTimeout := range []bool{false, true} {
 					o := cl.Options()
 					o.ContextTimeoutEnabled = ctxTimeout
-					o.ReadTimeout = 2 * time.Second // a stopped node is waited for that long
-					c := redis.NewClusterClient(o)
-					// the slot map loaded, COMMAND not
-					if err := c.ForEachMaster(locktest.Context(t), func(context.Context, *redis.Client) error { return nil }); err != nil {
-						t.Fatal(err)
-					}
-					l, err := core.New(c, core.WithMutants(tc.mutants))
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, s := range cl.Servers[:2] {
-						if err := s.Pause(); err != nil {
-							t.Fatal(err)
-						}
-					}
-					start := time.Now()
-					s, err := l.Lock(locktest.Context(t), name, core.WithWait(time.Second))
-					took := time.Since(start)
-					for _, s := range cl.Servers[:2] {
-						s.Resume()
-					}
-					if took > redistest.ClusterNodeTimeout/2 {
-						// the live master may have found itself in a minority
-						// for long enough to refuse (CLUSTERDOWN): let it heal
-						if err := cl.WaitReady(20 * time.Second); err != nil {
-							t.Fatal(err)
-						}
-					}
+					s, took, closeAll, err := lockBesideHungMasters(t, cl, o, name, time.Second, core.WithMutants(tc.mutants))
 					if err == nil {
 						err = s.Unlock(locktest.Context(t))
 					}
@@ -79,8 +52,7 @@ func TestFirstClusterLockBesideHungMasters(t *testing.T) {
 					if err != nil || took > time.Second+budgetSlack {
 						failures = append(failures, fmt.Sprintf("try %d, ContextTimeoutEnabled %v: %v in %v", try, ctxTimeout, err, took))
 					}
-					l.Close()
-					c.Close()
+					closeAll()
 				}
 			}
 			if tc.mutants != "" {
@@ -124,32 +96,7 @@ func TestReadOnlyClusterClientKeepsBudget(t *testing.T) {
 			o := cl.Options()
 			o.ContextTimeoutEnabled = true
 			o.ReadOnly = true
-			o.ReadTimeout = 2 * time.Second
-			c := redis.NewClusterClient(o)
-			// the slot map loaded, COMMAND not
-			if err := c.ForEachMaster(locktest.Context(t), func(context.Context, *redis.Client) error { return nil }); err != nil {
-				t.Fatal(err)
-			}
-			l, err := core.New(c, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range cl.Servers[:2] {
-				if err := s.Pause(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			start := time.Now()
-			s, err := l.Lock(locktest.Context(t), name, core.WithWait(budget))
-			took := time.Since(start)
-			for _, s := range cl.Servers[:2] {
-				s.Resume()
-			}
-			if took > redistest.ClusterNodeTimeout/2 {
-				if err := cl.WaitReady(20 * time.Second); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s, took, closeAll, err := lockBesideHungMasters(t, cl, o, name, budget, opts...)
 			switch {
 			case err == nil:
 				if err := s.Unlock(locktest.Context(t)); err != nil {
@@ -165,8 +112,7 @@ func TestReadOnlyClusterClientKeepsBudget(t *testing.T) {
 			if took > budget+budgetSlack {
 				late = append(late, fmt.Sprintf("try %d: %v after %v", try, err, took))
 			}
-			l.Close()
-			c.Close()
+			closeAll()
 		}
 		if control {
 			if len(late) == 0 {
@@ -183,4 +129,42 @@ func TestReadOnlyClusterClientKeepsBudget(t *testing.T) {
 		}
 		t.Logf("%d of %d unavailable at the budget's end (the lookup hung), the rest granted", hung, tries)
 	})
+}
+
+// lockBesideHungMasters makes a Cluster client of o (read timeout 2s: a
+// stopped node is waited for that long) with its slot map loaded but not
+// go-redis's command cache, and a Locker on it; stops the first two of cl's
+// three masters; and Locks name with budget. It resumes the masters, and
+// lets the Cluster heal after a long stop (the live master may have found
+// itself in a minority long enough to refuse: CLUSTERDOWN), before it
+// returns the Lock's lease, how long it took, what closes the Locker and the
+// client, and the Lock's error.
+func lockBesideHungMasters(t *testing.T, cl *redistest.Cluster, o *redis.ClusterOptions, name string, budget time.Duration, opts ...core.Option) (*core.Lease, time.Duration, func(), error) {
+	t.Helper()
+	o.ReadTimeout = 2 * time.Second
+	c := redis.NewClusterClient(o)
+	if err := c.ForEachMaster(locktest.Context(t), func(context.Context, *redis.Client) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	l, err := core.New(c, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range cl.Servers[:2] {
+		if err := s.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	s, err := l.Lock(locktest.Context(t), name, core.WithWait(budget))
+	took := time.Since(start)
+	for _, s := range cl.Servers[:2] {
+		s.Resume()
+	}
+	if took > redistest.ClusterNodeTimeout/2 {
+		if err := cl.WaitReady(20 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, took, func() { l.Close(); c.Close() }, err
 }
