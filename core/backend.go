@@ -171,7 +171,13 @@ func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, tt
 	} else {
 		cmd = s.run(ctx, script, k, owner, args...)
 	}
-	v, holder, err := readAcquire(cmd, k.permits)
+	// A refusal of the permits count stands whatever error go-redis set on
+	// the command for a later reply of its pipeline (a WAIT, a coalesced call).
+	if p, ok := cmd.Val().([]any); ok && len(p) == 2 && p[0] == "p" && (cmd.Err() == nil || !s.mut.permitsAfterErr) {
+		have, _ := p[1].(int64)
+		return acquireReply{}, &permitsError{want: k.permits, have: have}
+	}
+	v, holder, err := readAcquire(cmd)
 	switch {
 	case err == redis.Nil:
 		return acquireReply{found: foundEnded}, nil
@@ -187,9 +193,8 @@ func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, tt
 	return acquireReply{found: foundBusy, wait: time.Duration(-v) * time.Millisecond, holder: holder}, nil
 }
 
-// readAcquire reads the acquire script's number, a busy holder's tag, or
-// a semaphore's refusal of another permits count ({"p", n}): *permitsError.
-func readAcquire(cmd *redis.Cmd, permits int) (int64, string, error) {
+// readAcquire reads the acquire script's number and, if busy, the holder's tag.
+func readAcquire(cmd *redis.Cmd) (int64, string, error) {
 	r, err := cmd.Result()
 	if err != nil {
 		return 0, "", err
@@ -198,10 +203,6 @@ func readAcquire(cmd *redis.Cmd, permits int) (int64, string, error) {
 	case int64:
 		return r, "", nil
 	case []any:
-		if len(r) == 2 && r[0] == "p" {
-			have, _ := r[1].(int64)
-			return 0, "", &permitsError{want: permits, have: have}
-		}
 		if len(r) == 2 {
 			v, ok := r[0].(int64)
 			tag, _ := r[1].(string)

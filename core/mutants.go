@@ -80,6 +80,10 @@ type mutants struct {
 	// trust-readonly: a ReadOnly Cluster client with ContextTimeoutEnabled is
 	// trusted to bound its calls by their deadlines (it looks commands up first)
 	trustReadOnly bool
+	// permits-after-err: a semaphore's refusal of another permits count is
+	// read only from a command without an error, so a failed WAIT after it in
+	// the same pipeline turns it into ErrUnavailable
+	permitsAfterErr bool
 	// scripts a backend sends: the real ones, or edited by queue-expiry,
 	// sweep-64, sem-stop-at-self (never nil after parseMutants)
 	scripts *scripts
@@ -138,6 +142,7 @@ var mutantFlags = map[string]func(*mutants){
 	"check-any-node":     func(m *mutants) { m.checkAnyNode = true },
 	"no-redirect":        func(m *mutants) { m.noRedirect = true },
 	"trust-readonly":     func(m *mutants) { m.trustReadOnly = true },
+	"permits-after-err":  func(m *mutants) { m.permitsAfterErr = true },
 }
 
 // parseMutants reads a comma-separated list of mutant names.
