@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -67,68 +66,6 @@ func TestFirstClusterLockBesideHungMasters(t *testing.T) {
 			}
 		})
 	}
-}
-
-// A Cluster client that reads from replicas (ReadOnly; RouteByLatency and
-// RouteRandomly set it too) looks every command up in its cache of
-// COMMAND's reply before sending it, loading that cache on first use from a
-// node it picks, under a mutex and a 5s context of its own. Even with
-// ContextTimeoutEnabled it cannot be trusted to bound a call by the call's
-// deadline, so lockgate bounds it from a goroutine of its own: the first
-// Lock of a new Locker on such a client, with two of three masters stopped,
-// ends within its 1s budget, eight times over with a new client each:
-// granted when go-redis's lookup went to the live master first, else
-// unavailable at the budget's end (not at once: the lookup was waited for),
-// which must happen at least once (it picks a node at random: 2 in 3).
-// Control: trust-readonly, which leaves the call to the client; a first
-// lookup that reaches a stopped master then holds the Lock for the client's
-// 2s read timeout or more.
-func TestReadOnlyClusterClientKeepsBudget(t *testing.T) {
-	t.Parallel()
-	fixedAndControl(t, "trust-readonly", func(t *testing.T, control bool, opts []core.Option) {
-		cl := redistest.StartCluster(t, 3)
-		live := cl.Servers[2]
-		name := namesPerNode(t, cl, cl.Client(t), "readonly", 1)[live][0]
-		const tries, budget = 8, time.Second
-		var late []string
-		hung := 0
-		for try := range tries {
-			o := cl.Options()
-			o.ContextTimeoutEnabled = true
-			o.ReadOnly = true
-			s, took, closeAll, err := lockBesideHungMasters(t, cl, o, name, budget, opts...)
-			switch {
-			case err == nil:
-				if err := s.Unlock(locktest.Context(t)); err != nil {
-					t.Fatal(err)
-				}
-			case !errors.Is(err, core.ErrUnavailable):
-				t.Fatalf("try %d: %v, want a grant or ErrUnavailable", try, err)
-			case took < budget/2:
-				t.Fatalf("try %d: unavailable after %v, before the lookup could have been waited for", try, took)
-			default:
-				hung++
-			}
-			if took > budget+budgetSlack {
-				late = append(late, fmt.Sprintf("try %d: %v after %v", try, err, took))
-			}
-			closeAll()
-		}
-		if control {
-			if len(late) == 0 {
-				t.Fatal("control: every first Lock ended within its budget; the test cannot tell")
-			}
-			t.Logf("control: %d of %d past the budget, first: %s", len(late), tries, late[0])
-			return
-		}
-		if len(late) > 0 {
-			t.Fatalf("%d of %d first Locks on a ReadOnly client ran past their budget: %v", len(late), tries, late)
-		}
-		if hung == 0 {
-			t.Fatal("every lookup went to the live master first; the test cannot tell")
-		}
-		t.Logf("%d of %d unavailable at the budget's end (the lookup hung), the rest granted", hung, tries)
-	})
 }
 
 // lockBesideHungMasters makes a Cluster client of o (read timeout 2s: a

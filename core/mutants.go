@@ -84,6 +84,9 @@ type mutants struct {
 	// read only from a command without an error, so a failed WAIT after it in
 	// the same pipeline turns it into ErrUnavailable
 	permitsAfterErr bool
+	// check-replica: on a ReadOnly Cluster client the wait room's check after
+	// a subscription reads a replica, which may not have the latest grant
+	checkReplica bool
 	// scripts a backend sends: the real ones, or edited by queue-expiry,
 	// sweep-64, sem-stop-at-self (never nil after parseMutants)
 	scripts *scripts
@@ -143,6 +146,7 @@ var mutantFlags = map[string]func(*mutants){
 	"no-redirect":        func(m *mutants) { m.noRedirect = true },
 	"trust-readonly":     func(m *mutants) { m.trustReadOnly = true },
 	"permits-after-err":  func(m *mutants) { m.permitsAfterErr = true },
+	"check-replica":      func(m *mutants) { m.checkReplica = true },
 }
 
 // parseMutants reads a comma-separated list of mutant names.

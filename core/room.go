@@ -338,7 +338,15 @@ func (r *waitRoom) check(chs []string) {
 		ctx, cancel := context.WithTimeout(r.ctx, checkTimeout)
 		defer cancel()
 		asked := r.clock()
-		cmds, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		c := redis.Cmdable(r.client)
+		if r.cluster != nil && r.cluster.Options().ReadOnly && !r.mut.checkReplica {
+			// Not a replica, which may not have the latest grant yet: the
+			// master of chs (one shard's, one node's; a moved slot: no answer).
+			if m, err := r.cluster.MasterForKey(ctx, chs[0]); err == nil {
+				c = m
+			}
+		}
+		cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, ch := range chs {
 				p.HGet(ctx, ch, "owner")
 				p.PTTL(ctx, ch)
