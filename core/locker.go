@@ -206,9 +206,10 @@ func (l *Locker) stopBackground() {
 // Lock obtains the lock named key, waiting in Redis's FIFO queue while it is
 // held, at most the wait budget (WithWait, default 2s) or until ctx ends, plus
 // at most 50ms (on a ContextTimeoutEnabled client other than a ReadOnly
-// Cluster client, a hung call ends at ctx's deadline, not at its cancellation). A ctx that is, or derives from, the
-// Context of a lease holding key re-enters it: same fence, one more Unlock (a
-// read lease is not upgraded: ErrInvalid). Once ctx ends without Unlock the
+// Cluster client, a hung call ends at ctx's deadline, not at its
+// cancellation). A ctx that is, or derives from, the Context of a lease
+// holding key re-enters it: same fence, one more Unlock (a read lease is not
+// upgraded: ErrInvalid). Once ctx ends without Unlock the
 // lock expires within its TTL.
 // Errors: a *BusyError (errors.Is ErrNotObtained) when still held at the
 // budget's end; ErrUnavailable when Redis failed or did not answer in time;

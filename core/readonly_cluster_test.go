@@ -109,15 +109,16 @@ func TestReadOnlyClusterWaitChecksMaster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The client's slot map must name the slot's replica, which a new
-		// replica's first map may not yet do: nothing signals it, so ask.
+		// The client's slot map must name the slot's replica, which a map read
+		// soon after the replica joined may not yet do: nothing signals it, so
+		// read the map again (ForEachSlave reloads it before it returns).
 		replica := ""
 		for end := time.Now().Add(10 * time.Second); replica == "" && time.Now().Before(end); {
-			c.ReloadState(ctx)
+			if err := c.ForEachSlave(ctx, func(context.Context, *redis.Client) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
 			if r, err := c.SlaveForKey(ctx, hash); err == nil && r.Options().Addr != master.Options().Addr {
 				replica = r.Options().Addr
-			} else {
-				time.Sleep(20 * time.Millisecond) // the reload is lazy
 			}
 		}
 		if replica == "" {
