@@ -1251,35 +1251,51 @@ func testSemaphoreGrantBeforeSubscription(t *testing.T, cluster bool, mutant str
 // a later reply of the same pipeline fails: go-redis then sets that error on
 // every command of the pipeline, the refusal's included. Here the refusal
 // comes with WithReplicaAck's WAIT, which a server without replicas leaves
-// unanswered until the call's 400ms deadline (ContextTimeoutEnabled).
+// unanswered until the call's 400ms deadline (ContextTimeoutEnabled); on one
+// server and on a 3-master Cluster (the WAIT goes to the key's master).
 // Control: permits-after-err reads the refusal only from a command without
 // an error, and the call ends unavailable instead.
 func TestSemaphorePermitsRefusalBesideFailedWait(t *testing.T) {
 	t.Parallel()
-	fixedAndControl(t, "permits-after-err", func(t *testing.T, control bool, opts []core.Option) {
-		srv := redistest.Start(t)
-		plain, _ := locktest.NewLocker(t, srv)
-		ctx := locktest.Context(t)
-		s, err := plain.Semaphore(ctx, "refused:sem", 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Unlock(ctx)
-		c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
-		t.Cleanup(func() { c.Close() })
-		acked := locktest.Locker(t, c, append(opts, core.WithReplicaAck(1, 2*time.Second))...)
-		cctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
-		defer cancel()
-		_, err = acked.Semaphore(cctx, "refused:sem", 2)
-		if control {
-			if errors.Is(err, core.ErrInvalid) {
-				t.Fatalf("control: %v, the refusal survived; the test cannot tell", err)
-			}
-			t.Logf("control: %v", err)
-			return
-		}
-		if !errors.Is(err, core.ErrInvalid) || errors.Is(err, core.ErrUnavailable) || !strings.Contains(err.Error(), "3") {
-			t.Fatalf("Semaphore with permits 2 beside holders of 3, its WAIT unanswered = %v, want ErrInvalid naming 3", err)
-		}
-	})
+	for _, cluster := range []bool{false, true} {
+		t.Run(map[bool]string{false: "single", true: "cluster"}[cluster], func(t *testing.T) {
+			t.Parallel()
+			fixedAndControl(t, "permits-after-err", func(t *testing.T, control bool, opts []core.Option) {
+				var plainClient, ackClient redis.UniversalClient
+				if cluster {
+					cl := redistest.StartCluster(t, 3)
+					plainClient = cl.Client(t)
+					o := cl.Options()
+					o.ContextTimeoutEnabled, o.MaxRetries = true, -1
+					ackClient = redis.NewClusterClient(o)
+				} else {
+					srv := redistest.Start(t)
+					plainClient = srv.Client(t)
+					ackClient = redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+				}
+				t.Cleanup(func() { ackClient.Close() })
+				plain := locktest.Locker(t, plainClient)
+				ctx := locktest.Context(t)
+				s, err := plain.Semaphore(ctx, "refused:sem", 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Unlock(ctx)
+				acked := locktest.Locker(t, ackClient, append(opts, core.WithReplicaAck(1, 2*time.Second))...)
+				cctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+				defer cancel()
+				_, err = acked.Semaphore(cctx, "refused:sem", 2)
+				if control {
+					if errors.Is(err, core.ErrInvalid) {
+						t.Fatalf("control: %v, the refusal survived; the test cannot tell", err)
+					}
+					t.Logf("control: %v", err)
+					return
+				}
+				if !errors.Is(err, core.ErrInvalid) || errors.Is(err, core.ErrUnavailable) || !strings.Contains(err.Error(), "3") {
+					t.Fatalf("Semaphore with permits 2 beside holders of 3, its WAIT unanswered = %v, want ErrInvalid naming 3", err)
+				}
+			})
+		})
+	}
 }
