@@ -88,7 +88,7 @@ type mutants struct {
 	// a subscription reads a replica, which may not have the latest grant
 	checkReplica bool
 	// scripts a backend sends: the real ones, or edited by queue-expiry,
-	// sweep-64, lean-stays, sem-stop-at-self (never nil after parseMutants)
+	// sweep-64, sem-stop-at-self (never nil after parseMutants)
 	scripts *scripts
 }
 
@@ -104,9 +104,6 @@ var mutantEdits = map[string][2]string{
     redis.call('PEXPIRE', KEYS[4], d)
     redis.call('PEXPIRE', KEYS[5], d)`},
 	"sweep-64": {"local batches, size = math.huge, 100", "local batches, size = 4, 16"},
-	// a waiter's join leaves a lean hold's field (the holder's HDEL then
-	// releases nothing of the full form, and no waiter is handed the lock)
-	"lean-stays": {"  redis.call('HDEL', KEYS[1], o)\nend", "end"},
 }
 
 // semMutantEdits are the mutants of semaphore_acquire.lua, likewise.
