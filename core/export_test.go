@@ -38,6 +38,19 @@ func ScriptSource(name string) (string, error) {
 	return string(b), err
 }
 
+// MutantScriptSource is ScriptSource("acquire" or "release") with the
+// script mutants named (see mutants.go) put back.
+func MutantScriptSource(name, mutantList string) (string, error) {
+	m, err := parseMutants(mutantList)
+	if err != nil {
+		return "", err
+	}
+	if name == "release" {
+		return m.scripts.release.src, nil
+	}
+	return m.scripts.acquire.src, nil
+}
+
 // FenceFloorKey is the key of the fence floor that the lock named name
 // shares with every name of its Cluster slot.
 func FenceFloorKey(l *Locker, name string) string { k := l.keysFor(name); return k.names[1] }

@@ -88,7 +88,7 @@ type mutants struct {
 	// a subscription reads a replica, which may not have the latest grant
 	checkReplica bool
 	// scripts a backend sends: the real ones, or edited by queue-expiry,
-	// sweep-64, sem-stop-at-self (never nil after parseMutants)
+	// sweep-64, grant-at-expiry, sem-stop-at-self (never nil after parseMutants)
 	scripts *scripts
 }
 
@@ -104,6 +104,11 @@ var mutantEdits = map[string][2]string{
     redis.call('PEXPIRE', KEYS[4], d)
     redis.call('PEXPIRE', KEYS[5], d)`},
 	"sweep-64": {"local batches, size = math.huge, 100", "local batches, size = 4, 16"},
+	// grant-at-expiry: a grant sets the lock's expiry to the entry's end as
+	// a time, which Redis 7.0 applies by deleting the key when that time has
+	// passed during the call, so the call's later HSET leaves a lock hash
+	// without expiry
+	"grant-at-expiry": {"redis.call('PEXPIRE', KEYS[1], exp - ms)", "redis.call('PEXPIREAT', KEYS[1], exp)"},
 }
 
 // semMutantEdits are the mutants of semaphore_acquire.lua, likewise.

@@ -62,7 +62,11 @@ local function grant(w, exp, seq, tag, more, now, ms, window)
     redis.call('HSET', KEYS[1], 'owner', w, 'fence', f)
   end
   if tag ~= '' then redis.call('HSET', KEYS[1], 't', tag) end
-  redis.call('PEXPIREAT', KEYS[1], exp)
+  -- Relative to now, not PEXPIREAT exp: Redis 7.0 deletes a key at once
+  -- when its new expiry has passed, as exp may have while this call swept
+  -- the queue, and a later HSET of the same call would make the lock a
+  -- hash that never expires.
+  redis.call('PEXPIRE', KEYS[1], exp - ms)
   redis.call('SPUBLISH', KEYS[1], 'g ' .. w .. ' ' .. string.format('%.0f', f) .. ' ' .. seq .. ' ' .. (exp - ms))
 end
 

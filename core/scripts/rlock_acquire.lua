@@ -62,5 +62,5 @@ end
 local f = fence(now, ARGV[3])
 local exp = ms + tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], owner, permit(exp, f, ARGV[6]), 'r', '1')
-last(exp)
+last(exp, ms)
 return f

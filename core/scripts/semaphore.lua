@@ -51,10 +51,11 @@ local function holders(ms, owner)
   return live, n, mine, soon, soonTag
 end
 
--- last makes the holders' hash live until at least exp (ms).
-local function last(exp)
+-- last makes the holders' hash live until at least exp (ms; ms is now),
+-- counted from now as grant's expiry is (see queue.lua).
+local function last(exp, ms)
   if redis.call('PEXPIRETIME', KEYS[1]) < exp then
-    redis.call('PEXPIREAT', KEYS[1], exp)
+    redis.call('PEXPIRE', KEYS[1], exp - ms)
   end
 end
 
@@ -65,7 +66,7 @@ local function claim(owner, mine, ms)
   local exp = ms + tonumber(ARGV[2])
   if exp > mine[1] then
     redis.call('HSET', KEYS[1], owner, permit(exp, mine[2], mine[3]))
-    last(exp)
+    last(exp, ms)
   end
   return tonumber(mine[2])
 end
@@ -80,7 +81,7 @@ local function give(w, exp, seq, tag, now, ms, window, k, v)
   redis.call('HDEL', KEYS[5], w)
   local f = fence(now, window)
   redis.call('HSET', KEYS[1], w, permit(exp, f, tag), k, v)
-  last(exp)
+  last(exp, ms)
   redis.call('SPUBLISH', KEYS[1], 'g ' .. w .. ' ' .. string.format('%.0f', f) .. ' ' .. seq .. ' ' .. (exp - ms))
 end
 

@@ -62,7 +62,7 @@ if free > 0 then
   local f = fence(now, ARGV[3])
   local exp = ms + tonumber(ARGV[2])
   redis.call('HSET', KEYS[1], owner, permit(exp, f, ARGV[7]), 'n', n)
-  last(exp)
+  last(exp, ms)
   return f
 end
 if ARGV[4] ~= '' then
