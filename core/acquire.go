@@ -275,6 +275,7 @@ func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt in
 		release:    o.releaseTimeout,
 		renewAt:    renewAt,
 		handedOver: handedOver,
+		lean:       !handedOver && !a.waited && (a.tag == nil || a.tag == ""),
 		pattern:    o.pattern,
 		heapIndex:  -1,
 		parentDone: ctx.Done(),

@@ -20,8 +20,9 @@ type backend interface {
 	// release gives up owner's hold (handing it to the first live waiter) or
 	// its place in the queue, and reports whether owner held it. marker leaves
 	// owner's done marker: ask for it after a call that may have run unanswered.
-	// See docs/design.md, "Redis layout".
-	release(ctx context.Context, k *lockKeys, owner ownerID, marker bool) (held bool, err error)
+	// lean: the hold may be lean (taken with no one waiting and no tag), so a
+	// plain HDEL may release it. See docs/design.md, "Redis layout".
+	release(ctx context.Context, k *lockKeys, owner ownerID, marker, lean bool) (held bool, err error)
 	// forceRelease is ForceRelease's: held only if owner holds the lock now;
 	// owner's own later release reports not held.
 	forceRelease(ctx context.Context, k *lockKeys, owner string) (held bool, err error)
@@ -135,7 +136,12 @@ func (s *deployment) notReplicated(got int64) error {
 
 // run sends script with k's keys for owner and args, for one acquire or release.
 func (s *deployment) run(ctx context.Context, script *script, k *lockKeys, owner ownerID, args ...any) *redis.Cmd {
-	q := script.cmd(ctx, k.script(owner), args)
+	return s.send(ctx, script, k, script.cmd(ctx, k.script(owner), args))
+}
+
+// send sends q, a call of script on k (nil: a plain command), coalesced
+// with other calls to k's node if the Locker coalesces.
+func (s *deployment) send(ctx context.Context, script *script, k *lockKeys, q once) *redis.Cmd {
 	if s.mut.cmdInfo {
 		q.SetStepCount(0)
 	}
@@ -214,7 +220,17 @@ func readAcquire(cmd *redis.Cmd) (int64, string, error) {
 	return 0, "", fmt.Errorf("unexpected acquire reply %v", r)
 }
 
-func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, marker bool) (bool, error) {
+func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, marker, lean bool) (bool, error) {
+	if lean && !marker && !k.perOwner() {
+		// A lean hold is the hash's one field, named by its owner: deleting
+		// that field deletes the hash, and deletes nothing of another owner's.
+		// See docs/design.md, "Redis layout".
+		n, err := s.send(ctx, nil, k, newOnce(ctx, []any{"hdel", k.args[0], owner.arg})).Int64()
+		if err != nil || n == 1 {
+			return n == 1, err
+		}
+		// Not lean (someone waits, a tag, or gone): the script tells.
+	}
 	m := noMarker
 	if marker {
 		m = s.markerArg

@@ -68,7 +68,7 @@ func (m *masterHook) DialHook(next redis.DialHook) redis.DialHook { return next 
 
 func (m *masterHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if isScript(cmd) {
+		if isLockCall(cmd) {
 			m.h.alone.Add(1)
 			if m.h.sent != nil && m.addr == m.h.watch {
 				select {

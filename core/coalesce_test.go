@@ -17,8 +17,8 @@ import (
 	"github.com/lockgate/lockgate/redistest"
 )
 
-// scriptHook counts the scripts a client sends on their own and inside
-// pipelines.
+// scriptHook counts the lock calls (isLockCall) a client sends on their own
+// and inside pipelines.
 type scriptHook struct {
 	alone, piped, pipelines atomic.Int64
 }
@@ -27,7 +27,7 @@ func (h *scriptHook) DialHook(next redis.DialHook) redis.DialHook { return next 
 
 func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if isScript(cmd) {
+		if isLockCall(cmd) {
 			h.alone.Add(1)
 		}
 		return next(ctx, cmd)
@@ -45,7 +45,7 @@ func (h *scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func (h *scriptHook) count(cmds []redis.Cmder) int {
 	n := 0
 	for _, c := range cmds {
-		if isScript(c) {
+		if isLockCall(c) {
 			n++
 		}
 	}
@@ -56,7 +56,10 @@ func (h *scriptHook) count(cmds []redis.Cmder) int {
 	return n
 }
 
-func isScript(c redis.Cmder) bool { return c.Name() == "evalsha" || c.Name() == "eval" }
+// isLockCall: a script, or the HDEL that releases a lean hold.
+func isLockCall(c redis.Cmder) bool {
+	return c.Name() == "evalsha" || c.Name() == "eval" || c.Name() == "hdel"
+}
 
 func hookedClient(t *testing.T, addr string) (*redis.Client, *scriptHook) {
 	o := &redis.Options{Addr: addr, PoolSize: 80}

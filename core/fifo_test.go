@@ -142,7 +142,7 @@ func TestWaiterThatLeavesIsSkipped(t *testing.T) {
 		if err := s.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		owner := direct.HGet(ctx, "lockgate:{handed}", "owner").Val()
+		owner := ownerIn(ctx, direct, "lockgate:{handed}")
 		if owner == "" {
 			t.Fatal("probe: the release handed the lock to nobody")
 		}
@@ -545,7 +545,7 @@ func TestGrantBeforeJoin(t *testing.T) {
 	second := waitFor(ctx, l, "early", 8*time.Second)
 	waitQueued(t, direct, "early", 2)
 	releaseWhileHeld(t, ctx, s, h)
-	if owner := direct.HGet(ctx, "lockgate:{early}", "owner").Val(); owner == "" {
+	if owner := ownerIn(ctx, direct, "lockgate:{early}"); owner == "" {
 		t.Fatal("probe: the release handed the lock to no one")
 	}
 	r := <-first
@@ -602,7 +602,7 @@ func TestGrantedHoldClaimsItsTTL(t *testing.T) {
 				t.Fatalf("granted lease lost after %v: %v", time.Since(granted), context.Cause(l.Context()))
 			case <-time.After(700 * time.Millisecond):
 			}
-			if owner := direct.HGet(ctx, "lockgate:{"+key+"}", "owner").Val(); owner == "" {
+			if owner := ownerIn(ctx, direct, "lockgate:{"+key+"}"); owner == "" {
 				t.Fatalf("700ms after the grant the lock is gone from Redis: the hold never claimed its TTL")
 			}
 		})
@@ -645,7 +645,7 @@ func TestTryLockDoesNotJumpTheQueue(t *testing.T) {
 	if _, err := other.Lock(ctx, "nojump", core.WithWait(100*time.Millisecond)); !errors.Is(err, core.ErrNotObtained) {
 		t.Fatalf("Lock with a live waiter queued = %v, want ErrNotObtained", err)
 	}
-	if owner := direct.HGet(ctx, "lockgate:{nojump}", "owner").Val(); owner != queued[0] {
+	if owner := ownerIn(ctx, direct, "lockgate:{nojump}"); owner != queued[0] {
 		t.Fatalf("probe: the lock's owner is %q, want the stalled waiter %q", owner, queued[0])
 	}
 	p.Unstall()

@@ -1,11 +1,29 @@
 package core_test
 
 import (
+	"context"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockgate/lockgate/core"
+	"github.com/lockgate/lockgate/internal/locktest"
 )
+
+// holderIn is locktest.Holder with the fence as a number (0: none).
+func holderIn(ctx context.Context, c redis.Cmdable, hash string) (string, int64) {
+	owner, fence, _ := locktest.Holder(ctx, c, hash)
+	f, _ := strconv.ParseInt(fence, 10, 64)
+	return owner, f
+}
+
+// ownerIn is holderIn's owner.
+func ownerIn(ctx context.Context, c redis.Cmdable, hash string) string {
+	owner, _ := holderIn(ctx, c, hash)
+	return owner
+}
 
 // within fails the test if ch does not close within d.
 func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {

@@ -43,6 +43,13 @@ func evalsha(key string) redistest.Matcher {
 	return redistest.MatchCommand("evalsha", "lockgate:{"+key+"}")
 }
 
+// releaseOf matches a release of key's lock: its release script, or the
+// HDEL of a lean hold.
+func releaseOf(t *testing.T, key string) redistest.Matcher {
+	rel, hdel := script(t, "release", key), redistest.MatchCommand("hdel", "lockgate:{"+key+"}")
+	return func(cmd []string) bool { return rel(cmd) || hdel(cmd) }
+}
+
 // script matches the script of scripts/<name>.lua (by its SHA1, as EVALSHA
 // names it) on key's lock hash.
 func script(t *testing.T, name, key string) redistest.Matcher {
@@ -87,7 +94,7 @@ func testLateReplyFreshLock(t *testing.T, ctxTimeout bool) {
 	if s.Reentrant() {
 		t.Fatal("a fresh Lock whose script ran twice reports Reentrant")
 	}
-	if f, _ := direct.HGet(ctx, "lockgate:{k}", "fence").Int64(); f != s.Fence() {
+	if _, f := holderIn(ctx, direct, "lockgate:{k}"); f != s.Fence() {
 		t.Fatalf("fence in Redis %d, lease %d", f, s.Fence())
 	}
 	if err := s.Unlock(ctx); err != nil {
@@ -154,8 +161,60 @@ func TestLateReplyUnlock(t *testing.T) {
 		t.Fatalf("next fence %d not above %d", s2.Fence(), s.Fence())
 	}
 	// The second run of the release did not touch the new owner's lock.
-	if owner := direct.HGet(ctx, "lockgate:{k}", "owner").Val(); owner == "" {
+	if owner := ownerIn(ctx, direct, "lockgate:{k}"); owner == "" {
 		t.Fatal("the new owner's lock was deleted by the repeated release")
+	}
+	if err := s2.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The release of a lean hold (taken with no one waiting: one HDEL of its own
+// field) whose reply is late answers nil, not ErrNotHeld: the HDEL is sent
+// once, so the Unlock sends the release script after it, which finds the lock
+// gone and counts it released (the HDEL was sent while the lease was valid:
+// no other owner could have taken it before it ran), and leaves a done
+// marker. The lock is free for another owner at once, and the late HDEL, had
+// it run after that owner took the lock, would have deleted nothing of
+// theirs. The check that the fault happened: the HDEL's reply was held, and
+// a release script followed it.
+func TestLateReplyLeanUnlock(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	p, c := lateClient(t, srv, lateReadTimeout)
+	l := locktest.Locker(t, c)
+	other, direct := locktest.NewLocker(t, srv)
+	ctx := locktest.Context(t)
+	locktest.Warm(t, l)
+
+	s, err := l.Lock(ctx, "k", core.WithReleaseTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := direct.HGetAll(ctx, "lockgate:{k}").Val(); len(m) != 1 {
+		t.Fatalf("lock hash %v, want a lean hold (one field)", m)
+	}
+	hdel := redistest.MatchCommand("hdel", "lockgate:{k}")
+	h := p.HoldReply(hdel, lateReply)
+	scripts := p.Watch(script(t, "release", "k"))
+	err = s.Unlock(ctx)
+	within(t, h.Matched(), time.Second, "the held HDEL")
+	if n := scripts.Count(); n < 1 {
+		t.Fatalf("no release script after the late HDEL (Unlock: %v): the fault did not happen as meant", err)
+	}
+	if err != nil {
+		t.Fatalf("Unlock whose HDEL ran unanswered = %v, want nil", err)
+	}
+	if m := direct.Keys(ctx, "lockgate:{k}:done:*").Val(); len(m) != 1 {
+		t.Fatalf("done markers after a release that went unanswered: %v, want one", m)
+	}
+	s2, err := other.TryLock(ctx, "k")
+	if err != nil {
+		t.Fatalf("next owner after the Unlock: %v", err)
+	}
+	within(t, h.Released(), 2*time.Second, "the held HDEL's answer")
+	if owner := ownerIn(ctx, direct, "lockgate:{k}"); owner == "" {
+		t.Fatal("the next owner's lock is gone")
 	}
 	if err := s2.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -183,13 +242,14 @@ func TestLateReplyInnerUnlock(t *testing.T) {
 	if err != nil || !inner.Reentrant() {
 		t.Fatalf("re-entry: %v, %v", inner, err)
 	}
-	h := p.HoldReply(script(t, "release", "k"), lateReply)
-	scripts := p.Watch(evalsha("k"))
+	h := p.HoldReply(releaseOf(t, "k"), lateReply)
+	hdel := redistest.MatchCommand("hdel", "lockgate:{k}")
+	calls := p.Watch(func(cmd []string) bool { return evalsha("k")(cmd) || hdel(cmd) })
 	if err := inner.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := scripts.Count(); n != 0 {
-		t.Fatalf("inner Unlock sent %d scripts", n)
+	if n := calls.Count(); n != 0 {
+		t.Fatalf("inner Unlock sent %d calls", n)
 	}
 	if _, err := other.TryLock(ctx, "k"); !errors.Is(err, core.ErrNotObtained) {
 		t.Fatalf("another owner while the outer lease lives: %v", err)

@@ -46,14 +46,16 @@ func diffCommands(a, b map[string]int64) map[string]int64 {
 	return d
 }
 
-// An uncontended Lock and Unlock costs two scripts and eight commands inside
-// them (acquire: HMGET, one EXISTS for the done marker and the queue, TIME,
-// SET GET of the fence, HSET, PEXPIRE; release: HMGET, DEL), never touches a
-// queue, and leaves nothing behind but its slot's fence floor: no done
-// marker, since every call was answered (the client never re-sends them, so
-// no copy can still arrive). Controls: with a waiter, the same cycle does
-// read the queue and publish, so the counts can see it; a cycle whose
-// acquire went unanswered once leaves a marker (TestLateReplyFreshLock).
+// An uncontended Lock and Unlock costs one script with five commands inside
+// (acquire: one EXISTS for the lock, the done marker and the queue, TIME,
+// SET GET of the fence, HSET, PEXPIRE) and one HDEL (the release of a lean
+// hold: the hash's one field, named by its owner), never touches a queue,
+// and leaves nothing behind but its slot's fence floor: no done marker,
+// since every call was answered (the client never re-sends them, so no copy
+// can still arrive). Controls: with a waiter, the holder's HDEL finds
+// nothing (the waiter made the hold full) and its release script reads the
+// queue and publishes, so the counts can see it; a cycle whose acquire went
+// unanswered once leaves a marker (TestLateReplyFreshLock).
 func TestUncontendedCycleIsLean(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -78,13 +80,13 @@ func TestUncontendedCycleIsLean(t *testing.T) {
 		}
 	}
 	d := diffCommands(before, allCommands(t, direct))
-	if d["evalsha"] != 2*n {
-		t.Fatalf("%d cycles sent %d scripts, want %d: %v", n, d["evalsha"], 2*n, d)
+	if d["evalsha"] != n || d["hdel"] != n {
+		t.Fatalf("%d cycles sent %d scripts and %d HDEL, want %d of each: %v", n, d["evalsha"], d["hdel"], n, d)
 	}
 	var inside int64
 	for name, calls := range d {
 		switch name {
-		case "evalsha":
+		case "evalsha", "hdel":
 		case "hello", "subscribe", "ping":
 			// The Locker's monitor connection (monitor.go), made once
 			// while it holds leases: not part of a cycle.
@@ -92,13 +94,13 @@ func TestUncontendedCycleIsLean(t *testing.T) {
 			inside += calls
 		}
 	}
-	if inside > 7*n {
-		t.Errorf("%d uncontended cycles ran %d commands inside the scripts (%.1f per cycle), want at most 7: %v", n, inside, float64(inside)/n, d)
+	if inside > 5*n {
+		t.Errorf("%d uncontended cycles ran %d commands inside the scripts (%.1f per cycle), want at most 5: %v", n, inside, float64(inside)/n, d)
 	}
 	if left := direct.Keys(ctx, "lockgate:{lean:*").Val(); len(left) > 0 {
 		t.Errorf("uncontended cycles left %d keys behind, want none: %v", len(left), left[:min(len(left), 5)])
 	}
-	for _, name := range []string{"zrange", "zadd", "zrem", "hdel", "spublish", "publish", "time"} {
+	for _, name := range []string{"zrange", "zadd", "zrem", "hmget", "del", "spublish", "publish", "time"} {
 		if name == "time" {
 			if d[name] != n {
 				t.Errorf("TIME ran %d times in %d cycles, want once per acquire", d[name], n)
@@ -386,4 +388,56 @@ func testHandoverIsLean(t *testing.T, take func(l *core.Locker, ctx context.Cont
 	if err := b.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A hold taken with no one waiting is lean (its hash one field, named by its
+// owner), which its holder releases with one HDEL; a waiter that joins turns
+// it full first, so that the holder's HDEL finds nothing and its release
+// script hands the lock to the waiter at once. On one server and on a
+// 3-master Cluster. Control: lean-stays (the join leaves the lean field
+// beside the full form): the holder's HDEL deletes its field and reports the
+// lock released, the full form still names the holder, and the waiter is
+// not handed the lock within its budget.
+func TestLeanHoldHandsOn(t *testing.T) {
+	fixedAndControl(t, "lean-stays", func(t *testing.T, control bool, opts []core.Option) {
+		for _, cluster := range []bool{false, true} {
+			t.Run(map[bool]string{false: "single", true: "cluster"}[cluster], func(t *testing.T) {
+				var c redis.UniversalClient
+				if cluster {
+					c = redistest.StartCluster(t, 3).Client(t)
+				} else {
+					c = redistest.Start(t).Client(t)
+				}
+				testLeanHoldHandsOn(t, c, control, opts)
+			})
+		}
+	})
+}
+
+func testLeanHoldHandsOn(t *testing.T, c redis.UniversalClient, control bool, opts []core.Option) {
+	l, other := locktest.Locker(t, c, opts...), locktest.Locker(t, c, opts...)
+	ctx := locktest.Context(t)
+	const key, hash = "lean:handon", "lockgate:{lean:handon}"
+	s, err := l.Lock(ctx, key, core.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := c.HGetAll(ctx, hash).Val(); len(m) != 1 || m[ownerIn(ctx, c, hash)] != strconv.FormatInt(s.Fence(), 10) {
+		t.Fatalf("lock hash %v with no one waiting, want a lean hold with fence %d", m, s.Fence())
+	}
+	res := waitFor(ctx, other, key, 3*time.Second)
+	waitQueued(t, c, key, 1)
+	if m := c.HGetAll(ctx, hash).Val(); !control && (len(m) != 3 || m["owner"] == "" || m["w"] != "1") {
+		t.Fatalf("lock hash %v with a waiter, want the full form (owner, fence, w)", m)
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if control {
+		if r := <-res; r.err == nil && r.inTime {
+			t.Fatal("control: the waiter was handed the lock though the join left the lean field")
+		}
+		return
+	}
+	checkWoken(t, res, key)
 }

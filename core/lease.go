@@ -21,6 +21,11 @@ type hold struct {
 	watchdog bool
 	release  time.Duration // release timeout
 	first    *Lease        // its context is the parent of every re-entry's
+	// lean: taken by a call that did not wait, without a tag, so it is held
+	// in the lean form unless someone joined since: its release tries a plain
+	// HDEL first (see acquire.lua). A waiter's hold is mostly full (handed
+	// over, or others behind it): its release is the script, which reads both.
+	lean bool
 
 	// uncertain: a call may have run unanswered, so releases leave a done marker
 	uncertain atomic.Bool
@@ -421,7 +426,7 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 		backoff := retryMin
 		for {
 			valid := l.clock() < h.validUntil.Load()
-			held, err := l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
+			held, err := l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load(), h.lean)
 			if err == nil {
 				return held, nil
 			}

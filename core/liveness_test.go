@@ -301,7 +301,7 @@ func TestGrantBehindManyOthers(t *testing.T) {
 			}
 			wg.Wait()
 			checkWoken(t, firstDone, key)
-			if owner := direct.HGet(ctx, "lockgate:{"+key+"}", "owner").Val(); owner == "" {
+			if owner := ownerIn(ctx, direct, "lockgate:{"+key+"}"); owner == "" {
 				t.Fatal("probe: the lock was not handed to the late waiter while its reply was held")
 			}
 			select {
@@ -386,8 +386,8 @@ func TestReentryThroughAnotherPrefix(t *testing.T) {
 	if inner.Reentrant() {
 		t.Fatal("a Lock through a Locker of another prefix re-entered the first lease: it names another lock")
 	}
-	ao := direct.HGet(ctx, "a:{shared}", "owner").Val()
-	bo := direct.HGet(ctx, "b:{shared}", "owner").Val()
+	ao := ownerIn(ctx, direct, "a:{shared}")
+	bo := ownerIn(ctx, direct, "b:{shared}")
 	if ao == "" || bo == "" || ao == bo {
 		t.Fatalf("owners of a:{shared} %q and b:{shared} %q: want two, distinct", ao, bo)
 	}

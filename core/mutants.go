@@ -88,7 +88,7 @@ type mutants struct {
 	// a subscription reads a replica, which may not have the latest grant
 	checkReplica bool
 	// scripts a backend sends: the real ones, or edited by queue-expiry,
-	// sweep-64, grant-at-expiry, sem-stop-at-self (never nil after parseMutants)
+	// sweep-64, grant-at-expiry, lean-stays, sem-stop-at-self (never nil after parseMutants)
 	scripts *scripts
 }
 
@@ -109,6 +109,9 @@ var mutantEdits = map[string][2]string{
 	// passed during the call, so the call's later HSET leaves a lock hash
 	// without expiry
 	"grant-at-expiry": {"redis.call('PEXPIRE', KEYS[1], exp - ms)", "redis.call('PEXPIREAT', KEYS[1], exp)"},
+	// a waiter's join leaves a lean hold's field (the holder's HDEL then
+	// releases nothing of the full form, and no waiter is handed the lock)
+	"lean-stays": {"  redis.call('HDEL', KEYS[1], o)\nend", "end"},
 }
 
 // semMutantEdits are the mutants of semaphore_acquire.lua, likewise.

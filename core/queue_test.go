@@ -164,7 +164,7 @@ func TestDeadWaitersDoNotBlockAFreeLock(t *testing.T) {
 			if !errors.Is(err, core.ErrNotObtained) {
 				t.Fatalf("TryLock with a live waiter queued = %v, want busy", err)
 			}
-			owner := direct.HGet(ctx, "lockgate:{"+key+"}", "owner").Val()
+			owner := ownerIn(ctx, direct, "lockgate:{"+key+"}")
 			if c.mutant != "" {
 				if owner == last {
 					t.Fatal("control: with at most 64 dead entries dropped per call, the live waiter behind them was still granted the lock")

@@ -180,9 +180,9 @@ func answers[T any](ctx context.Context, r *redlock, call func(context.Context, 
 
 // release always leaves done markers: an acquire decided by a majority may
 // still run on the other nodes, unseen.
-func (r *redlock) release(ctx context.Context, k *lockKeys, owner ownerID, _ bool) (bool, error) {
+func (r *redlock) release(ctx context.Context, k *lockKeys, owner ownerID, _, _ bool) (bool, error) {
 	held, err := answers(ctx, r, func(cctx context.Context, n *deployment) (bool, error) {
-		return n.release(cctx, k, owner, true)
+		return n.release(cctx, k, owner, true, false)
 	})
 	return slices.Contains(held, true), err
 }

@@ -287,10 +287,10 @@ func TestRedlockRestartAndFences(t *testing.T) {
 	}
 	// Restored for A's owner (b's refused TryLock may have been granted
 	// on the empty node for a moment, and given back).
-	owner := cs[1].HGet(ctx, "lockgate:{rl:fence}", "owner").Val()
+	owner := ownerIn(ctx, cs[1], "lockgate:{rl:fence}")
 	restored := false
 	for i := 0; i < 100 && !restored; i++ { // renewals every 300ms
-		restored = owner != "" && cs[0].HGet(ctx, "lockgate:{rl:fence}", "owner").Val() == owner
+		restored = owner != "" && ownerIn(ctx, cs[0], "lockgate:{rl:fence}") == owner
 		time.Sleep(20 * time.Millisecond)
 	}
 	if !restored {
@@ -708,7 +708,7 @@ watch:
 		case m := <-events:
 			switch {
 			case m.Payload == "hset" && granted == 0:
-				if owner := cs[2].HGet(ctx, hash, "owner").Val(); owner == holderOwner {
+				if owner := ownerIn(ctx, cs[2], hash); owner == holderOwner {
 					t.Fatalf("node 2 names the holder again")
 				}
 				granted = time.Since(start)
@@ -734,10 +734,10 @@ func heldEverywhere(t *testing.T, cs []redis.UniversalClient, hash string) strin
 	t.Helper()
 	ctx := locktest.Context(t)
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
-		owner := cs[0].HGet(ctx, hash, "owner").Val()
+		owner := ownerIn(ctx, cs[0], hash)
 		same := owner != ""
 		for _, c := range cs[1:] {
-			same = same && c.HGet(ctx, hash, "owner").Val() == owner
+			same = same && ownerIn(ctx, c, hash) == owner
 		}
 		if same {
 			return owner
@@ -783,12 +783,12 @@ func TestRedlockSplitTellsHolderTTL(t *testing.T) {
 		if busy.HolderTTL < ttl-time.Second || busy.HolderTTL > ttl {
 			t.Fatalf("holder's TTL %v: BusyError.HolderTTL %v", ttl, busy.HolderTTL)
 		}
-		if owner := cs[1].HGet(ctx, "lockgate:{rl:split}", "owner").Val(); owner != "" {
+		if owner := ownerIn(ctx, cs[1], "lockgate:{rl:split}"); owner != "" {
 			// the split's grant is given back at once (the undo runs in
 			// the background: wait for it, bounded)
 			for deadline := time.Now().Add(2 * time.Second); owner != "" && time.Now().Before(deadline); {
 				time.Sleep(5 * time.Millisecond) // polling Redis: nothing signals a key's change
-				owner = cs[1].HGet(ctx, "lockgate:{rl:split}", "owner").Val()
+				owner = ownerIn(ctx, cs[1], "lockgate:{rl:split}")
 			}
 			if owner != "" {
 				t.Fatal("the split's grant on node 1 was not given back")

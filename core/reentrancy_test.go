@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,8 +64,8 @@ func TestReentrancyDepth3(t *testing.T) {
 	if core.FromContext(inner.Context()) != inner || core.FromContext(mid.Context()) != mid {
 		t.Fatal("FromContext does not return the innermost lease")
 	}
-	if m := c.HGetAll(ctx, hash).Val(); len(m) != 2 || m["fence"] == "" || m["owner"] == "" {
-		t.Fatalf("lock hash %v: want an owner and a fence", m)
+	if m := c.HGetAll(ctx, hash).Val(); len(m) != 1 || m[ownerIn(ctx, c, hash)] != strconv.FormatInt(outer.Fence(), 10) {
+		t.Fatalf("lock hash %v: want one holder, its owner, with the outer lease's fence %d (a lean hold)", m, outer.Fence())
 	}
 	othersBlocked("depth 3")
 

@@ -38,7 +38,7 @@ func TestReplicaAck(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Unlock(ctx)
-		if got := replica.HGet(ctx, "lockgate:{ra:grant}", "owner").Val(); got == "" || got != master.HGet(ctx, "lockgate:{ra:grant}", "owner").Val() {
+		if got := ownerIn(ctx, replica, "lockgate:{ra:grant}"); got == "" || got != ownerIn(ctx, master, "lockgate:{ra:grant}") {
 			t.Fatalf("replica's owner %q right after Lock, want the master's", got)
 		}
 	})
@@ -196,7 +196,7 @@ func TestReplicaAckOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := replica.HGet(ctx, hash, "owner").Val(); got == "" || got != master.HGet(ctx, hash, "owner").Val() {
+	if got := ownerIn(ctx, replica, hash); got == "" || got != ownerIn(ctx, master, hash) {
 		t.Fatalf("replica's owner %q right after Lock, want the master's", got)
 	}
 	if err := s.Unlock(ctx); err != nil {

@@ -95,6 +95,8 @@ func (s *rwScripts) state(t *testing.T) rwState {
 			st.writer = v
 		case k == "w":
 			st.w = true
+		case len(k) > 1 && k != "fence" && !strings.Contains(v, "|"):
+			st.writer = k // a lean hold: its one field, named by the owner
 		case len(k) > 1 && k != "fence":
 			exp, _, _ := strings.Cut(v, "|")
 			if ms, _ := strconv.ParseInt(exp, 10, 64); ms > now {

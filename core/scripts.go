@@ -84,10 +84,11 @@ func (s *script) run(ctx context.Context, c redis.UniversalClient, keys []any, a
 	return s.send(ctx, c, s.cmd(ctx, keys, args))
 }
 
-// send sends q, s's cmd, once on c, then as EVAL if the server lacks s.
+// send sends q, s's cmd, once on c, then as EVAL if the server lacks s
+// (s nil: q is a plain command).
 func (s *script) send(ctx context.Context, c redis.UniversalClient, q once) *redis.Cmd {
 	_ = c.Process(ctx, q)
-	if noScript(q.Err()) {
+	if s != nil && noScript(q.Err()) {
 		q = s.evalFallback(ctx, q)
 		_ = c.Process(ctx, q)
 	}
@@ -118,7 +119,7 @@ type scripts struct{ acquire, release, semAcquire *script }
 var queueScripts = scripts{acquireScript, releaseScript, semAcquireScript}
 
 // scriptCall is one script call in a pipeline: cmd is its EVALSHA, or the
-// EVAL that replaced it.
+// EVAL that replaced it (script nil: a plain command).
 type scriptCall struct {
 	script *script
 	cmd    *redis.Cmd

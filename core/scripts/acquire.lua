@@ -6,7 +6,12 @@
 -- owner's done marker and does nothing.
 -- KEYS[1] lock hash {owner = <owner>, fence = F, w = 1 when the queue may
 --         hold waiters (set by them), so a release without it skips the
---         queue, t = the holder's tag}, or its readers' (see rw.lua)
+--         queue, t = the holder's tag}, or its readers' (see rw.lua); or,
+--         lean, {<owner> = F}: a hold taken with no one waiting and no tag,
+--         which its holder releases with a plain HDEL of its own field. A
+--         waiter that joins turns it into the full form first (full
+--         below), so that HDEL then finds nothing and the release script
+--         hands the lock on.
 -- KEYS[2] the fence floor of the lock's slot: the last fence issued there
 -- KEYS[3] this owner's done marker (see release.lua)
 -- KEYS[4], KEYS[5] the queue (see queue.lua)
@@ -29,11 +34,10 @@ local function take(now, queued)
   local f = fence(now, ARGV[3])
   if queued then
     redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f, 'w', '1')
+  elseif ARGV[6] and ARGV[6] ~= '' then
+    redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f, 't', ARGV[6])
   else
-    redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f)
-  end
-  if ARGV[6] and ARGV[6] ~= '' then
-    redis.call('HSET', KEYS[1], 't', ARGV[6])
+    redis.call('HSET', KEYS[1], owner, f)
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return f
@@ -45,10 +49,18 @@ if n == 0 then
   return take(clock(), false)
 end
 -- (shared functions)
-local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'w', 't', 'r')
-if v[1] == owner then
+local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'w', 't', 'r', owner)
+if v[1] == owner or v[6] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2], 'GT')
-  return tonumber(v[2])
+  return tonumber(v[2] or v[6])
+end
+-- lean: another owner's lean hold (the hash's only field).
+local lean = false
+if not v[1] and not v[5] then
+  local h = redis.call('HGETALL', KEYS[1])
+  if h[1] then
+    v[1], v[2], lean = h[1], h[2], true
+  end
 end
 -- A marker or a queue is there: one more EXISTS tells which.
 local queued = false
@@ -63,7 +75,9 @@ local now, ms = clock()
 -- holder's release looks at the queue) and answers busy.
 local function wait(t, tag)
   join(now, ms, false, ARGV[6])
-  if ARGV[4] ~= '' and not v[3] then
+  if ARGV[4] ~= '' and lean then
+    full(v[1], v[2])
+  elseif ARGV[4] ~= '' and not v[3] then
     redis.call('HSET', KEYS[1], 'w', '1')
   end
   return busy(t, tag, 6)

@@ -7,8 +7,11 @@
 -- fence from then on (a quorum of nodes then names the lease's own fence,
 -- whatever a straggler issued later). Safe to run twice. Returns the fence
 -- floor's value after.
-if redis.call('HGET', KEYS[2], 'owner') == ARGV[3] then
+local v = redis.call('HMGET', KEYS[2], 'owner', ARGV[3])
+if v[1] == ARGV[3] then
   redis.call('HSET', KEYS[2], 'fence', ARGV[1])
+elseif v[2] then
+  redis.call('HSET', KEYS[2], ARGV[3], ARGV[1]) -- a lean hold (see acquire.lua)
 end
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 local f = tonumber(ARGV[1])

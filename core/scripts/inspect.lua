@@ -7,6 +7,11 @@
 -- their PTTL is the longest-lived live reader's (the hash's own may be
 -- longer: one that left).
 local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 't', 'r')
+if not v[1] and not v[4] then
+  -- a lean hold (see acquire.lua): {owner = fence}, or nothing
+  local h = redis.call('HGETALL', KEYS[1])
+  v[1], v[2] = h[1], h[2]
+end
 local now = redis.call('TIME')
 local ms = now[1] * 1000 + math.floor(now[2] / 1000)
 local readers = 0

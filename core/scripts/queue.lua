@@ -17,6 +17,15 @@ local function keep(exp, life)
   end
 end
 
+-- full turns owner o's lean hold (KEYS[1] = {o = fence f}, see acquire.lua)
+-- into the full form, with w set, keeping its expiry: someone waits now, so
+-- the holder's plain HDEL must find nothing and its release script hand the
+-- lock on.
+local function full(o, f)
+  redis.call('HSET', KEYS[1], 'owner', o, 'fence', f, 'w', '1')
+  redis.call('HDEL', KEYS[1], o)
+end
+
 -- head returns the first live waiter (its owner, entry expiry ms, refresh
 -- number, tag, whether it is a reader, and whether entries follow it),
 -- dropping every expired entry before it, however many (each is dropped

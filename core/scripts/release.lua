@@ -20,10 +20,12 @@
 -- A waiter that leaves a free lock hands it to the next live waiter.
 -- Returns 0 when the owner's hold is (now, or already) released, -1 when the
 -- owner did not hold the lock (it only left the queue, if it was in it).
-local v = redis.call('HMGET', KEYS[1], 'owner', 'w', 'r')
+-- A lean hold (see acquire.lua) is released by its holder's HDEL, not here,
+-- unless a marker is asked for (or by ForceRelease).
+local v = redis.call('HMGET', KEYS[1], 'owner', 'w', 'r', ARGV[1])
 -- The common case, the holder's release with no one waiting, needs none of
 -- the queue's functions.
-if v[1] == ARGV[1] then
+if v[1] == ARGV[1] or v[4] then
   redis.call('DEL', KEYS[1])
   if ARGV[3] ~= '0' then
     redis.call('SET', KEYS[3], ARGV[4] == 'force' and '0' or '1', 'PX', ARGV[3])
@@ -44,7 +46,8 @@ end
 if ARGV[4] == 'force' then return -1 end
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
-if not v[1] and redis.call('EXISTS', KEYS[4]) == 1 then
+-- Neither owner nor r, yet a hash: another owner's lean hold, held.
+if not v[1] and redis.call('EXISTS', KEYS[4]) == 1 and (v[3] or redis.call('EXISTS', KEYS[1]) == 0) then
   -- A waiter leaves a lock no writer holds (its holder is gone, or
   -- readers hold it): the waiters it held up get it now, as from a
   -- release.

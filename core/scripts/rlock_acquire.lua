@@ -8,7 +8,15 @@
 -- {-(ms), holder's tag or ""}), nil when this owner's hold or wait has
 -- already ended (its done marker, see rlock_release.lua). Safe to run twice.
 local owner = ARGV[1]
-local v = redis.call('HMGET', KEYS[1], 'owner', 'w', 't')
+local v = redis.call('HMGET', KEYS[1], 'owner', 'w', 't', 'r', 'fence')
+local lean = false
+if not v[1] and not v[4] then
+  -- a writer's lean hold (see acquire.lua), or nothing
+  local h = redis.call('HGETALL', KEYS[1])
+  if h[1] then
+    v[1], v[5], lean = h[1], h[2], true
+  end
+end
 local now, ms = clock()
 local live, mine, soonTag = 0, nil, ''
 if not v[1] then
@@ -24,7 +32,9 @@ end
 -- queue) and answers busy.
 local function wait(t, tag, marked)
   join(now, ms, true, ARGV[6])
-  if ARGV[4] ~= '' and not marked then
+  if ARGV[4] ~= '' and lean then
+    full(v[1], v[5])
+  elseif ARGV[4] ~= '' and not marked then
     redis.call('HSET', KEYS[1], 'w', '1')
   end
   return busy(t, tag, 6)

@@ -14,7 +14,8 @@ if v[2] and not v[1] then
 end
 local out = leave(owner, mine)
 if mine then live = live - 1 end
-if not v[1] then
+-- (neither owner nor r, yet a hash: a writer's lean hold, see acquire.lua)
+if not v[1] and (v[2] or redis.call('EXISTS', KEYS[1]) == 0) then
   local writer = false
   if redis.call('EXISTS', KEYS[4]) == 1 then
     live, writer = handOn(now, ms, ARGV[2], live, v[2])

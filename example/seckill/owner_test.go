@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	seckillv1 "github.com/lockgate/lockgate/example/proto/seckill/v1"
+	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
 )
 
@@ -177,9 +178,9 @@ func TestNoOwnerFromRequest(t *testing.T) {
 				t.Fatalf("control: a nested Lock with A's context: %+v; want a re-entry of %s", h, OrderKey(1, testVoucher))
 			}
 			redisKey := core.DefaultPrefix + "{" + h.key + "}"
-			owner, err := rc.HGet(ctx, redisKey, "owner").Result()
+			owner, _, err := locktest.Holder(ctx, rc, redisKey)
 			if err != nil || owner == "" {
-				t.Fatalf("HGET %s owner: %q %v", redisKey, owner, err)
+				t.Fatalf("%s's owner: %q %v", redisKey, owner, err)
 			}
 			values := []string{strconv.FormatInt(h.fence, 10), h.key, owner, requestID}
 			for _, v := range values {
@@ -197,7 +198,7 @@ func TestNoOwnerFromRequest(t *testing.T) {
 			if r := report(t, st); r.Orders != 0 {
 				t.Fatalf("while A held the lock: %v", r)
 			}
-			if got, _ := rc.HGet(ctx, redisKey, "owner").Result(); got != owner {
+			if got, _, _ := locktest.Holder(ctx, rc, redisKey); got != owner {
 				t.Fatalf("A's lock hash now has owner %q, want A's %q", got, owner)
 			}
 

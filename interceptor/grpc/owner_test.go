@@ -54,13 +54,9 @@ func TestNoOwnerFromMetadataStreams(t *testing.T) {
 	// The values B tries, per lock: everything observable about A.
 	owner := func(name string) (string, string) {
 		k := e.LockKey(name)
-		o, err := e.RDB.HGet(ctx, k, "owner").Result()
-		if err != nil || o == "" {
-			t.Fatalf("HGET %s owner: %q %v", k, o, err)
-		}
-		f, err := e.RDB.HGet(ctx, k, "fence").Result()
-		if err != nil {
-			t.Fatal(err)
+		o, f, err := locktest.Holder(ctx, e.RDB, k)
+		if err != nil || o == "" || f == "" {
+			t.Fatalf("%s's owner and fence: %q %q %v", k, o, f, err)
 		}
 		return o, f
 	}

@@ -80,9 +80,9 @@ func noOwnerFromRequest(t *testing.T, s Stack) {
 		t.Fatalf("control: a nested Lock with A's ctx: reentrant %v, %v; want a re-entry", h.reentered, h.err)
 	}
 	redisKey := locktest.RedisKey("order:1:7")
-	owner, err := e.rdb.HGet(e.ctx, redisKey, "owner").Result()
+	owner, _, err := locktest.Holder(e.ctx, e.rdb, redisKey)
 	if err != nil || owner == "" {
-		t.Fatalf("HGET %s owner: %q %v", redisKey, owner, err)
+		t.Fatalf("%s's owner: %q %v", redisKey, owner, err)
 	}
 	values := []string{strconv.FormatInt(h.fence, 10), h.key, owner, requestID}
 
@@ -132,7 +132,7 @@ func noOwnerFromRequest(t *testing.T, s Stack) {
 	if n := ranB.Load(); n != 0 {
 		t.Fatalf("B's handler ran %d times while A held the lock", n)
 	}
-	if got, err := e.rdb.HGet(e.ctx, redisKey, "owner").Result(); err != nil || got != owner {
+	if got, _, err := locktest.Holder(e.ctx, e.rdb, redisKey); err != nil || got != owner {
 		t.Fatalf("A's lock hash now has owner %q (%v), want A's %q", got, err, owner)
 	}
 

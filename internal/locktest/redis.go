@@ -92,3 +92,19 @@ func Warm(t testing.TB, l *core.Locker) {
 		t.Fatalf("warm-up: %v", err)
 	}
 }
+
+// Holder reads the owner and fence a lock hash names, in either of its forms
+// (docs/design.md, "Redis layout"): full (owner and fence fields) or lean
+// (one field, named by the owner, valued by the fence). "" when it names none.
+func Holder(ctx context.Context, c redis.Cmdable, hash string) (owner, fence string, err error) {
+	m, err := c.HGetAll(ctx, hash).Result()
+	if err != nil {
+		return "", "", err
+	}
+	owner, fence = m["owner"], m["fence"]
+	if owner == "" && len(m) == 1 {
+		for owner, fence = range m {
+		}
+	}
+	return owner, fence, nil
+}

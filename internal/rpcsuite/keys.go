@@ -258,9 +258,9 @@ func testNoOwnerFromRequest(t *testing.T, s Stack) {
 		t.Fatalf("control: a nested Lock with A's context: %+v; want a re-entry of order:1:1", h)
 	}
 	k := w.LockKey("order:1:1")
-	owner, err := w.RDB.HGet(ctx, k, "owner").Result()
+	owner, _, err := locktest.Holder(ctx, w.RDB, k)
 	if err != nil || owner == "" {
-		t.Fatalf("HGET %s owner: %q %v", k, owner, err)
+		t.Fatalf("%s's owner: %q %v", k, owner, err)
 	}
 	values := []string{strconv.FormatInt(h.fence, 10), h.key, owner, requestID}
 	attempts := OwnerAttempts(values)
@@ -273,7 +273,7 @@ func testNoOwnerFromRequest(t *testing.T, s Stack) {
 	if n := w.Service.Calls() - callsBefore; n != 0 {
 		t.Fatalf("%d handlers of B ran while A held the lock", n)
 	}
-	if got, _ := w.RDB.HGet(ctx, k, "owner").Result(); got != owner {
+	if got, _, _ := locktest.Holder(ctx, w.RDB, k); got != owner {
 		t.Fatalf("%s now has owner %q, was %q: A's hold was touched", k, got, owner)
 	}
 	w.Service.Release()
