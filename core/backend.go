@@ -20,9 +20,13 @@ type backend interface {
 	// release gives up owner's hold (handing it to the first live waiter) or
 	// its place in the queue, and reports whether owner held it. marker leaves
 	// owner's done marker: ask for it after a call that may have run unanswered.
-	// lean: the hold may be lean (taken with no one waiting and no tag), so a
-	// plain HDEL may release it. See docs/design.md, "Redis layout".
-	release(ctx context.Context, k *lockKeys, owner ownerID, marker, lean bool) (held bool, err error)
+	// See docs/design.md, "Redis layout".
+	release(ctx context.Context, k *lockKeys, owner ownerID, marker bool) (held bool, err error)
+	// releaseLean releases owner's lean hold (taken with no one waiting and no
+	// tag) with one HDEL, leaving no done marker: released reports whether it
+	// was; if not (someone waits now, or it is gone), release tells which.
+	// See docs/design.md, "Redis layout".
+	releaseLean(ctx context.Context, k *lockKeys, owner ownerID) (released bool, err error)
 	// forceRelease is ForceRelease's: held only if owner holds the lock now;
 	// owner's own later release reports not held.
 	forceRelease(ctx context.Context, k *lockKeys, owner string) (held bool, err error)
@@ -220,17 +224,14 @@ func readAcquire(cmd *redis.Cmd) (int64, string, error) {
 	return 0, "", fmt.Errorf("unexpected acquire reply %v", r)
 }
 
-func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, marker, lean bool) (bool, error) {
-	if lean && !marker && !k.perOwner() {
-		// A lean hold is the hash's one field, named by its owner: deleting
-		// that field deletes the hash, and deletes nothing of another owner's.
-		// See docs/design.md, "Redis layout".
-		n, err := s.send(ctx, nil, k, newOnce(ctx, []any{"hdel", k.args[0], owner.arg})).Int64()
-		if err != nil || n == 1 {
-			return n == 1, err
-		}
-		// Not lean (someone waits, a tag, or gone): the script tells.
-	}
+// releaseLean: a lean hold is the hash's one field, named by its owner;
+// deleting that field deletes the hash, and deletes nothing of another owner's.
+func (s *deployment) releaseLean(ctx context.Context, k *lockKeys, owner ownerID) (bool, error) {
+	n, err := s.send(ctx, nil, k, newOnce(ctx, []any{"hdel", k.args[0], owner.arg})).Int64()
+	return n == 1, err
+}
+
+func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, marker bool) (bool, error) {
 	m := noMarker
 	if marker {
 		m = s.markerArg

@@ -177,6 +177,45 @@ func testLateReplies(t *testing.T, c, direct redis.UniversalClient, ps []*redist
 			}
 		})
 	}
+	// A lock's lean release (one HDEL) whose reply comes late: Unlock
+	// answers nil, the release script follows the HDEL, and the lock is
+	// free for another owner at once.
+	t.Run("lock release", func(t *testing.T) {
+		const name = "laterel:lock"
+		a, err := l.Lock(ctx, name, core.WithReleaseTimeout(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hdel := redistest.MatchCommand("hdel", "lockgate:{"+name+"}")
+		var holds []*redistest.Hold
+		var watches []*redistest.Watch
+		for _, p := range ps {
+			holds = append(holds, p.HoldReply(hdel, lateReply))
+			watches = append(watches, p.Watch(script(t, "release", name)))
+		}
+		if err := a.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock whose HDEL's reply came late = %v, want nil", err)
+		}
+		answered, runs := 0, 0
+		for i, h := range holds {
+			select {
+			case <-h.Answered():
+				answered++
+			default:
+			}
+			runs += watches[i].Count()
+		}
+		if answered != 1 || runs < 1 {
+			t.Fatalf("%d HDEL answered by Redis, %d release scripts after: the fault did not happen", answered, runs)
+		}
+		b, err := other.TryLock(ctx, name)
+		if err != nil {
+			t.Fatalf("another owner after the Unlock: %v", err)
+		}
+		if err := b.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("control", func(t *testing.T) {
 		naive := redis.NewScript(`return redis.call('HINCRBY', KEYS[1], 'held', 1)`)
 		if err := naive.Load(ctx, c).Err(); err != nil {

@@ -22,9 +22,9 @@ type hold struct {
 	release  time.Duration // release timeout
 	first    *Lease        // its context is the parent of every re-entry's
 	// lean: taken by a call that did not wait, without a tag, so it is held
-	// in the lean form unless someone joined since: its release tries a plain
-	// HDEL first (see acquire.lua). A waiter's hold is mostly full (handed
-	// over, or others behind it): its release is the script, which reads both.
+	// in the lean form unless someone joined since: Unlock tries releaseLean
+	// first (see acquire.lua). A waiter's hold is mostly full (handed over, or
+	// others behind it): its release is the script, which reads both forms.
 	lean bool
 
 	// uncertain: a call may have run unanswered, so releases leave a done marker
@@ -424,11 +424,26 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 	}
 	held, err := bounded(l, detached(ctx), time.Now().Add(h.release), func(cctx context.Context) (bool, error) {
 		backoff := retryMin
+		lean := h.lean && !h.uncertain.Load() && !h.keys.perOwner()
 		for {
 			valid := l.clock() < h.validUntil.Load()
-			held, err := l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load(), h.lean)
-			if err == nil {
+			var held bool
+			var err error
+			if lean {
+				held, err = l.be.releaseLean(cctx, &h.keys, h.owner)
+			} else {
+				held, err = l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
+			}
+			switch {
+			case err == nil && (held || !lean):
 				return held, nil
+			case lean:
+				// Not lean now, or unanswered: the script tells, sent with its own
+				// validity reading (a marker after an unanswered HDEL).
+				lean = false
+				if err == nil {
+					continue
+				}
 			}
 			if !neverRan(err) {
 				// It may have run: any copy from now on leaves a marker.

@@ -145,7 +145,7 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 	for i, h := range ended {
 		wg.Go(func() {
 			held, err := bounded(l, ctx, time.Time{}, func(cctx context.Context) (bool, error) {
-				return l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load(), h.lean)
+				return l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
 			}, nil)
 			switch {
 			case err == errNoAnswer:

@@ -180,12 +180,15 @@ func answers[T any](ctx context.Context, r *redlock, call func(context.Context, 
 
 // release always leaves done markers: an acquire decided by a majority may
 // still run on the other nodes, unseen.
-func (r *redlock) release(ctx context.Context, k *lockKeys, owner ownerID, _, _ bool) (bool, error) {
+func (r *redlock) release(ctx context.Context, k *lockKeys, owner ownerID, _ bool) (bool, error) {
 	held, err := answers(ctx, r, func(cctx context.Context, n *deployment) (bool, error) {
-		return n.release(cctx, k, owner, true, false)
+		return n.release(cctx, k, owner, true)
 	})
 	return slices.Contains(held, true), err
 }
+
+// releaseLean: never, since a Redlock release always leaves done markers.
+func (r *redlock) releaseLean(context.Context, *lockKeys, ownerID) (bool, error) { return false, nil }
 
 // forceRelease: held when a quorum of nodes held owner's hold and removed it.
 func (r *redlock) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {

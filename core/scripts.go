@@ -147,7 +147,7 @@ func pipeScripts(ctx context.Context, c redis.Cmdable, calls []*scriptCall, afte
 	send(calls, true)
 	var missing []*scriptCall
 	for _, q := range calls {
-		if noScript(q.cmd.Err()) {
+		if q.script != nil && noScript(q.cmd.Err()) {
 			missing = append(missing, q)
 		}
 	}
