@@ -20,8 +20,8 @@
 -- A waiter that leaves a free lock hands it to the next live waiter.
 -- Returns 0 when the owner's hold is (now, or already) released, -1 when the
 -- owner did not hold the lock (it only left the queue, if it was in it).
--- A lean hold (see acquire.lua) is released by its holder's HDEL, not here,
--- unless a marker is asked for (or by ForceRelease).
+-- It releases a lean hold (see acquire.lua) too, though Unlock tries the
+-- holder's plain HDEL first.
 local v = redis.call('HMGET', KEYS[1], 'owner', 'w', 'r', ARGV[1])
 -- The common case, the holder's release with no one waiting, needs none of
 -- the queue's functions.
