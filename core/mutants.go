@@ -88,7 +88,8 @@ type mutants struct {
 	// a subscription reads a replica, which may not have the latest grant
 	checkReplica bool
 	// scripts a backend sends: the real ones, or edited by queue-expiry,
-	// sweep-64, grant-at-expiry, lean-stays, sem-stop-at-self (never nil after parseMutants)
+	// sweep-64, grant-at-expiry, lean-stays, lean-any-field,
+	// sem-stop-at-self (never nil after parseMutants)
 	scripts *scripts
 }
 
@@ -112,6 +113,9 @@ var mutantEdits = map[string][2]string{
 	// a waiter's join leaves a lean hold's field (the holder's HDEL then
 	// releases nothing of the full form, and no waiter is handed the lock)
 	"lean-stays": {"  redis.call('HDEL', KEYS[1], o)\nend", "end"},
+	// a lock hash of one field is read as a lean hold whatever the field's
+	// name, so a leftover such as a lone w never expires and is never freed
+	"lean-any-field": {"if #h == 2 and #h[1] > 5 then", "if h[1] then"},
 }
 
 // semMutantEdits are the mutants of semaphore_acquire.lua, likewise.

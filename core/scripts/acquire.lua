@@ -54,12 +54,16 @@ if v[1] == owner or v[6] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2], 'GT')
   return tonumber(v[2] or v[6])
 end
--- lean: another owner's lean hold (the hash's only field).
+-- lean: another owner's lean hold (the hash's only field). A hash that is
+-- no hold at all is a leftover: the lock is free.
 local lean = false
 if not v[1] and not v[5] then
-  local h = redis.call('HGETALL', KEYS[1])
-  if h[1] then
-    v[1], v[2], lean = h[1], h[2], true
+  local o, f, junk = leanHolder()
+  if o then
+    v[1], v[2], lean = o, f, true
+  elseif junk then
+    redis.call('DEL', KEYS[1])
+    n = n - 1
   end
 end
 -- A marker or a queue is there: one more EXISTS tells which.

@@ -8,9 +8,9 @@
 -- longer: one that left).
 local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 't', 'r')
 if not v[1] and not v[4] then
-  -- a lean hold (see acquire.lua): {owner = fence}, or nothing
+  -- a lean hold (see acquire.lua): {owner = fence}, or no hold
   local h = redis.call('HGETALL', KEYS[1])
-  v[1], v[2] = h[1], h[2]
+  if #h == 2 and #h[1] > 5 then v[1], v[2] = h[1], h[2] end
 end
 local now = redis.call('TIME')
 local ms = now[1] * 1000 + math.floor(now[2] / 1000)

@@ -26,6 +26,18 @@ local function full(o, f)
   redis.call('HDEL', KEYS[1], o)
 end
 
+-- leanHolder reads lock hash KEYS[1], which has neither owner nor r: the
+-- owner and fence of a lean hold (see acquire.lua), or, when it is none,
+-- nil and whether anything is there. A lean hold's hash has one field,
+-- named by its owner; owner ids are longer than every field name of the
+-- full form, so a leftover of it (an older version's lone w, say) is never
+-- taken for a hold.
+local function leanHolder()
+  local h = redis.call('HGETALL', KEYS[1])
+  if #h == 2 and #h[1] > 5 then return h[1], h[2] end
+  return nil, nil, h[1] ~= nil
+end
+
 -- head returns the first live waiter (its owner, entry expiry ms, refresh
 -- number, tag, whether it is a reader, and whether entries follow it),
 -- dropping every expired entry before it, however many (each is dropped

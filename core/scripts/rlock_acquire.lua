@@ -12,9 +12,9 @@ local v = redis.call('HMGET', KEYS[1], 'owner', 'w', 't', 'r', 'fence')
 local lean = false
 if not v[1] and not v[4] then
   -- a writer's lean hold (see acquire.lua), or nothing
-  local h = redis.call('HGETALL', KEYS[1])
-  if h[1] then
-    v[1], v[5], lean = h[1], h[2], true
+  local o, f = leanHolder() -- (a leftover is no holder: holders drops it)
+  if o then
+    v[1], v[5], lean = o, f, true
   end
 end
 local now, ms = clock()
