@@ -249,7 +249,7 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 			break
 		}
 		f.Target = m.Addr
-		f.Start, failed = hang(m, frac(0.5, 2))
+		f.Start, failed = c.hangMaster(m, frac(0.5, 2))
 	case FaultNodeRestart:
 		// Killed, and started empty the longest lease later: redis.io's
 		// "delayed restart" for a Redlock master without persistence, so
@@ -430,6 +430,25 @@ func hang(s *redistest.Server, d time.Duration) (int64, error) {
 	start := now()
 	time.Sleep(d)
 	s.Resume()
+	return start, nil
+}
+
+// hangMaster hangs m, the sentinel's master, for d. It fails if the master
+// moved meanwhile: a failover the sentinel had begun before the hang (after
+// hangs or cuts in a row) may end during it, and the clients then move to
+// the new master, whose busy answers are no hung Redis's. The reconcile
+// after the hang logs that failover.
+func (c *chaos) hangMaster(m *redistest.Server, d time.Duration) (int64, error) {
+	start, err := hang(m, d)
+	if err != nil {
+		return 0, err
+	}
+	c.master.Lock()
+	defer c.master.Unlock()
+	c.reconcile()
+	if c.dep.st.Master != m {
+		return 0, errors.New("the sentinel failed the master over during the hang")
+	}
 	return start, nil
 }
 

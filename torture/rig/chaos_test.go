@@ -196,3 +196,50 @@ func testChaos(t *testing.T, dep *deployment, cfg *RunConfig) (c *chaos, logged 
 		return faults
 	}
 }
+
+// A master hang during which the sentinel's failover ends (one it had
+// begun before: here an operator's SENTINEL FAILOVER, sent past the rig
+// while the master is hung) is not logged as a hang, since the clients
+// moved to the new master within it and its busy answers are no hung
+// Redis's; the reconcile after it logs the failover instead. Control: the
+// same hang with no failover is logged (hangMaster answers its start).
+func TestMasterHangDuringSelfFailoverIsNotJudged(t *testing.T) {
+	dep, err := newDeployment("sentinel", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dep.close()
+	c, logged := testChaos(t, dep, &RunConfig{Topology: "sentinel"})
+	c.master.Lock()
+	m := c.dep.st.Master
+	c.master.Unlock()
+	if start, err := c.hangMaster(m, 200*time.Millisecond); err != nil || start == 0 {
+		t.Fatalf("control: a hang with no failover = %d, %v; want its start", start, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	type result struct {
+		start int64
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		start, err := c.hangMaster(m, 4*time.Second)
+		done <- result{start, err}
+	}()
+	_, switched := operatorFailover(t, ctx, dep)
+	r := <-done
+	t.Logf("switched %v before the hang ended: hangMaster = %d, %v", time.Duration(now()-switched), r.start, r.err)
+	if r.err == nil {
+		t.Fatal("a hang during which the sentinel switched the master is judged as a hang")
+	}
+	failovers := 0
+	for _, f := range logged() {
+		if f.Kind == FaultFailover && f.Target == "by the sentinel" {
+			failovers++
+		}
+	}
+	if failovers != 1 {
+		t.Fatalf("%d failovers by the sentinel logged, want 1", failovers)
+	}
+}
