@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -294,5 +295,48 @@ func TestReentryAsksNoTag(t *testing.T) {
 	inner.Unlock(ctx)
 	if n := asked.Load(); n != 1 {
 		t.Errorf("the tag function was asked %d times, want 1 (the fresh acquisition only)", n)
+	}
+}
+
+// A waiter at the head of the queue that takes the lock itself, the holder
+// gone and others queued behind it, stores its own tag with the hold, as a
+// waiter handed the lock by a release does (the hold is in the full form,
+// since others wait). The holder's lease runs out unrenewed; the waiter
+// behind is an entry put in the queue directly, so that only the head
+// waiter's own attempt can take the lock.
+func TestHeadWaiterTakingTheLockStoresItsTag(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	holder, direct := locktest.NewLocker(t, srv, core.WithHolderTag(tagOf))
+	waiter, _ := locktest.NewLocker(t, srv, core.WithHolderTag(tagOf))
+	ctx := locktest.Context(t)
+	const key = "tag:head"
+	resume := core.PauseWatchdog(holder)
+	defer resume()
+	if _, err := holder.Lock(withTag(ctx, "holder-span"), key, core.WithTTL(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		w, err := waiter.Lock(withTag(ctx, "head-span"), key, core.WithWait(5*time.Second))
+		if err == nil {
+			defer w.Unlock(ctx)
+			var info core.LockInfo
+			if info, err = waiter.Inspect(ctx, key); err == nil && (info.HolderTag != "head-span" || info.Fence != w.Fence()) {
+				err = fmt.Errorf("Inspect of the head waiter's hold = %+v, want fence %d and tag head-span", info, w.Fence())
+			}
+		}
+		got <- err
+	}()
+	waitQueued(t, direct, key, 1)
+	q, qt := locktest.RedisKey(key)+":q", locktest.RedisKey(key)+":qt"
+	if err := direct.ZAdd(ctx, q, redis.Z{Score: 1e18, Member: "planted:behind"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.HSet(ctx, qt, "planted:behind", fmt.Sprintf("%d|1", time.Now().Add(time.Minute).UnixMilli())).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -32,10 +32,11 @@ local owner = ARGV[1]
 -- take makes owner the holder under a new fence, and returns the fence.
 local function take(now, queued)
   local f = fence(now, ARGV[3])
-  if queued then
-    redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f, 'w', '1')
-  elseif ARGV[6] and ARGV[6] ~= '' then
-    redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f, 't', ARGV[6])
+  local tag = ARGV[6] and ARGV[6] ~= ''
+  if queued or tag then
+    redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f)
+    if queued then redis.call('HSET', KEYS[1], 'w', '1') end
+    if tag then redis.call('HSET', KEYS[1], 't', ARGV[6]) end
   else
     redis.call('HSET', KEYS[1], owner, f)
   end

@@ -46,15 +46,16 @@ end
 if ARGV[4] == 'force' then return -1 end
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
--- Neither owner nor r, yet a hash: another owner's lean hold, held.
-if not v[1] and redis.call('EXISTS', KEYS[4]) == 1 and (v[3] or redis.call('EXISTS', KEYS[1]) == 0) then
+-- (neither owner nor r, yet a hash: another owner's lean hold, or a
+-- leftover, which is none: see leanHolder in queue.lua)
+if not v[1] and redis.call('EXISTS', KEYS[4]) == 1 and (v[3] or not leanHolder()) then
   -- A waiter leaves a lock no writer holds (its holder is gone, or
   -- readers hold it): the waiters it held up get it now, as from a
-  -- release.
+  -- release (a writer's hold replacing what is left in the hash).
   local now, ms = clock()
   local readers = 0
   if v[3] then readers = holders(ms, ARGV[1]) end
-  handOn(now, ms, ARGV[2], readers, v[3])
+  handOn(now, ms, ARGV[2], readers, true)
 end
 if ARGV[3] == '0' then return -1 end
 local m = redis.call('GET', KEYS[3])

@@ -12,7 +12,7 @@ local v = redis.call('HMGET', KEYS[1], 'owner', 'w', 't', 'r', 'fence')
 local lean = false
 if not v[1] and not v[4] then
   -- a writer's lean hold (see acquire.lua), or nothing
-  local o, f = leanHolder() -- (a leftover is no holder: holders drops it)
+  local o, f = leanHolder() -- (a leftover is no holder: holders skips it)
   if o then
     v[1], v[5], lean = o, f, true
   end

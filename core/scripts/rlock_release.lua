@@ -14,13 +14,14 @@ if v[2] and not v[1] then
 end
 local out = leave(owner, mine)
 if mine then live = live - 1 end
--- (neither owner nor r, yet a hash: a writer's lean hold, see acquire.lua)
-if not v[1] and (v[2] or redis.call('EXISTS', KEYS[1]) == 0) then
+-- (neither owner nor r, yet a hash: a writer's lean hold, or a leftover,
+-- which is none: see leanHolder in queue.lua)
+if not v[1] and (v[2] or not leanHolder()) then
   local writer = false
   if redis.call('EXISTS', KEYS[4]) == 1 then
-    live, writer = handOn(now, ms, ARGV[2], live, v[2])
+    live, writer = handOn(now, ms, ARGV[2], live, true)
   end
-  if live == 0 and not writer and v[2] then
+  if live == 0 and not writer then
     redis.call('DEL', KEYS[1])
   end
 end
