@@ -7,7 +7,6 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/locktest"
-	"github.com/lockgate/lockgate/redistest"
 )
 
 // plantBrink fills the queue of lock KEYS[1] (zset KEYS[4], entries
@@ -45,40 +44,30 @@ return exp
 // hash.
 func TestGrantAtEntryEndKeepsAnExpiry(t *testing.T) {
 	t.Parallel()
-	for _, topo := range []string{"single", "cluster"} {
-		t.Run(topo, func(t *testing.T) {
-			t.Parallel()
-			var c redis.UniversalClient
-			var l *core.Locker
-			if topo == "cluster" {
-				c = redistest.StartCluster(t, 3).Client(t)
-				l = locktest.Locker(t, c)
-			} else {
-				l, c = locktest.NewLocker(t, redistest.Start(t))
+	onSingleAndCluster(t, func(t *testing.T, c redis.UniversalClient) {
+		l := locktest.Locker(t, c)
+		for _, mutant := range []string{"", "grant-at-expiry"} {
+			name := "brink:" + t.Name() + ":" + mutant
+			junk := grantAtEntryEnd(t, c, core.FenceFloorKey(l, name), name, mutant)
+			if mutant != "" {
+				if !junk {
+					t.Fatal("control: with the absolute expiry, the lock was not left without one")
+				}
+				continue
 			}
-			for _, mutant := range []string{"", "grant-at-expiry"} {
-				name := "brink:" + topo + ":" + mutant
-				junk := grantAtEntryEnd(t, c, core.FenceFloorKey(l, name), name, mutant)
-				if mutant != "" {
-					if !junk {
-						t.Fatal("control: with the absolute expiry, the lock was not left without one")
-					}
-					continue
-				}
-				if junk {
-					t.Fatal("the grant at its entry's end left the lock hash without an expiry")
-				}
-				// The name is free again for the next caller.
-				s, err := l.Lock(locktest.Context(t), name)
-				if err != nil {
-					t.Fatalf("Lock after the grant lapsed = %v", err)
-				}
-				if err := s.Unlock(locktest.Context(t)); err != nil {
-					t.Fatal(err)
-				}
+			if junk {
+				t.Fatal("the grant at its entry's end left the lock hash without an expiry")
 			}
-		})
-	}
+			// The name is free again for the next caller.
+			s, err := l.Lock(locktest.Context(t), name)
+			if err != nil {
+				t.Fatalf("Lock after the grant lapsed = %v", err)
+			}
+			if err := s.Unlock(locktest.Context(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }
 
 // grantAtEntryEnd plants the brink queue on name and sends one waiter's

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/locktest"
+	"github.com/lockgate/lockgate/redistest"
 )
 
 // holderIn is locktest.Holder with the fence as a number (0: none).
@@ -47,6 +48,22 @@ func fixedAndControl(t *testing.T, mutant string, f func(t *testing.T, control b
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f(t, control, opts)
+		})
+	}
+}
+
+// onSingleAndCluster runs f in the subtests "single", on one server, and
+// "cluster", on a 3-master Cluster, each with a client of its own.
+func onSingleAndCluster(t *testing.T, f func(t *testing.T, c redis.UniversalClient)) {
+	for _, cluster := range []bool{false, true} {
+		t.Run(map[bool]string{false: "single", true: "cluster"}[cluster], func(t *testing.T) {
+			var c redis.UniversalClient
+			if cluster {
+				c = redistest.StartCluster(t, 3).Client(t)
+			} else {
+				c = redistest.Start(t).Client(t)
+			}
+			f(t, c)
 		})
 	}
 }

@@ -401,17 +401,9 @@ func testHandoverIsLean(t *testing.T, take func(l *core.Locker, ctx context.Cont
 // not handed the lock within its budget.
 func TestLeanHoldHandsOn(t *testing.T) {
 	fixedAndControl(t, "lean-stays", func(t *testing.T, control bool, opts []core.Option) {
-		for _, cluster := range []bool{false, true} {
-			t.Run(map[bool]string{false: "single", true: "cluster"}[cluster], func(t *testing.T) {
-				var c redis.UniversalClient
-				if cluster {
-					c = redistest.StartCluster(t, 3).Client(t)
-				} else {
-					c = redistest.Start(t).Client(t)
-				}
-				testLeanHoldHandsOn(t, c, control, opts)
-			})
-		}
+		onSingleAndCluster(t, func(t *testing.T, c redis.UniversalClient) {
+			testLeanHoldHandsOn(t, c, control, opts)
+		})
 	})
 }
 
@@ -452,56 +444,48 @@ func testLeanHoldHandsOn(t *testing.T, c redis.UniversalClient, control bool, op
 // answers busy.
 func TestLeftoverHashIsNoHold(t *testing.T) {
 	fixedAndControl(t, "lean-any-field", func(t *testing.T, control bool, opts []core.Option) {
-		for _, cluster := range []bool{false, true} {
-			t.Run(map[bool]string{false: "single", true: "cluster"}[cluster], func(t *testing.T) {
-				var c redis.UniversalClient
-				if cluster {
-					c = redistest.StartCluster(t, 3).Client(t)
-				} else {
-					c = redistest.Start(t).Client(t)
+		onSingleAndCluster(t, func(t *testing.T, c redis.UniversalClient) {
+			l := locktest.Locker(t, c, opts...)
+			ctx := locktest.Context(t)
+			for i, leftover := range []map[string]string{{"w": "1"}, {"t": "tag"}, {"fence": "7"}, {"w": "1", "t": "tag"}} {
+				key := "leftover:" + strconv.Itoa(i)
+				hash := locktest.RedisKey(key)
+				if err := c.HSet(ctx, hash, leftover).Err(); err != nil {
+					t.Fatal(err)
 				}
-				l := locktest.Locker(t, c, opts...)
-				ctx := locktest.Context(t)
-				for i, leftover := range []map[string]string{{"w": "1"}, {"t": "tag"}, {"fence": "7"}, {"w": "1", "t": "tag"}} {
-					key := "leftover:" + strconv.Itoa(i)
-					hash := locktest.RedisKey(key)
-					if err := c.HSet(ctx, hash, leftover).Err(); err != nil {
-						t.Fatal(err)
-					}
-					info, err := l.Inspect(ctx, key)
-					if err != nil {
-						t.Fatal(err)
-					}
-					s, err := l.TryLock(ctx, key)
-					if control {
-						if len(leftover) == 1 && err == nil {
-							t.Fatalf("control: TryLock took the lock with the leftover %v read as any field's hold", leftover)
-						}
-						continue
-					}
-					if info.Held {
-						t.Errorf("Inspect with the leftover %v = %+v, want no holder", leftover, info)
-					}
-					if err != nil {
-						t.Fatalf("TryLock with the leftover %v = %v, want the lock", leftover, err)
-					}
-					if err := s.Unlock(ctx); err != nil {
-						t.Fatal(err)
-					}
-					if n := c.Exists(ctx, hash).Val(); n != 0 {
-						t.Fatalf("after the release %s is left: %v", hash, c.HGetAll(ctx, hash).Val())
-					}
-					// The same for a waiting Lock.
-					c.HSet(ctx, hash, leftover)
-					if s, err = l.Lock(ctx, key, core.WithWait(time.Second)); err != nil {
-						t.Fatalf("Lock with the leftover %v = %v, want the lock", leftover, err)
-					}
-					if err := s.Unlock(ctx); err != nil {
-						t.Fatal(err)
-					}
+				info, err := l.Inspect(ctx, key)
+				if err != nil {
+					t.Fatal(err)
 				}
-			})
-		}
+				s, err := l.TryLock(ctx, key)
+				if control {
+					if len(leftover) == 1 && err == nil {
+						t.Fatalf("control: TryLock took the lock with the leftover %v read as any field's hold", leftover)
+					}
+					continue
+				}
+				if info.Held {
+					t.Errorf("Inspect with the leftover %v = %+v, want no holder", leftover, info)
+				}
+				if err != nil {
+					t.Fatalf("TryLock with the leftover %v = %v, want the lock", leftover, err)
+				}
+				if err := s.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if n := c.Exists(ctx, hash).Val(); n != 0 {
+					t.Fatalf("after the release %s is left: %v", hash, c.HGetAll(ctx, hash).Val())
+				}
+				// The same for a waiting Lock.
+				c.HSet(ctx, hash, leftover)
+				if s, err = l.Lock(ctx, key, core.WithWait(time.Second)); err != nil {
+					t.Fatalf("Lock with the leftover %v = %v, want the lock", leftover, err)
+				}
+				if err := s.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	})
 }
 
