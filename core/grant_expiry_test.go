@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -9,26 +10,28 @@ import (
 	"github.com/lockgate/lockgate/internal/locktest"
 )
 
-// plantBrink fills the queue of lock KEYS[1] (zset KEYS[4], entries
-// KEYS[5]) with ARGV[1] expired entries, then one live entry, of owner
-// "brink:owner", that ends ARGV[2] ms from now: the next acquire sweeps
-// the expired ones for longer than that before it grants the brink entry.
-const plantBrink = `
-local n = tonumber(ARGV[1])
-for i = 1, n, 500 do
-  local z, e = {}, {}
-  for j = i, math.min(i + 499, n) do
-    z[#z + 1] = j
-    z[#z + 1] = 'dead:' .. j
-    e[#e + 1] = 'dead:' .. j
-    e[#e + 1] = '1|1'
-  end
-  redis.call('ZADD', KEYS[4], unpack(z))
-  redis.call('HSET', KEYS[5], unpack(e))
+// plantDead puts expired entries ARGV[1] to ARGV[2] in the queue of lock
+// KEYS[1] (zset KEYS[4], entries KEYS[5]).
+const plantDead = `
+local z, e = {}, {}
+for j = tonumber(ARGV[1]), tonumber(ARGV[2]) do
+  z[#z + 1] = j
+  z[#z + 1] = 'dead:' .. j
+  e[#e + 1] = 'dead:' .. j
+  e[#e + 1] = '1|1'
 end
+redis.call('ZADD', KEYS[4], unpack(z))
+redis.call('HSET', KEYS[5], unpack(e))
+return #e / 2
+`
+
+// plantBrink puts behind them one live entry, of owner "brink:owner", that
+// ends ARGV[1] ms from now: the next acquire sweeps the expired ones for
+// longer than that before it grants the brink entry.
+const plantBrink = `
 local t = redis.call('TIME')
-local exp = t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[2])
-redis.call('ZADD', KEYS[4], n + 1, 'brink:owner')
+local exp = t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[1])
+redis.call('ZADD', KEYS[4], 1e9, 'brink:owner')
 redis.call('HSET', KEYS[5], 'brink:owner', exp .. '|1')
 return exp
 `
@@ -37,11 +40,11 @@ return exp
 // (it swept a long queue of expired entries first) leaves the lock with an
 // expiry, never a hash that lives forever: Redis 7.0 deletes a key at once
 // when an absolute expiry set on it has passed, and the waiting caller's
-// HSET of w that follows would recreate it without one. The queue is
-// planted and the acquire sent in one MULTI, so the entry's 5 ms are spent
-// in the sweep of 50 000 expired entries. On one server and on a 3-master
-// Cluster. Control: grant-at-expiry (the absolute expiry) leaves such a
-// hash.
+// HSET of w that follows would recreate it without one. An entry with 5 ms
+// left is planted behind 50 000 expired ones, and the acquire sent in the
+// same MULTI, so its 5 ms are spent in the sweep. On one server and on a
+// 3-master Cluster. Control: grant-at-expiry (the absolute expiry) leaves
+// such a hash.
 func TestGrantAtEntryEndKeepsAnExpiry(t *testing.T) {
 	t.Parallel()
 	onSingleAndCluster(t, func(t *testing.T, c redis.UniversalClient) {
@@ -70,8 +73,8 @@ func TestGrantAtEntryEndKeepsAnExpiry(t *testing.T) {
 	})
 }
 
-// grantAtEntryEnd plants the brink queue on name and sends one waiter's
-// acquire in the same MULTI; it reports whether the lock was left a hash
+// grantAtEntryEnd plants the expired entries on name's queue, then the
+// brink entry and one waiter's acquire in one MULTI; it reports whether the lock was left a hash
 // without expiry.
 func grantAtEntryEnd(t *testing.T, c redis.UniversalClient, floor, name, mutant string) bool {
 	t.Helper()
@@ -82,9 +85,17 @@ func grantAtEntryEnd(t *testing.T, c redis.UniversalClient, floor, name, mutant 
 	}
 	lock := locktest.RedisKey(name)
 	keys := []string{lock, floor, lock + ":done:waiter:owner", lock + ":q", lock + ":qt"}
+	for i := 1; i <= 50000; i += 1000 {
+		if err := c.Eval(ctx, plantDead, keys, i, i+999).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The sweep of 50 000 entries takes longer than the test servers'
+	// clients wait for a reply (1s) on a loaded machine.
+	slow := patientClient(t, c)
 	var acq *redis.Cmd
-	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Eval(ctx, plantBrink, keys, 50000, 5)
+	_, err = slow.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Eval(ctx, plantBrink, keys, 5)
 		// A waiting caller (entry life 5000 ms, refresh number 1).
 		acq = p.Eval(ctx, src, keys, "waiter:owner", 10000, 600000, 5000, 1)
 		return nil
@@ -103,4 +114,24 @@ func grantAtEntryEnd(t *testing.T, c redis.UniversalClient, floor, name, mutant 
 	junk := pttl == -1
 	c.Del(ctx, lock, lock+":q", lock+":qt")
 	return junk
+}
+
+// patientClient is a client of c's server(s) that waits 30s for a reply.
+func patientClient(t *testing.T, c redis.UniversalClient) redis.UniversalClient {
+	t.Helper()
+	var p redis.UniversalClient
+	switch c := c.(type) {
+	case *redis.Client:
+		o := *c.Options()
+		o.ReadTimeout = 30 * time.Second
+		p = redis.NewClient(&o)
+	case *redis.ClusterClient:
+		o := *c.Options()
+		o.ReadTimeout = 30 * time.Second
+		p = redis.NewClusterClient(&o)
+	default:
+		t.Fatalf("client %T", c)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }
