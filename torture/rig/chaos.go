@@ -249,7 +249,7 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 			break
 		}
 		f.Target = m.Addr
-		f.Start, failed = c.hangMaster(m, frac(0.5, 2))
+		f.Start, f.End, failed = c.hangMaster(m, frac(0.5, 2))
 	case FaultNodeRestart:
 		// Killed, and started empty the longest lease later: redis.io's
 		// "delayed restart" for a Redlock master without persistence, so
@@ -291,7 +291,9 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		f.Target = srvs[to].Addr
 		c.dep.cluster.MigrateSlot(slot, to, 10*time.Second)
 	}
-	f.End = now()
+	if f.End == 0 { // (a master hang's end is its resume, before the look after it)
+		f.End = now()
+	}
 	if failed != nil {
 		// Logged, a hang that did not take would be judged as one: busy
 		// answers during it as answers of a hung Redis.
@@ -433,23 +435,24 @@ func hang(s *redistest.Server, d time.Duration) (int64, error) {
 	return start, nil
 }
 
-// hangMaster hangs m, the sentinel's master, for d. It fails if the master
-// moved meanwhile: a failover the sentinel had begun before the hang (after
-// hangs or cuts in a row) may end during it, and the clients then move to
-// the new master, whose busy answers are no hung Redis's. The reconcile
-// after the hang logs that failover.
-func (c *chaos) hangMaster(m *redistest.Server, d time.Duration) (int64, error) {
-	start, err := hang(m, d)
-	if err != nil {
-		return 0, err
+// hangMaster hangs m, the sentinel's master, for d, and returns when the
+// hang started and ended (m resumed). It fails if the master moved
+// meanwhile: a failover the sentinel had begun before the hang (after hangs
+// or cuts in a row) may end during it, and the clients then move to the new
+// master, whose busy answers are no hung Redis's. The reconcile after the
+// hang logs that failover.
+func (c *chaos) hangMaster(m *redistest.Server, d time.Duration) (start, end int64, err error) {
+	if start, err = hang(m, d); err != nil {
+		return 0, 0, err
 	}
+	end = now()
 	c.master.Lock()
 	defer c.master.Unlock()
 	c.reconcile()
 	if c.dep.st.Master != m {
-		return 0, errors.New("the sentinel failed the master over during the hang")
+		return 0, 0, errors.New("the sentinel failed the master over during the hang")
 	}
-	return start, nil
+	return start, end, nil
 }
 
 func (c *chaos) total() int {

@@ -202,7 +202,7 @@ func testChaos(t *testing.T, dep *deployment, cfg *RunConfig) (c *chaos, logged 
 // while the master is hung) is not logged as a hang, since the clients
 // moved to the new master within it and its busy answers are no hung
 // Redis's; the reconcile after it logs the failover instead. Control: the
-// same hang with no failover is logged (hangMaster answers its start).
+// same hang with no failover is logged (hangMaster answers its start and end).
 func TestMasterHangDuringSelfFailoverIsNotJudged(t *testing.T) {
 	dep, err := newDeployment("sentinel", 0)
 	if err != nil {
@@ -213,8 +213,9 @@ func TestMasterHangDuringSelfFailoverIsNotJudged(t *testing.T) {
 	c.master.Lock()
 	m := c.dep.st.Master
 	c.master.Unlock()
-	if start, err := c.hangMaster(m, 200*time.Millisecond); err != nil || start == 0 {
-		t.Fatalf("control: a hang with no failover = %d, %v; want its start", start, err)
+	// Control: a hang with no failover is one.
+	if start, end, err := c.hangMaster(m, 200*time.Millisecond); err != nil || start == 0 || end-start < int64(200*time.Millisecond) {
+		t.Fatalf("control: a 200ms hang with no failover = [%d, %d], %v; want it", start, end, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -224,7 +225,7 @@ func TestMasterHangDuringSelfFailoverIsNotJudged(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		start, err := c.hangMaster(m, 4*time.Second)
+		start, _, err := c.hangMaster(m, 4*time.Second)
 		done <- result{start, err}
 	}()
 	_, switched := operatorFailover(t, ctx, dep)
