@@ -74,8 +74,8 @@ func TestGrantAtEntryEndKeepsAnExpiry(t *testing.T) {
 }
 
 // grantAtEntryEnd plants the expired entries on name's queue, then the
-// brink entry and one waiter's acquire in one MULTI; it reports whether the lock was left a hash
-// without expiry.
+// brink entry and one waiter's acquire in one MULTI; it reports whether
+// the lock was left a hash without expiry.
 func grantAtEntryEnd(t *testing.T, c redis.UniversalClient, floor, name, mutant string) bool {
 	t.Helper()
 	ctx := locktest.Context(t)
@@ -85,11 +85,14 @@ func grantAtEntryEnd(t *testing.T, c redis.UniversalClient, floor, name, mutant 
 	}
 	lock := locktest.RedisKey(name)
 	keys := []string{lock, floor, lock + ":done:waiter:owner", lock + ":q", lock + ":qt"}
-	for i := 1; i <= 50000; i += 1000 {
-		if err := c.Eval(ctx, plantDead, keys, i, i+999).Err(); err != nil {
-			t.Fatal(err)
+	plant := func() {
+		for i := 1; i <= 50000; i += 1000 {
+			if err := c.Eval(ctx, plantDead, keys, i, i+999).Err(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	plant()
 	// The sweep of 50 000 entries takes longer than the test servers'
 	// clients wait for a reply (1s) on a loaded machine.
 	slow := patientClient(t, c)
@@ -115,11 +118,7 @@ func grantAtEntryEnd(t *testing.T, c redis.UniversalClient, floor, name, mutant 
 			t.Fatalf("probe: the waiter took the lock (fence %d) 3 times: the brink entry had ended before the sweep", n)
 		}
 		c.Del(ctx, lock)
-		for i := 1; i <= 50000; i += 1000 {
-			if err := c.Eval(ctx, plantDead, keys, i, i+999).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		plant()
 	}
 	if c.ZScore(ctx, lock+":q", "brink:owner").Err() != redis.Nil {
 		t.Fatal("probe: the brink entry is still queued: it was not granted")

@@ -33,12 +33,15 @@ local owner = ARGV[1]
 local function take(now, queued)
   local f = fence(now, ARGV[3])
   local tag = ARGV[6] and ARGV[6] ~= ''
-  if queued or tag then
-    redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f)
-    if queued then redis.call('HSET', KEYS[1], 'w', '1') end
-    if tag then redis.call('HSET', KEYS[1], 't', ARGV[6]) end
-  else
+  if not queued and not tag then
     redis.call('HSET', KEYS[1], owner, f)
+  else
+    if queued then
+      redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f, 'w', '1')
+    else
+      redis.call('HSET', KEYS[1], 'owner', owner, 'fence', f)
+    end
+    if tag then redis.call('HSET', KEYS[1], 't', ARGV[6]) end
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return f

@@ -8,7 +8,8 @@
 -- longer: one that left).
 local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 't', 'r')
 if not v[1] and not v[4] then
-  -- a lean hold (see acquire.lua): {owner = fence}, or no hold
+  -- a lean hold: {owner = fence}, by leanHolder's rule (queue.lua, not
+  -- spliced in here), or no hold
   local h = redis.call('HGETALL', KEYS[1])
   if #h == 2 and #h[1] > 5 then v[1], v[2] = h[1], h[2] end
 end

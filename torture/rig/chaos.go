@@ -225,9 +225,9 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 	case FaultRestart:
 		srvs[0].Restart()
 	case FaultHangShort:
-		f.Start, failed = hang(srvs[0], frac(0.3, 0.8))
+		f.Start, f.End, failed = hang(srvs[0], frac(0.3, 0.8))
 	case FaultHangLong:
-		f.Start, failed = hang(srvs[0], frac(1.5, 3))
+		f.Start, f.End, failed = hang(srvs[0], frac(1.5, 3))
 	case FaultLateReply, FaultCut, FaultLatency:
 		f.D = network(c.dep.proxiesOf(0), kind, rng, rt, frac)
 	case FaultFailover:
@@ -260,7 +260,7 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		srvs[node].Restart()
 	case FaultNodeHang:
 		f.Target = srvs[node].Addr
-		f.Start, failed = hang(srvs[node], frac(0.3, 3))
+		f.Start, f.End, failed = hang(srvs[node], frac(0.3, 3))
 	case FaultNodeNet:
 		if c.dep.st != nil {
 			c.master.Lock()
@@ -275,7 +275,7 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		f.D = network(c.dep.proxiesOf(node), []string{FaultLateReply, FaultCut, FaultLatency}[rng.IntN(3)], rng, rt, frac)
 	case FaultMasterPause:
 		f.Target = srvs[node].Addr
-		f.Start, failed = hang(srvs[node], frac(0.3, 2))
+		f.Start, f.End, failed = hang(srvs[node], frac(0.3, 2))
 	case FaultMasterRestart:
 		f.Target = srvs[node].Addr
 		srvs[node].Restart()
@@ -291,7 +291,7 @@ func (c *chaos) inject(ctx context.Context, rng *rand.Rand, kind string) {
 		f.Target = srvs[to].Addr
 		c.dep.cluster.MigrateSlot(slot, to, 10*time.Second)
 	}
-	if f.End == 0 { // (a master hang's end is its resume, before the look after it)
+	if f.End == 0 { // (a hang knows its end: the resume)
 		f.End = now()
 	}
 	if failed != nil {
@@ -421,18 +421,19 @@ func commandLatency(ps []*redistest.Proxy, rng *rand.Rand, d, lasting time.Durat
 	wg.Wait()
 }
 
-// hang pauses s for d and returns when the pause began: once SIGSTOP was
+// hang pauses s for d and returns when the pause began, once SIGSTOP was
 // sent, not when the fault was drawn (finding a Sentinel's master first
-// can take a while on a loaded machine, and Redis answers meanwhile), or
-// the pause's error (inject then logs no fault).
-func hang(s *redistest.Server, d time.Duration) (int64, error) {
+// can take a while on a loaded machine, and Redis answers meanwhile), and
+// when it ended, once s resumed; or the pause's error (inject then logs no
+// fault).
+func hang(s *redistest.Server, d time.Duration) (start, end int64, err error) {
 	if err := s.Pause(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	start := now()
+	start = now()
 	time.Sleep(d)
 	s.Resume()
-	return start, nil
+	return start, now(), nil
 }
 
 // hangMaster hangs m, the sentinel's master, for d, and returns when the
@@ -442,10 +443,9 @@ func hang(s *redistest.Server, d time.Duration) (int64, error) {
 // master, whose busy answers are no hung Redis's. The reconcile after the
 // hang logs that failover.
 func (c *chaos) hangMaster(m *redistest.Server, d time.Duration) (start, end int64, err error) {
-	if start, err = hang(m, d); err != nil {
+	if start, end, err = hang(m, d); err != nil {
 		return 0, 0, err
 	}
-	end = now()
 	c.master.Lock()
 	defer c.master.Unlock()
 	c.reconcile()
