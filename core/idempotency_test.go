@@ -64,21 +64,29 @@ func script(t *testing.T, name, key string) redistest.Matcher {
 // A fresh Lock whose reply is late runs twice in Redis and has the effect of
 // once: the same fence, not re-entrant, and the caller's one Unlock frees
 // the lock for the next owner at once (before: a hold count of 2, and the
-// lock held by nobody for its TTL).
+// lock held by nobody for its TTL). Also when the lock's hash is a leftover
+// that is no hold (a lone w): the first run deletes it and takes the lock,
+// the second finds its own hold.
 func TestLateReplyFreshLock(t *testing.T) {
 	t.Parallel()
 	for _, ctxTimeout := range []bool{false, true} {
-		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeout), func(t *testing.T) { testLateReplyFreshLock(t, ctxTimeout) })
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeout), func(t *testing.T) { testLateReplyFreshLock(t, ctxTimeout, false) })
 	}
+	t.Run("leftover", func(t *testing.T) { testLateReplyFreshLock(t, false, true) })
 }
 
-func testLateReplyFreshLock(t *testing.T, ctxTimeout bool) {
+func testLateReplyFreshLock(t *testing.T, ctxTimeout, leftover bool) {
 	srv := redistest.Start(t)
 	p, c := lateClientCtx(t, srv, lateReadTimeout, ctxTimeout)
 	l := locktest.Locker(t, c)
 	other, direct := locktest.NewLocker(t, srv)
 	ctx := locktest.Context(t)
 	locktest.Warm(t, l) // the server check and script load, so the hold hits the acquire
+	if leftover {
+		if err := direct.HSet(ctx, "lockgate:{k}", "w", "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	acquire := script(t, "acquire", "k")
 	runs := p.Watch(acquire)

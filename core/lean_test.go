@@ -494,39 +494,49 @@ func TestLeftoverHashIsNoHold(t *testing.T) {
 // left: the leftover is no other owner's lean hold. The holder's hold is
 // replaced by a lone w without expiry while two waiters queue; the first
 // gives up, and the second, whose next wake is a minute away (the holder's
-// TTL), must be handed the lock within its 3 s. (Checked against the code
-// before: the leaving waiter took the leftover for a hold, handed nothing
-// on, and the second waiter's 3 s ran out.)
+// TTL), must be handed the lock within its 3 s. On one server and on a
+// 3-master Cluster. Control: leftover-blocks-handon (the leaving waiter
+// takes any hash for a hold and hands nothing on): the second waiter's 3 s
+// run out.
 func TestWaiterLeavingALeftoverHandsOn(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	holder, direct := locktest.NewLocker(t, srv)
-	first, _ := locktest.NewLocker(t, srv)
-	second, _ := locktest.NewLocker(t, srv)
-	ctx := locktest.Context(t)
-	const key = "leftover:handon"
-	hash := locktest.RedisKey(key)
-	resume := core.PauseWatchdog(holder)
-	defer resume()
-	if _, err := holder.Lock(ctx, key, core.WithTTL(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	fctx, leave := context.WithCancel(ctx)
-	res1 := waitFor(fctx, first, key, 10*time.Second)
-	waitQueued(t, direct, key, 1)
-	res2 := waitFor(ctx, second, key, 3*time.Second)
-	waitQueued(t, direct, key, 2)
-	if err := direct.Del(ctx, hash).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := direct.HSet(ctx, hash, "w", "1").Err(); err != nil {
-		t.Fatal(err)
-	}
-	leave()
-	if r := <-res1; !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("the first waiter, cancelled: %v", r.err)
-	}
-	if r := <-res2; r.err != nil || !r.inTime {
-		t.Fatalf("the second waiter = %v (in time: %v), want the lock handed on by the first's leaving", r.err, r.inTime)
-	}
+	fixedAndControl(t, "leftover-blocks-handon", func(t *testing.T, control bool, opts []core.Option) {
+		onSingleAndCluster(t, func(t *testing.T, c redis.UniversalClient) {
+			holder := locktest.Locker(t, c)
+			first := locktest.Locker(t, c, opts...)
+			second := locktest.Locker(t, c)
+			ctx := locktest.Context(t)
+			const key = "leftover:handon"
+			hash := locktest.RedisKey(key)
+			resume := core.PauseWatchdog(holder)
+			defer resume()
+			if _, err := holder.Lock(ctx, key, core.WithTTL(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			fctx, leave := context.WithCancel(ctx)
+			res1 := waitFor(fctx, first, key, 10*time.Second)
+			waitQueued(t, c, key, 1)
+			res2 := waitFor(ctx, second, key, 3*time.Second)
+			waitQueued(t, c, key, 2)
+			if err := c.Del(ctx, hash).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.HSet(ctx, hash, "w", "1").Err(); err != nil {
+				t.Fatal(err)
+			}
+			leave()
+			if r := <-res1; !errors.Is(r.err, context.Canceled) {
+				t.Fatalf("the first waiter, cancelled: %v", r.err)
+			}
+			r := <-res2
+			if control {
+				if r.err == nil && r.inTime {
+					t.Fatal("control: the second waiter was handed the lock though the leaving waiter took the leftover for a hold")
+				}
+				return
+			}
+			if r.err != nil || !r.inTime {
+				t.Fatalf("the second waiter = %v (in time: %v), want the lock handed on by the first's leaving", r.err, r.inTime)
+			}
+		})
+	})
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -87,16 +88,16 @@ type mutants struct {
 	// check-replica: on a ReadOnly Cluster client the wait room's check after
 	// a subscription reads a replica, which may not have the latest grant
 	checkReplica bool
-	// scripts a backend sends: the real ones, or edited by queue-expiry,
-	// sweep-64, grant-at-expiry, lean-stays, lean-any-field,
-	// sem-stop-at-self (never nil after parseMutants)
+	// scripts a backend sends: the real ones, or edited by a script mutant
+	// (mutantEdits; never nil after parseMutants)
 	scripts *scripts
 }
 
 // envMutants is LOCKGATE_MUTANTS in a lockgate_mutants build (mutants_env.go).
 var envMutants string
 
-// mutantEdits are the script mutants: each replaces text of queue.lua.
+// mutantEdits are the script mutants: each replaces text of queue.lua,
+// acquire.lua, release.lua or semaphore_acquire.lua (the first that has it).
 var mutantEdits = map[string][2]string{
 	"queue-expiry": {`  if redis.call('PEXPIRETIME', KEYS[4]) < exp then
     redis.call('PEXPIREAT', KEYS[4], exp + life)
@@ -116,11 +117,13 @@ var mutantEdits = map[string][2]string{
 	// a lock hash of one field is read as a lean hold whatever the field's
 	// name, so a leftover such as a lone w never expires and is never freed
 	"lean-any-field": {"if #h == 2 and #h[1] > 5 then", "if h[1] then"},
-}
-
-// semMutantEdits are the mutants of semaphore_acquire.lua, likewise.
-var semMutantEdits = map[string][2]string{
-	"sem-stop-at-self": {"      own = true\n", "      own = true\n      free = 0 break\n"},
+	// a head waiter that takes the lock itself with others queued behind it
+	// stores no holder tag (acquire.lua)
+	"queued-take-untagged": {"if tag then redis.call('HSET', KEYS[1], 't', ARGV[6]) end", "if tag and not queued then redis.call('HSET', KEYS[1], 't', ARGV[6]) end"},
+	// a waiter leaving a free lock takes any hash left there for another's
+	// hold and hands nothing on (release.lua)
+	"leftover-blocks-handon": {"(v[3] or not leanHolder())", "(v[3] or redis.call('EXISTS', KEYS[1]) == 0)"},
+	"sem-stop-at-self":       {"      own = true\n", "      own = true\n      free = 0 break\n"},
 }
 
 // mutantFlags are the mutants that set a flag, by name.
@@ -164,7 +167,8 @@ var mutantFlags = map[string]func(*mutants){
 // parseMutants reads a comma-separated list of mutant names.
 func parseMutants(list string) (mutants, error) {
 	m := mutants{scripts: &queueScripts}
-	q, sem := queueSrc, semAcquireSrc
+	q, acq, rel, sem := queueSrc, acquireSrc, releaseSrc, semAcquireSrc
+	srcs := []*string{&q, &acq, &rel, &sem}
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
 		if set, ok := mutantFlags[name]; ok {
@@ -174,19 +178,15 @@ func parseMutants(list string) (mutants, error) {
 		if name == "" {
 			continue
 		}
-		src := &q
 		e, ok := mutantEdits[name]
-		if !ok {
-			src = &sem
-			e, ok = semMutantEdits[name]
-		}
-		if !ok || !strings.Contains(*src, e[0]) {
+		i := slices.IndexFunc(srcs, func(src *string) bool { return strings.Contains(*src, e[0]) })
+		if !ok || i < 0 {
 			return mutants{}, fmt.Errorf("lockgate: unknown mutant %q", name)
 		}
-		*src = strings.Replace(*src, e[0], e[1], 1)
+		*srcs[i] = strings.Replace(*srcs[i], e[0], e[1], 1)
 	}
-	if q != queueSrc || sem != semAcquireSrc {
-		m.scripts = &scripts{newScript(withQueue(acquireSrc, q)), newScript(withQueue(releaseSrc, q)), newScript(withQueue(sem, q))}
+	if q != queueSrc || acq != acquireSrc || rel != releaseSrc || sem != semAcquireSrc {
+		m.scripts = &scripts{newScript(withQueue(acq, q)), newScript(withQueue(rel, q)), newScript(withQueue(sem, q))}
 	}
 	return m, nil
 }

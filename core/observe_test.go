@@ -303,40 +303,62 @@ func TestReentryAsksNoTag(t *testing.T) {
 // waiter handed the lock by a release does (the hold is in the full form,
 // since others wait). The holder's lease runs out unrenewed; the waiter
 // behind is an entry put in the queue directly, so that only the head
-// waiter's own attempt can take the lock.
+// waiter's own attempt can take the lock. On one server and on a 3-master
+// Cluster. Control: queued-take-untagged (the head waiter's take writes no
+// tag): Inspect reads no tag.
 func TestHeadWaiterTakingTheLockStoresItsTag(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	holder, direct := locktest.NewLocker(t, srv, core.WithHolderTag(tagOf))
-	waiter, _ := locktest.NewLocker(t, srv, core.WithHolderTag(tagOf))
-	ctx := locktest.Context(t)
-	const key = "tag:head"
-	resume := core.PauseWatchdog(holder)
-	defer resume()
-	if _, err := holder.Lock(withTag(ctx, "holder-span"), key, core.WithTTL(300*time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan error, 1)
-	go func() {
-		w, err := waiter.Lock(withTag(ctx, "head-span"), key, core.WithWait(5*time.Second))
-		if err == nil {
-			defer w.Unlock(ctx)
-			var info core.LockInfo
-			if info, err = waiter.Inspect(ctx, key); err == nil && (info.HolderTag != "head-span" || info.Fence != w.Fence()) {
-				err = fmt.Errorf("Inspect of the head waiter's hold = %+v, want fence %d and tag head-span", info, w.Fence())
+	fixedAndControl(t, "queued-take-untagged", func(t *testing.T, control bool, opts []core.Option) {
+		onSingleAndCluster(t, func(t *testing.T, c redis.UniversalClient) {
+			holder := locktest.Locker(t, c, core.WithHolderTag(tagOf))
+			waiter := locktest.Locker(t, c, append(opts, core.WithHolderTag(tagOf))...)
+			ctx := locktest.Context(t)
+			const key = "tag:head"
+			resume := core.PauseWatchdog(holder)
+			defer resume()
+			if _, err := holder.Lock(withTag(ctx, "holder-span"), key, core.WithTTL(300*time.Millisecond)); err != nil {
+				t.Fatal(err)
 			}
-		}
-		got <- err
-	}()
-	waitQueued(t, direct, key, 1)
-	q, qt := locktest.RedisKey(key)+":q", locktest.RedisKey(key)+":qt"
-	if err := direct.ZAdd(ctx, q, redis.Z{Score: 1e18, Member: "planted:behind"}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := direct.HSet(ctx, qt, "planted:behind", fmt.Sprintf("%d|1", time.Now().Add(time.Minute).UnixMilli())).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
+			got := make(chan core.LockInfo, 1)
+			fence := make(chan int64, 1)
+			errs := make(chan error, 1)
+			go func() {
+				w, err := waiter.Lock(withTag(ctx, "head-span"), key, core.WithWait(5*time.Second))
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer w.Unlock(ctx)
+				info, err := waiter.Inspect(ctx, key)
+				if err != nil {
+					errs <- err
+					return
+				}
+				fence <- w.Fence()
+				got <- info
+			}()
+			waitQueued(t, c, key, 1)
+			q, qt := locktest.RedisKey(key)+":q", locktest.RedisKey(key)+":qt"
+			if err := c.ZAdd(ctx, q, redis.Z{Score: 1e18, Member: "planted:behind"}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.HSet(ctx, qt, "planted:behind", fmt.Sprintf("%d|1", time.Now().Add(time.Minute).UnixMilli())).Err(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-errs:
+				t.Fatal(err)
+			case info := <-got:
+				f := <-fence
+				if control {
+					if info.HolderTag == "head-span" {
+						t.Fatalf("control: Inspect read the head waiter's tag though its take writes none: %+v", info)
+					}
+					return
+				}
+				if info.HolderTag != "head-span" || info.Fence != f {
+					t.Fatalf("Inspect of the head waiter's hold = %+v, want fence %d and tag head-span", info, f)
+				}
+			}
+		})
+	})
 }
