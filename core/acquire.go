@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"slices"
 	"strings"
@@ -213,19 +212,6 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 	return err
 }
 
-// retryFresh retries a Redlock attempt that too few nodes answered: grants
-// given back, a new owner, backoff plus jitter.
-func (a *acquisition) retryFresh(cause, err error) {
-	a.undo()
-	a.freshOwner()
-	if a.l.mut.noRedlockBackoff {
-		a.unavail = err
-		return
-	}
-	a.retryAfter(cause, err)
-	a.nextTry = a.nextTry.Add(jitter())
-}
-
 // retryAfter schedules a waiting call's retry after cause: a backoff doubling
 // from retryMin to the refresh interval (at most failoverRetry during a
 // failover, or on Redlock). err is the call's error if the budget ends first.
@@ -297,18 +283,6 @@ func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt in
 func (a *acquisition) undo() { a.undoOwner(a.owner) }
 
 func (a *acquisition) undoOwner(owner ownerID) { a.l.undo(&a.keys, owner, &a.o, nil) }
-
-// freshOwner readies a Redlock retry: a new owner (the old one's done markers
-// void its attempts) after jitter, so split owners do not split again.
-func (a *acquisition) freshOwner() {
-	a.owner = a.keys.newOwner()
-	a.nextTry = time.Now().Add(jitter())
-}
-
-// jitter is a random wait in [1ms, 11ms) that spreads Redlock retries.
-func jitter() time.Duration {
-	return time.Millisecond + time.Duration(rand.Int64N(int64(10*time.Millisecond)))
-}
 
 var noEntry any = ""
 

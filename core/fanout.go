@@ -22,7 +22,7 @@ const fanOutGrace = 5 * time.Millisecond
 // (unanswered: errNoAnswer; not started, the Locker closing: ErrClosed),
 // until judge (nil: none), told of each answer, says decided, or for
 // fanOutGrace after settling. With a judge the calls ignore ctx's
-// cancellation and go on within d after an early return. See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
+// cancellation and go on within d after an early return. See docs/internals.md, "Redlock (`redlock.go`, `redlock_wait.go`)".
 func fanOutUntil[T any](ctx context.Context, r *redlock, d time.Duration, call func(ctx context.Context, i int, n *deployment) (T, error), judge func(v T, err error) verdict) ([]T, []error) {
 	res := make([]T, len(r.nodes))
 	errs := make([]error, len(r.nodes))

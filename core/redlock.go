@@ -104,7 +104,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 
 // acquireJudge judges an acquire's fan-out: a quorum of grants decides it,
 // refusals that leave no quorum of grants possible settle it. See
-// docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
+// docs/internals.md, "Redlock (`redlock.go`, `redlock_wait.go`)".
 func (r *redlock) acquireJudge() func(acquireReply, error) verdict {
 	grants, refusals := 0, 0
 	return func(a acquireReply, err error) verdict {
@@ -129,7 +129,7 @@ func (r *redlock) acquireJudge() func(acquireReply, error) verdict {
 
 // raiseFences makes fence the fence floor on a quorum of nodes (any quorum),
 // so that the next holder's fence is above it.
-// See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
+// See docs/internals.md, "Redlock (`redlock.go`, `redlock_wait.go`)".
 func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner ownerID, fence int64, ttl time.Duration) error {
 	arg := strconv.FormatInt(fence, 10)
 	confirmed := 0
@@ -214,7 +214,7 @@ func (r *redlock) splitsByNode() bool { return false }
 
 // renew renews on every node and returns once a quorum holds every lease of
 // part; nodes that lost a lease a quorum holds get it back.
-// See docs/internals.md, "Redlock (`redlock.go`, `turns.go`)".
+// See docs/internals.md, "Redlock (`redlock.go`, `redlock_wait.go`)".
 func (r *redlock) renew(ctx context.Context, batch []renewal, part []int) {
 	var ttl time.Duration
 	for _, i := range part {

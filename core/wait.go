@@ -21,7 +21,8 @@ const entryMargin = 100 * time.Millisecond
 
 // run is one Lock or TryLock that goes to Redis: an attempt, then for a busy
 // Lock the wait in the queue (wait). A wait keeps one owner id and undoes
-// nothing while it goes on. See docs/design.md, "Waiting and handoff".
+// nothing while it goes on. Redlock's acquisitions, which do not queue, run
+// runRedlock instead. See docs/design.md, "Waiting and handoff".
 func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	l := a.l
 	if l.opts.tag != nil {
@@ -35,22 +36,13 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	if err := l.checkServer(ctx, a.deadline, a.keys.hash()); err != nil {
 		return nil, err
 	}
-	if !l.be.queues() && a.waits && !l.mut.noTurns {
-		// Redlock: wait for this lock's turn in the Locker (see turns).
-		turn, leave := l.turns.wait(a.key)
-		defer leave()
-		if err := a.waitTurn(ctx, turn); err != nil {
-			return nil, err
-		}
+	if !l.be.queues() {
+		return a.runRedlock(ctx)
 	}
 	s, err := a.attempt(ctx)
 	if s != nil || err != nil || !a.waits {
 		if s == nil && err == nil {
 			err = a.busy()
-			if !l.be.queues() && !l.mut.keepStraggler {
-				// Redlock: give back what a slower node may still grant.
-				a.undo()
-			}
 		}
 		return s, err
 	}
@@ -68,56 +60,75 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 // wait is the queued part of run: until w is granted the lock, the budget or
 // ctx ends, or the Locker closes.
 func (a *acquisition) wait(ctx context.Context, w *waiter) (*Lease, error) {
-	l := a.l
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		remaining := time.Until(a.deadline)
-		if remaining <= 0 {
-			a.undo() // leave the queue (and pass the lock on, if it came meanwhile)
-			a.sawHandover(w)
-			return nil, a.expired()
-		}
-		timer.Reset(a.planWake(w, remaining))
-		select {
-		case <-ctx.Done():
-			a.undo()
-			return nil, a.ended(ctx)
-		case <-l.done:
-			a.undo()
-			return nil, ErrClosed
-		case g := <-w.granted:
-			if s, err := a.granted(ctx, g); s != nil || err != nil {
-				return s, err
-			}
+		ev, g, err := a.next(ctx, w, timer)
+		var s *Lease
+		switch ev {
+		case waitEnded:
+			return nil, err
+		case waitReplan:
 			continue
-		case <-w.nudge: // a handover that ends before this wake: see planWake
-			continue
-		case <-w.wake:
-			if !l.be.queues() {
-				// Every Redlock waiter hears a release: spread them, or they split the nodes.
-				a.nextTry = time.Now().Add(jitter())
-				continue
-			}
-		case <-timer.C:
-			if !time.Now().Before(a.deadline) {
-				continue // the budget's end: no attempt, it would have none left
-			}
-			if a.sawHandover(w) && a.sleep(time.Until(a.deadline)) > 0 {
-				continue // the lock was handed on since: nothing is due yet
+		case waitGranted:
+			s, err = a.granted(ctx, g)
+		default: // woken or due: look in Redis
+			if s, err = a.attempt(ctx); s == nil && err == nil {
+				select {
+				case g := <-w.granted: // handed over while the attempt ran
+					s, err = a.granted(ctx, g)
+				default:
+				}
 			}
 		}
-		s, err := a.attempt(ctx)
 		if s != nil || err != nil {
 			return s, err
 		}
-		select {
-		case g := <-w.granted: // handed over while the attempt ran
-			if s, err := a.granted(ctx, g); s != nil || err != nil {
-				return s, err
-			}
-		default:
+	}
+}
+
+// waitEvent is what ends one sleep of a waiting call (next): see
+// docs/internals.md, "Waiting (`wait.go`, `acquire.go`)".
+type waitEvent uint8
+
+const (
+	waitDue     waitEvent = iota // an attempt is due: a refresh, the holder's expiry as known, a retry
+	waitWoken                    // a message says the lock may be free, or a grant may have been missed
+	waitGranted                  // a release handed it the lock (next's grant)
+	waitReplan                   // a handover changed what it knows, or the budget ended: no attempt
+	waitEnded                    // the budget or ctx ended, or the Locker closed: undone, next's error ends the call
+)
+
+// next sleeps until w's next event (timer: the caller's, reused).
+func (a *acquisition) next(ctx context.Context, w *waiter, timer *time.Timer) (waitEvent, grant, error) {
+	remaining := time.Until(a.deadline)
+	if remaining <= 0 {
+		a.undo() // leave the queue (and pass the lock on, if it came meanwhile)
+		a.sawHandover(w)
+		return waitEnded, grant{}, a.expired()
+	}
+	timer.Reset(a.planWake(w, remaining))
+	select {
+	case <-ctx.Done():
+		a.undo()
+		return waitEnded, grant{}, a.ended(ctx)
+	case <-a.l.done:
+		a.undo()
+		return waitEnded, grant{}, ErrClosed
+	case g := <-w.granted:
+		return waitGranted, g, nil
+	case <-w.nudge: // a handover that ends before this wake: see planWake
+		return waitReplan, grant{}, nil
+	case <-w.wake:
+		return waitWoken, grant{}, nil
+	case <-timer.C:
+		if !time.Now().Before(a.deadline) {
+			return waitReplan, grant{}, nil // the budget's end: no attempt, it would have none left
 		}
+		if a.sawHandover(w) && a.sleep(time.Until(a.deadline)) > 0 {
+			return waitReplan, grant{}, nil // the lock was handed on since: nothing is due yet
+		}
+		return waitDue, grant{}, nil
 	}
 }
 
@@ -202,29 +213,6 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 	// The first renewal, at a third of this life, claims the full TTL.
 	now := a.l.clock()
 	return a.newHold(ctx, g.fence, validUntil, now+(validUntil-now)/3, true)
-}
-
-// waitTurn waits for turn to close; else it returns the call's error when
-// the budget or ctx ends or the Locker closes (nothing was sent to undo).
-func (a *acquisition) waitTurn(ctx context.Context, turn <-chan struct{}) error {
-	select {
-	case <-turn:
-		return nil
-	default:
-	}
-	a.waiting(ctx)
-	timer := time.NewTimer(time.Until(a.deadline))
-	defer timer.Stop()
-	select {
-	case <-turn:
-		return nil
-	case <-ctx.Done():
-		return a.ended(ctx)
-	case <-a.l.done:
-		return ErrClosed
-	case <-timer.C:
-		return a.expired()
-	}
 }
 
 // waiting tells the Observer, once per call, that the call waits.
