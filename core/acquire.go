@@ -188,9 +188,6 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 	// bounded detaches the context: a context error here is the budget's end.
 	cause := err
 	err = unavailable("acquire", withCause(cause))
-	if cc, ok := l.client.(*redis.ClusterClient); ok && dialFailed(cause) && !l.mut.noSlotReload {
-		cc.ReloadState(context.Background()) // else it dials a dead master until its own 60s reload
-	}
 	switch {
 	case ctx.Err() != nil:
 		err = errors.Join(err, ctxErr(ctx))

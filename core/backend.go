@@ -176,7 +176,7 @@ func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, tt
 	if s.ackN > 0 {
 		cmd, acks, ackErr = s.acked(ctx, script, k.hash(), k.script(owner), args...)
 		if cmd == nil {
-			return acquireReply{}, ackErr
+			return acquireReply{}, s.failed(ackErr)
 		}
 	} else {
 		cmd = s.run(ctx, script, k, owner, args...)
@@ -192,7 +192,7 @@ func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, tt
 	case err == redis.Nil:
 		return acquireReply{found: foundEnded}, nil
 	case err != nil:
-		return acquireReply{}, err
+		return acquireReply{}, s.failed(err)
 	case v > 0 && ackErr != nil:
 		return acquireReply{}, ackErr // held, maybe: the caller undoes it
 	case v > 0 && s.ackN > 0 && acks < int64(s.ackN):
@@ -201,6 +201,16 @@ func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, tt
 		return acquireReply{found: foundHeld, fence: v}, nil
 	}
 	return acquireReply{found: foundBusy, wait: time.Duration(-v) * time.Millisecond, holder: holder}, nil
+}
+
+// failed returns err, after a failed dial on a Cluster client has made it
+// read its slot map again: else it dials a dead master until its own 60s
+// reload (mutant no-slot-reload).
+func (s *deployment) failed(err error) error {
+	if cc, ok := s.c.(*redis.ClusterClient); ok && dialFailed(err) && !s.mut.noSlotReload {
+		cc.ReloadState(context.Background())
+	}
+	return err
 }
 
 // readAcquire reads the acquire script's number and, if busy, the holder's tag.

@@ -303,9 +303,11 @@ func TestReentryAsksNoTag(t *testing.T) {
 // waiter handed the lock by a release does (the hold is in the full form,
 // since others wait). The holder's lease runs out unrenewed; the waiter
 // behind is an entry put in the queue directly, so that only the head
-// waiter's own attempt can take the lock. On one server and on a 3-master
-// Cluster. Control: queued-take-untagged (the head waiter's take writes no
-// tag): Inspect reads no tag.
+// waiter's own attempt can take the lock; it is planted before the waiter
+// queues, its join time after every real one's. The holder's lease (1.5s)
+// leaves the waiter time to queue on a loaded machine. On one server and
+// on a 3-master Cluster. Control: queued-take-untagged (the head
+// waiter's take writes no tag): Inspect reads no tag.
 func TestHeadWaiterTakingTheLockStoresItsTag(t *testing.T) {
 	fixedAndControl(t, "queued-take-untagged", func(t *testing.T, control bool, opts []core.Option) {
 		onSingleAndCluster(t, func(t *testing.T, c redis.UniversalClient) {
@@ -315,7 +317,15 @@ func TestHeadWaiterTakingTheLockStoresItsTag(t *testing.T) {
 			const key = "tag:head"
 			resume := core.PauseWatchdog(holder)
 			defer resume()
-			if _, err := holder.Lock(withTag(ctx, "holder-span"), key, core.WithTTL(300*time.Millisecond)); err != nil {
+			if _, err := holder.Lock(withTag(ctx, "holder-span"), key, core.WithTTL(1500*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+			// The entry behind: its score (1e18) is after every real join time.
+			q, qt := locktest.RedisKey(key)+":q", locktest.RedisKey(key)+":qt"
+			if err := c.ZAdd(ctx, q, redis.Z{Score: 1e18, Member: "planted:behind"}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.HSet(ctx, qt, "planted:behind", fmt.Sprintf("%d|1", time.Now().Add(time.Minute).UnixMilli())).Err(); err != nil {
 				t.Fatal(err)
 			}
 			got := make(chan core.LockInfo, 1)
@@ -336,19 +346,14 @@ func TestHeadWaiterTakingTheLockStoresItsTag(t *testing.T) {
 				fence <- w.Fence()
 				got <- info
 			}()
-			waitQueued(t, c, key, 1)
-			q, qt := locktest.RedisKey(key)+":q", locktest.RedisKey(key)+":qt"
-			if err := c.ZAdd(ctx, q, redis.Z{Score: 1e18, Member: "planted:behind"}).Err(); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.HSet(ctx, qt, "planted:behind", fmt.Sprintf("%d|1", time.Now().Add(time.Minute).UnixMilli())).Err(); err != nil {
-				t.Fatal(err)
-			}
 			select {
 			case err := <-errs:
 				t.Fatal(err)
 			case info := <-got:
 				f := <-fence
+				if info.Waiters < 1 {
+					t.Fatalf("probe: the planted entry is not queued behind the head waiter (%+v): the scenario did not happen", info)
+				}
 				if control {
 					if info.HolderTag == "head-span" {
 						t.Fatalf("control: Inspect read the head waiter's tag though its take writes none: %+v", info)
