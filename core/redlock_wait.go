@@ -35,13 +35,11 @@ func (a *acquisition) runRedlock(ctx context.Context) (*Lease, error) {
 		}
 		return nil, a.busy()
 	}
-	w := l.join(a.keys.hash(), a.owner.id, a.sentAt[0])
-	if w == nil {
-		a.undo()
-		return nil, ErrClosed
+	w, err := a.joinRoom(ctx)
+	if err != nil {
+		return nil, err
 	}
 	defer l.leave(w)
-	a.waiting(ctx)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

@@ -47,14 +47,25 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 		return s, err
 	}
 	// Queued in Redis: wait for a grant, refreshing the entry meanwhile.
-	w := l.join(a.keys.hash(), a.owner.id, a.sentAt[0])
+	w, err := a.joinRoom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer l.leave(w)
+	return a.wait(ctx, w)
+}
+
+// joinRoom adds the call, queued by its first attempt, to the Locker's wait
+// room, which passes it the lock channel's messages; ErrClosed, the wait
+// undone, once the Locker closes.
+func (a *acquisition) joinRoom(ctx context.Context) (*waiter, error) {
+	w := a.l.join(a.keys.hash(), a.owner.id, a.sentAt[0])
 	if w == nil {
 		a.undo()
 		return nil, ErrClosed
 	}
-	defer l.leave(w)
 	a.waiting(ctx)
-	return a.wait(ctx, w)
+	return w, nil
 }
 
 // wait is the queued part of run: until w is granted the lock, the budget or
