@@ -4,14 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net"
-	"slices"
-	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // acquisition is one Lock or TryLock call that goes to Redis.
@@ -45,54 +38,6 @@ type acquisition struct {
 	waited    bool   // the call waited in the queue
 	offset    time.Duration
 	sampled   bool // offset is an estimate of the server's clock
-}
-
-// holderSeen is what a waiting call knows of the holder: its ttl when
-// learnt (at). The zero value: nothing known yet.
-type holderSeen struct {
-	ttl time.Duration
-	at  time.Time
-}
-
-func (h holderSeen) seen() bool { return !h.at.IsZero() }
-
-// ends is when the holder's TTL runs out unless renewed.
-func (h holderSeen) ends() time.Time { return h.at.Add(h.ttl) }
-
-// left is how much of the holder's TTL is left now (0 once it ran out).
-func (h holderSeen) left() time.Duration { return max(time.Until(h.ends()), 0) }
-
-// busy is the *BusyError of a call that last saw the lock busy; once the
-// holder's TTL as seen ran out, the hint is at most that whole TTL.
-func (a *acquisition) busy() error {
-	left := a.holder.left()
-	hint := a.l.holdTimes.hint(left)
-	if left == 0 && a.holder.ttl > 0 {
-		hint = min(hint, a.holder.ttl)
-	}
-	return &BusyError{Key: a.key, RetryAfter: hint, HolderTTL: left, Permits: a.keys.permits}
-}
-
-// expired is the error of a call whose deadline passed between attempts:
-// busy (or unavailable), joined with context.DeadlineExceeded if it was ctx's.
-func (a *acquisition) expired() error {
-	last := cmp.Or(a.unavail, a.busy()) // unavail: a Redlock's last attempt had too few nodes
-	if a.ctxEnds {
-		return errors.Join(last, context.DeadlineExceeded)
-	}
-	return last
-}
-
-// ended is the error of a call whose ctx ended between attempts: the
-// context's error, joined with busy or unavailable if seen.
-func (a *acquisition) ended(ctx context.Context) error {
-	if a.unavail != nil {
-		return errors.Join(a.unavail, ctxErr(ctx))
-	}
-	if a.holder.seen() {
-		return errors.Join(a.busy(), ctxErr(ctx))
-	}
-	return ctxErr(ctx)
 }
 
 // attempt sends the acquire script once (for a waiter, also a refresh of its
@@ -209,18 +154,6 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 	return err
 }
 
-// retryAfter schedules a waiting call's retry after cause: a backoff doubling
-// from retryMin to the refresh interval (at most failoverRetry during a
-// failover, or on Redlock). err is the call's error if the budget ends first.
-func (a *acquisition) retryAfter(cause, err error) {
-	a.unavail = err
-	a.retryIn = min(max(2*a.retryIn, retryMin), refresh(a.o.ttl))
-	if a.l.failingOver(cause) || !a.l.be.queues() {
-		a.retryIn = min(a.retryIn, failoverRetry)
-	}
-	a.nextTry = time.Now().Add(a.retryIn)
-}
-
 // took makes the lease of an attempt sent at sent (monotonic ns; wall: the
 // wall clock then, if observed) that answered fence.
 func (a *acquisition) took(ctx context.Context, fence, sent int64, wall time.Time) (*Lease, error) {
@@ -282,85 +215,3 @@ func (a *acquisition) undo() { a.undoOwner(a.owner) }
 func (a *acquisition) undoOwner(owner ownerID) { a.l.undo(&a.keys, owner, &a.o, nil) }
 
 var noEntry any = ""
-
-// retryMin is a waiting call's first retry delay; failoverRetry caps it during
-// a failover, so retries do not step past the promotion. See
-// docs/topologies.md, "A refused dial during a failover".
-const (
-	retryMin      = 25 * time.Millisecond
-	failoverRetry = 250 * time.Millisecond
-)
-
-// transient reports whether err may pass by itself (one the client would
-// have re-sent after): a connection failure, a full pool, or a server
-// loading, read-only or between masters. Never a definitive one.
-func transient(err error) bool {
-	if definitive(err) {
-		return false
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, redis.ErrPoolTimeout) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) || hasErrorPrefix(err, transientPrefixes)
-}
-
-var transientPrefixes = []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "ERR max number of clients reached"}
-
-// definitive reports whether err ends a call at once, since retrying cannot
-// help: a failed dial (the client already retried it), refused credentials
-// or command, or WRONGTYPE. failingOver makes an exception for dials.
-func definitive(err error) bool { return dialFailed(err) || refusedByServer(err) }
-
-// refusedByServer reports an auth, ACL or WRONGTYPE refusal.
-func refusedByServer(err error) bool {
-	return authFailed(err) || redis.HasErrorPrefix(err, "WRONGTYPE")
-}
-
-// failingOver reports whether err is a failed dial on a Sentinel or Cluster
-// client that reached its deployment before, which a waiting Lock retries.
-// See docs/topologies.md, "A refused dial during a failover".
-func (l *Locker) failingOver(err error) bool {
-	// Never a probe's refusal: the call it stopped goes to its undo.
-	return l.retriesRefusals() && dialFailed(err) && !isProbe(err)
-}
-
-// retriesRefusals reports whether a waiting Lock retries a failed dial.
-func (l *Locker) retriesRefusals() bool {
-	return l.followsFailovers && l.reached.Load() && !l.mut.refusalDefinitive
-}
-
-// isFailoverClient reports whether c is a Sentinel failover client.
-func isFailoverClient(c redis.UniversalClient) bool {
-	p, ok := c.(*redis.Client)
-	return ok && p.Options().Addr == "FailoverClient"
-}
-
-// dialFailed reports whether err is a failure to connect (nothing sent).
-func dialFailed(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
-}
-
-// authFailed reports a refused password or permission (the call did not run).
-func authFailed(err error) bool {
-	return hasErrorPrefix(err, authPrefixes) || err != nil && strings.Contains(err.Error(), "Protocol error: unauthenticated")
-}
-
-func hasErrorPrefix(err error, prefixes []string) bool {
-	return slices.ContainsFunc(prefixes, func(p string) bool { return redis.HasErrorPrefix(err, p) })
-}
-
-var authPrefixes = []string{"NOAUTH", "WRONGPASS", "NOPERM"}
-
-// neverRan reports whether a call that failed with err cannot have run; a
-// probe's dial says nothing of the call it stopped.
-func neverRan(err error) bool { return !isProbe(err) && (dialFailed(err) || authFailed(err)) }
-
-// withCause names a missing password, which otherwise shows as a protocol error.
-func withCause(err error) error {
-	if err != nil && strings.Contains(err.Error(), "Protocol error: unauthenticated") {
-		return fmt.Errorf("authentication required: the server asks for a password and the client sent none (%w)", err)
-	}
-	return err
-}

@@ -1,7 +1,9 @@
 package core
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"strings"
 	"time"
 )
@@ -142,6 +144,74 @@ func (a *acquisition) next(ctx context.Context, w *waiter, timer *time.Timer) (w
 		return waitDue, grant{}, nil
 	}
 }
+
+// holderSeen is what a waiting call knows of the holder: its ttl when
+// learnt (at). The zero value: nothing known yet.
+type holderSeen struct {
+	ttl time.Duration
+	at  time.Time
+}
+
+func (h holderSeen) seen() bool { return !h.at.IsZero() }
+
+// ends is when the holder's TTL runs out unless renewed.
+func (h holderSeen) ends() time.Time { return h.at.Add(h.ttl) }
+
+// left is how much of the holder's TTL is left now (0 once it ran out).
+func (h holderSeen) left() time.Duration { return max(time.Until(h.ends()), 0) }
+
+// busy is the *BusyError of a call that last saw the lock busy; once the
+// holder's TTL as seen ran out, the hint is at most that whole TTL.
+func (a *acquisition) busy() error {
+	left := a.holder.left()
+	hint := a.l.holdTimes.hint(left)
+	if left == 0 && a.holder.ttl > 0 {
+		hint = min(hint, a.holder.ttl)
+	}
+	return &BusyError{Key: a.key, RetryAfter: hint, HolderTTL: left, Permits: a.keys.permits}
+}
+
+// expired is the error of a call whose deadline passed between attempts:
+// busy (or unavailable), joined with context.DeadlineExceeded if it was ctx's.
+func (a *acquisition) expired() error {
+	last := cmp.Or(a.unavail, a.busy()) // unavail: a Redlock's last attempt had too few nodes
+	if a.ctxEnds {
+		return errors.Join(last, context.DeadlineExceeded)
+	}
+	return last
+}
+
+// ended is the error of a call whose ctx ended between attempts: the
+// context's error, joined with busy or unavailable if seen.
+func (a *acquisition) ended(ctx context.Context) error {
+	if a.unavail != nil {
+		return errors.Join(a.unavail, ctxErr(ctx))
+	}
+	if a.holder.seen() {
+		return errors.Join(a.busy(), ctxErr(ctx))
+	}
+	return ctxErr(ctx)
+}
+
+// retryAfter schedules a waiting call's retry after cause: a backoff doubling
+// from retryMin to the refresh interval (at most failoverRetry during a
+// failover, or on Redlock). err is the call's error if the budget ends first.
+func (a *acquisition) retryAfter(cause, err error) {
+	a.unavail = err
+	a.retryIn = min(max(2*a.retryIn, retryMin), refresh(a.o.ttl))
+	if a.l.failingOver(cause) || !a.l.be.queues() {
+		a.retryIn = min(a.retryIn, failoverRetry)
+	}
+	a.nextTry = time.Now().Add(a.retryIn)
+}
+
+// retryMin is a waiting call's first retry delay; failoverRetry caps it during
+// a failover, so retries do not step past the promotion. See
+// docs/topologies.md, "A refused dial during a failover".
+const (
+	retryMin      = 25 * time.Millisecond
+	failoverRetry = 250 * time.Millisecond
+)
 
 // planWake returns how long w sleeps and publishes its wake time (w.until),
 // so that rooms nudge it for an earlier-ending handover. It reads handovers
