@@ -26,13 +26,15 @@ func WithMutants(names string) Option {
 }
 
 // ScriptSource is the source the Locker sends for scripts/<name>.lua (the
-// acquire and release scripts with the queue's functions spliced in).
+// acquire, release and inspect scripts with the queue's functions spliced in).
 func ScriptSource(name string) (string, error) {
 	switch name {
 	case "acquire":
 		return withQueue(acquireSrc, queueSrc), nil
 	case "release":
 		return withQueue(releaseSrc, queueSrc), nil
+	case "inspect":
+		return inspectScript.src, nil
 	}
 	b, err := os.ReadFile("scripts/" + name + ".lua")
 	return string(b), err

@@ -13,9 +13,9 @@ import (
 // Locker's callers of the lock (turns), then tries on every node, sleeping
 // between tries (next) until the holder's TTL as told runs out, a failed
 // try's backoff ends, its refresh interval (TTL/3) passes, or 1-11ms after
-// a release said the lock is free. A
-// busy TryLock gives back what a slower node may still grant. See
-// docs/internals.md, "Redlock (`redlock.go`, `redlock_wait.go`)".
+// a release said the lock is free. A busy TryLock gives back what a slower
+// node may still grant. See docs/internals.md, "Redlock (`redlock.go`,
+// `redlock_wait.go`)".
 func (a *acquisition) runRedlock(ctx context.Context) (*Lease, error) {
 	l := a.l
 	if a.waits && !l.mut.noTurns {

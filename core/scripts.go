@@ -34,7 +34,7 @@ var (
 	renewScript        = newScript(lua("renew"))
 	pttlScript         = newScript(lua("pttl"))
 	fenceScript        = newScript(lua("fence"))
-	inspectScript      = newScript(lua("inspect"))
+	inspectScript      = newScript(withQueue(lua("inspect"), queueSrc))
 )
 
 // script is a Lua script, sent by SHA1 (EVALSHA), or by source if uncached.

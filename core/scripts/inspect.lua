@@ -7,11 +7,9 @@
 -- their PTTL is the longest-lived live reader's (the hash's own may be
 -- longer: one that left).
 local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 't', 'r')
+-- (shared functions)
 if not v[1] and not v[4] then
-  -- a lean hold: {owner = fence}, by leanHolder's rule (queue.lua, not
-  -- spliced in here), or no hold
-  local h = redis.call('HGETALL', KEYS[1])
-  if #h == 2 and #h[1] > 5 then v[1], v[2] = h[1], h[2] end
+  v[1], v[2] = leanHolder() -- a lean hold (see acquire.lua), or no hold
 end
 local now = redis.call('TIME')
 local ms = now[1] * 1000 + math.floor(now[2] / 1000)
