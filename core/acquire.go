@@ -1,7 +1,6 @@
 package core
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -32,32 +31,43 @@ type acquisition struct {
 	nextTry time.Time     // a waiter's next attempt is due then, whatever wakes it (zero: none)
 	holder  holderSeen    // the holder, as the last busy answer (or handover) told
 
-	// observations (Event)
-	tag       any    // the caller's holder tag (WithHolderTag), nil without a tag function
-	holderTag string // the last holder tag a busy answer carried
-	waited    bool   // the call waited in the queue
-	offset    time.Duration
-	sampled   bool // offset is an estimate of the server's clock
+	tag    any  // the caller's holder tag (WithHolderTag), nil without a tag function
+	waited bool // the call waited in the queue
+	obs    observed
 }
 
 // attempt sends the acquire script once (for a waiter, also a refresh of its
 // entry) within the call's deadline. It returns a lease, an error that ends
 // the call, or neither: busy, or a failure the call may retry.
 func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
+	return a.settle(ctx, a.try(ctx))
+}
+
+// tried is one sent acquire: its reply or error, the owner it was sent for,
+// and when (monotonic ns; wall: the wall clock then, if observed).
+type tried struct {
+	r     acquireReply
+	err   error
+	owner ownerID
+	sent  int64
+	wall  time.Time
+}
+
+// try sends the acquire script once within the call's deadline. A reply
+// that comes after the deadline is undone when it arrives.
+func (a *acquisition) try(ctx context.Context) tried {
 	l, o := a.l, &a.o
 	a.attempts++
-	sent := l.clock()
+	t := tried{owner: a.owner, sent: l.clock()} // owner: a late result is this one's
 	entry, seq := noEntry, 0
 	if a.waits {
 		entry = o.entryArg
-		a.sentAt = append(a.sentAt, sent)
+		a.sentAt = append(a.sentAt, t.sent)
 		seq = len(a.sentAt)
 	}
-	owner := a.owner // a Redlock split changes a.owner; a late result is this one's
 	a.nextTry = time.Time{}
-	var wall time.Time
 	if l.opts.observer != nil {
-		wall = time.Now()
+		t.wall = time.Now()
 	}
 	var undoLate func(acquireReply, error)
 	if !l.ctxDeadlines { // else no late answer: no orphan
@@ -65,35 +75,33 @@ func (a *acquisition) attempt(ctx context.Context) (*Lease, error) {
 			if neverRan(err) || err == nil && (r.found == foundEnded || r.found == foundBusy && !a.waits) {
 				return // nothing to undo
 			}
-			a.undoOwner(owner)
+			a.undoOwner(t.owner)
 		}
 	}
-	r, err := boundedProbed(l, ctx, a.deadline, !a.waits || !l.retriesRefusals(), func(cctx context.Context) (acquireReply, error) {
-		return l.be.acquire(cctx, &a.keys, owner, o.ttlArg, entry, seq, a.tag)
+	t.r, t.err = boundedProbed(l, ctx, a.deadline, !a.waits || !l.retriesRefusals(), func(cctx context.Context) (acquireReply, error) {
+		return l.be.acquire(cctx, &a.keys, t.owner, o.ttlArg, entry, seq, a.tag)
 	}, undoLate)
-	if err == nil {
+	if t.err == nil {
 		l.answered() // Redis answers: undos waiting for it go now
 	}
+	return t
+}
+
+// settle is what the call makes of try's t: a lease, an error that ends the
+// call, or neither (busy: the holder as told is noted; or a failure the call
+// retries). Every answer but held and ended counts as busy.
+func (a *acquisition) settle(ctx context.Context, t tried) (*Lease, error) {
 	switch {
-	case err != nil:
-		return nil, a.failed(ctx, owner, err)
-	case r.found == foundHeld:
-		return a.took(ctx, r.fence, sent, wall)
-	case r.found == foundEnded:
-		return nil, a.failed(ctx, owner, errEnded)
-	case r.found == foundSplit:
-		// Redlock split: give the grants back, try again soon.
-		a.undoOwner(owner)
-		a.freshOwner()
-	case r.stray:
-		// Redlock: busy with a stray grant: give it back and wait, under a
-		// new owner (the give-back leaves the old one's done markers).
-		a.undoOwner(owner)
-		a.owner = a.keys.newOwner()
+	case t.err != nil:
+		return nil, a.failed(ctx, t.owner, t.err)
+	case t.r.found == foundHeld:
+		return a.took(ctx, t.r.fence, t.sent, t.wall)
+	case t.r.found == foundEnded:
+		return nil, a.failed(ctx, t.owner, errEnded)
 	}
-	a.holder = holderSeen{ttl: r.wait, at: time.Now()}
+	a.holder = holderSeen{ttl: t.r.wait, at: time.Now()}
 	a.unavail, a.retryIn = nil, 0
-	a.holderTag = cmp.Or(r.holder, a.holderTag)
+	a.obs.sawHolder(t.r.holder)
 	return nil, nil
 }
 
@@ -136,9 +144,6 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 	switch {
 	case ctx.Err() != nil:
 		err = errors.Join(err, ctxErr(ctx))
-	case !l.be.queues() && a.waits:
-		a.retryFresh(cause, err) // Redlock: too few nodes answered this time
-		return nil
 	case a.waited && cause != errEnded && (!definitive(cause) || l.failingOver(cause)),
 		a.waits && (transient(cause) || l.failingOver(cause)):
 		// A failure that may pass: retry under the same owner, keeping the
@@ -159,10 +164,7 @@ func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) erro
 func (a *acquisition) took(ctx context.Context, fence, sent int64, wall time.Time) (*Lease, error) {
 	l, o := a.l, &a.o
 	if !wall.IsZero() && a.attempts == 1 {
-		// Clock offset: a first attempt's fence is the server's clock, against
-		// the round trip's midpoint (a later fence may be an older grant's).
-		a.offset = time.UnixMicro(fence).Sub(wall.Add(time.Since(wall) / 2))
-		a.sampled = true
+		a.obs.sampleClock(fence, wall) // a later fence may be an older grant's
 	}
 	validUntil := sent + int64(o.ttl-l.drift(o.ttl))
 	if l.clock() >= validUntil {

@@ -354,7 +354,7 @@ func (l *Locker) callDeadline(ctx context.Context) time.Time {
 // event is the Observer's event of a Lock or TryLock that went to Redis.
 func (a *acquisition) event(start time.Time, s *Lease, err error) Event {
 	ev := Event{Kind: EventAcquired, Key: a.key, Pattern: a.o.pattern, Permits: a.keys.permits, Read: a.keys.read, Wait: time.Since(start), Attempts: a.attempts,
-		Waited: a.waited, HolderTag: a.holderTag, ClockOffset: a.offset, ClockSampled: a.sampled}
+		Waited: a.waited, HolderTag: a.obs.holderTag, ClockOffset: a.obs.offset, ClockSampled: a.obs.sampled}
 	if err != nil {
 		ev.Kind, ev.Err = EventNotObtained, err
 	} else {

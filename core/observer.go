@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"time"
 )
@@ -88,3 +89,22 @@ type ObserverFunc func(ctx context.Context, e Event)
 
 // Observe calls f(ctx, e).
 func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
+
+// observed is what an acquisition learns only to tell the Observer: the
+// holder's tag from the busy answers and the server clock's offset.
+type observed struct {
+	holderTag string // the last holder tag a busy answer carried
+	offset    time.Duration
+	sampled   bool // offset is an estimate of the server's clock
+}
+
+// sawHolder notes the holder tag a busy answer carried ("": none, the last stays).
+func (o *observed) sawHolder(tag string) { o.holderTag = cmp.Or(tag, o.holderTag) }
+
+// sampleClock estimates the offset of the server's clock from a fence taken
+// now (the server's clock in µs) by a call sent at wall: against the round
+// trip's midpoint, so its error is at most half the round trip.
+func (o *observed) sampleClock(fence int64, wall time.Time) {
+	o.offset = time.UnixMicro(fence).Sub(wall.Add(time.Since(wall) / 2))
+	o.sampled = true
+}

@@ -25,7 +25,7 @@ func (a *acquisition) runRedlock(ctx context.Context) (*Lease, error) {
 			return nil, err
 		}
 	}
-	s, err := a.attempt(ctx)
+	s, err := a.attemptRedlock(ctx)
 	if s != nil || err != nil {
 		return s, err
 	}
@@ -50,7 +50,7 @@ func (a *acquisition) runRedlock(ctx context.Context) (*Lease, error) {
 		case waitWoken:
 			a.nextTry = time.Now().Add(jitter())
 		case waitDue:
-			if s, err := a.attempt(ctx); s != nil || err != nil {
+			if s, err := a.attemptRedlock(ctx); s != nil || err != nil {
 				return s, err
 			}
 		}
@@ -80,8 +80,39 @@ func (a *acquisition) waitTurn(ctx context.Context, turn <-chan struct{}) error 
 	}
 }
 
+// attemptRedlock is attempt on Redlock's nodes. An owner split between
+// nodes (granted by too few, busy on too few) gives its grants back and
+// retries soon under a new owner; one busy on a majority with a stray grant
+// gives it back and waits under a new owner (the old one's done markers void
+// its late attempts). A waiting call whose attempt failed (too few nodes
+// answered) retries the same way after a backoff.
+func (a *acquisition) attemptRedlock(ctx context.Context) (*Lease, error) {
+	t := a.try(ctx)
+	err := t.err
+	if err == nil && t.r.found == foundEnded {
+		err = errEnded
+	}
+	switch {
+	case err != nil && a.waits && err != ErrClosed && err != errNoAnswer && !isPermits(err) && ctx.Err() == nil:
+		if err != errEnded && !neverRan(err) {
+			a.uncertain = true // it may have run, or may still run
+		}
+		a.retryFresh(err, unavailable("acquire", withCause(err)))
+		return nil, nil
+	case err != nil:
+		return nil, a.failed(ctx, t.owner, err)
+	case t.r.found == foundSplit:
+		a.undoOwner(t.owner)
+		a.freshOwner()
+	case t.r.stray:
+		a.undoOwner(t.owner)
+		a.owner = a.keys.newOwner()
+	}
+	return a.settle(ctx, t)
+}
+
 // retryFresh retries a Redlock attempt that too few nodes answered: grants
-// given back, a new owner, backoff plus jitter.
+// given back, a new owner, backoff (at most failoverRetry) plus jitter.
 func (a *acquisition) retryFresh(cause, err error) {
 	a.undo()
 	a.freshOwner()
@@ -90,6 +121,10 @@ func (a *acquisition) retryFresh(cause, err error) {
 		return
 	}
 	a.retryAfter(cause, err)
+	if a.retryIn > failoverRetry {
+		a.retryIn = failoverRetry
+		a.nextTry = time.Now().Add(a.retryIn)
+	}
 	a.nextTry = a.nextTry.Add(jitter())
 }
 

@@ -195,11 +195,11 @@ func (a *acquisition) ended(ctx context.Context) error {
 
 // retryAfter schedules a waiting call's retry after cause: a backoff doubling
 // from retryMin to the refresh interval (at most failoverRetry during a
-// failover, or on Redlock). err is the call's error if the budget ends first.
+// failover). err is the call's error if the budget ends first.
 func (a *acquisition) retryAfter(cause, err error) {
 	a.unavail = err
 	a.retryIn = min(max(2*a.retryIn, retryMin), refresh(a.o.ttl))
-	if a.l.failingOver(cause) || !a.l.be.queues() {
+	if a.l.failingOver(cause) {
 		a.retryIn = min(a.retryIn, failoverRetry)
 	}
 	a.nextTry = time.Now().Add(a.retryIn)
@@ -300,6 +300,6 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 func (a *acquisition) waiting(ctx context.Context) {
 	if !a.waited {
 		a.waited = true
-		a.l.observe(ctx, Event{Kind: EventWaiting, Key: a.key, Pattern: a.o.pattern, Permits: a.keys.permits, Read: a.keys.read, Attempts: a.attempts, HolderTag: a.holderTag})
+		a.l.observe(ctx, Event{Kind: EventWaiting, Key: a.key, Pattern: a.o.pattern, Permits: a.keys.permits, Read: a.keys.read, Attempts: a.attempts, HolderTag: a.obs.holderTag})
 	}
 }
