@@ -69,6 +69,8 @@ type acquireReply struct {
 	holder string        // busy, split: the holder's tag (when a tag was sent)
 	// stray: Redlock, busy on a majority yet granted by a node: the caller gives it back
 	stray bool
+	// proposed: Redlock, held under the Locker's proposed fence, which is no server clock reading
+	proposed bool
 }
 
 // found is the outcome of an answered acquire.
@@ -160,15 +162,25 @@ func (s *deployment) send(ctx context.Context, script *script, k *lockKeys, q on
 }
 
 func (s *deployment) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
-	script, args := s.mut.scripts.acquire, []any{owner.arg, ttl, s.windowArg, entry, seq, tag}
+	return s.acquireLeast(ctx, k, owner, ttl, entry, seq, tag, nil)
+}
+
+// acquireLeast is acquire, issuing a lock's fence no lower than least (µs
+// as a string; nil: no floor but the slot's): Redlock's proposal.
+func (s *deployment) acquireLeast(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag, least any) (acquireReply, error) {
+	script, args := s.mut.scripts.acquire, []any{owner.arg, ttl, s.windowArg, entry, seq, tag, least}
 	switch {
 	case k.semaphore():
 		script, args = s.mut.scripts.semAcquire, []any{owner.arg, ttl, s.windowArg, entry, seq, k.permitsArg, tag}
 	case k.read:
-		script = rlockAcquireScript
+		script, args = rlockAcquireScript, args[:6]
+	case least == nil:
+		args = args[:6]
+	case tag == nil:
+		args[5] = "" // the least fence comes after the tag: none
 	}
-	if tag == nil {
-		args = args[:len(args)-1]
+	if args[len(args)-1] == nil {
+		args = args[:len(args)-1] // no tag
 	}
 	var cmd *redis.Cmd
 	var acks int64

@@ -57,6 +57,11 @@ func MutantScriptSource(name, mutantList string) (string, error) {
 // shares with every name of its Cluster slot.
 func FenceFloorKey(l *Locker, name string) string { k := l.keysFor(name); return k.names[1] }
 
+// SetProposalLead sets how far ahead of this host's clock Redlock Locker
+// l proposes its locks' fences, as a Locker on a host whose clock is that
+// far ahead would.
+func SetProposalLead(l *Locker, d time.Duration) { l.be.(*redlock).lead = d }
+
 // SetIdleStop sets how long a Locker's watchdog goroutines outlive its last
 // hold, for the test's duration (restore puts the default back).
 func SetIdleStop(d time.Duration) (restore func()) {

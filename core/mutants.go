@@ -43,6 +43,8 @@ type mutants struct {
 	keepStraggler bool
 	// retry-stray: a busy Redlock attempt with a stray grant retries as a split
 	retryStray bool
+	// skip-raise: a Redlock holder never raises its nodes' fence floors, as if a quorum had issued its fence
+	skipRaise bool
 	// load-slots: joining the room may load a Cluster's slot map, past the budget
 	loadSlots bool
 	// check-inline: a Redlock Locker checks its first node inline, in the budget
@@ -123,7 +125,11 @@ var mutantEdits = map[string][2]string{
 	// a waiter leaving a free lock takes any hash left there for another's
 	// hold and hands nothing on (release.lua)
 	"leftover-blocks-handon": {"(v[3] or not leanHolder())", "(v[3] or redis.call('EXISTS', KEYS[1]) == 0)"},
-	"sem-stop-at-self":       {"      own = true\n", "      own = true\n      free = 0 break\n"},
+	// a Redlock's proposed fence is issued but its slot's fence floor keeps
+	// the server's clock (acquire.lua), so a node of its majority may issue
+	// a lower fence to the next holder
+	"proposal-unrecorded": {"local f = fence(now, ARGV[3], ARGV[7])", "local f = math.max(fence(now, ARGV[3]), tonumber(ARGV[7] or 0))"},
+	"sem-stop-at-self":    {"      own = true\n", "      own = true\n      free = 0 break\n"},
 }
 
 // mutantFlags are the mutants that set a flag, by name.
@@ -144,6 +150,7 @@ var mutantFlags = map[string]func(*mutants){
 	"keep-entry":         func(m *mutants) { m.keepEntry = true },
 	"keep-straggler":     func(m *mutants) { m.keepStraggler = true },
 	"retry-stray":        func(m *mutants) { m.retryStray = true },
+	"skip-raise":         func(m *mutants) { m.skipRaise = true },
 	"load-slots":         func(m *mutants) { m.loadSlots = true },
 	"check-inline":       func(m *mutants) { m.checkInline = true },
 	"forget-free":        func(m *mutants) { m.forgetFree = true },

@@ -72,7 +72,8 @@ type Event struct {
 	HolderTag string
 	// ClockOffset is the server's clock minus the local one, estimated at the
 	// round trip's midpoint (error at most half of it). Valid when ClockSampled:
-	// a fresh acquisition (Redlock: the node whose clock was ahead).
+	// a fresh acquisition (Redlock: only when a node's fence was above the
+	// Locker's proposal, its clock 10ms ahead: the node's whose was ahead).
 	ClockOffset  time.Duration
 	ClockSampled bool
 }

@@ -32,6 +32,8 @@ type redlock struct {
 	l *Locker
 	// timeout bounds node calls that name no TTL: perNode of the default TTL
 	timeout time.Duration
+	// lead: how far ahead of this host's clock a lock's proposed fence is (proposalLead)
+	lead time.Duration
 }
 
 // perNode is the per-node timeout for a lock of ttl: 1% of it, 50ms to 1s.
@@ -55,8 +57,14 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	if e, _ := entry.(string); e != "" {
 		entry = "n" // Redlock waiters do not queue: they are told when the lock is free
 	}
+	var least any // a lock's proposed fence (see proposalLead)
+	var proposal int64
+	if !k.semaphore() && !k.read {
+		proposal = time.Now().Add(r.lead).UnixMicro()
+		least = strconv.FormatInt(proposal, 10)
+	}
 	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *deployment) (acquireReply, error) {
-		return n.acquire(cctx, k, owner, ttl, entry, seq, tag)
+		return n.acquireLeast(cctx, k, owner, ttl, entry, seq, tag, least)
 	}, r.acquireJudge())
 	var t struct {
 		answered, granted, ended int
@@ -86,10 +94,12 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	case t.ended > 0:
 		return acquireReply{found: foundEnded}, nil
 	case t.granted >= r.quorum:
-		if err := r.raiseFences(ctx, k, owner, t.fence, ttlD); err != nil {
-			return acquireReply{}, err
+		if !r.issuedByQuorum(res, errs, t.fence) && !r.l.mut.skipRaise {
+			if err := r.raiseFences(ctx, k, owner, t.fence, ttlD); err != nil {
+				return acquireReply{}, err
+			}
 		}
-		return acquireReply{found: foundHeld, fence: t.fence}, nil
+		return acquireReply{found: foundHeld, fence: t.fence, proposed: t.fence == proposal}, nil
 	case t.answered >= r.quorum && t.granted > 0 && t.answered-t.granted >= r.quorum && !r.l.mut.retryStray:
 		// Busy on a majority, granted by a node that lost the holder's copy.
 		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, stray: true}, nil
@@ -125,6 +135,24 @@ func (r *redlock) acquireJudge() func(acquireReply, error) verdict {
 		}
 		return open
 	}
+}
+
+// proposalLead is how far ahead of this host's clock a Redlock's proposed
+// fence is: nodes whose clocks are behind it by less issue it as their
+// fence, the same on each, so their fence floors need no raising.
+const proposalLead = 10 * time.Millisecond
+
+// issuedByQuorum reports whether a quorum of the nodes that answered res
+// issued fence itself: their fence floors are then at least fence already,
+// and the next majority, which shares one of them, issues a larger one.
+func (r *redlock) issuedByQuorum(res []acquireReply, errs []error, fence int64) bool {
+	n := 0
+	for i, a := range res {
+		if errs[i] == nil && a.found == foundHeld && a.fence == fence {
+			n++
+		}
+	}
+	return n >= r.quorum
 }
 
 // raiseFences makes fence the fence floor on a quorum of nodes (any quorum),
@@ -350,7 +378,7 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	if err != nil {
 		return nil, err
 	}
-	r := &redlock{l: l, names: names, quorum: len(clients)/2 + 1, timeout: perNode(l.opts.call.ttl)}
+	r := &redlock{l: l, names: names, quorum: len(clients)/2 + 1, timeout: perNode(l.opts.call.ttl), lead: proposalLead}
 	l.waitRooms = nil
 	for _, c := range clients {
 		r.nodes = append(r.nodes, &deployment{c: c, windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout, mut: &l.mut})

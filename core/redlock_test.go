@@ -346,42 +346,100 @@ func TestRedlockHungNode(t *testing.T) {
 // holder B's majority is made of the others. A's fence was made their floor
 // before A's Lock returned, so B's is larger still. (Two of the five nodes
 // answer 50ms late, through a proxy, so that A's majority — the first three
-// to grant — is the node ahead and two prompt ones.)
+// to grant — is the node ahead and two prompt ones.) Control: skip-raise
+// (A raises no floor, as when its majority issued one fence) leaves B's
+// fence below A's.
 func TestRedlockFenceFloor(t *testing.T) {
-	t.Parallel()
-	srvs, cs := masters(t, 5)
-	lockerOn := func() *core.Locker {
-		return redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool {
-			if i < 3 {
-				return false
-			}
-			p.SetLatency(50 * time.Millisecond)
+	fixedAndControl(t, "skip-raise", func(t *testing.T, control bool, opts []core.Option) {
+		srvs, cs := masters(t, 5)
+		lockerOn := func(opts ...core.Option) *core.Locker {
+			return redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool {
+				if i < 3 {
+					return false
+				}
+				p.SetLatency(50 * time.Millisecond)
+				return true
+			}, opts...)
+		}
+		a, b := lockerOn(opts...), lockerOn()
+		ctx := locktest.Context(t)
+		ahead := time.Now().Add(time.Hour).UnixMicro()
+		if err := cs[1].Set(ctx, core.FenceFloorKey(a, "rl:floor"), ahead, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+		sa, err := a.Lock(ctx, "rl:floor")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sa.Fence() <= ahead {
+			t.Fatalf("probe: A's fence %d is not the node ahead's (%d): the scenario did not happen", sa.Fence(), ahead)
+		}
+		sa.Unlock(ctx)
+		srvs[1].Stop()
+		sb, err := b.Lock(ctx, "rl:floor")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Unlock(ctx)
+		if raised := sb.Fence() > sa.Fence(); raised == control {
+			t.Fatalf("B's fence %d, A's %d: above = %v, want %v (control: no floor raised)", sb.Fence(), sa.Fence(), raised, !control)
+		}
+	})
+}
+
+// A Redlock lock's nodes issue the fence the Locker proposes (its clock,
+// 10ms ahead) when theirs are behind it, so a majority that granted has
+// issued one fence, which is already each one's floor: Lock raises none
+// (no fence script reaches any node), and the next holder's majority,
+// which shares a node with it, still issues a larger fence. Holder A's
+// clock is an hour ahead (its proposals too), B's is right; with a node of
+// A's majority gone, B's fence is above A's. Control: proposal-unrecorded
+// (the nodes issue the proposal but keep their own clock as the floor)
+// leaves B's fence below A's.
+func TestRedlockSameFenceNeedsNoRaise(t *testing.T) {
+	fixedAndControl(t, "proposal-unrecorded", func(t *testing.T, control bool, opts []core.Option) {
+		srvs, _ := masters(t, 3)
+		var fenceCalls []*redistest.Watch
+		var sampled []bool
+		a := redlockVia(t, srvs, func(_ int, p *redistest.Proxy) bool {
+			fenceCalls = append(fenceCalls, p.Watch(script(t, "fence", "rl:same")))
 			return true
-		})
-	}
-	a, b := lockerOn(), lockerOn()
-	ctx := locktest.Context(t)
-	ahead := time.Now().Add(time.Hour).UnixMicro()
-	if err := cs[1].Set(ctx, core.FenceFloorKey(a, "rl:floor"), ahead, time.Hour).Err(); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := a.Lock(ctx, "rl:floor")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sa.Fence() <= ahead {
-		t.Fatalf("probe: A's fence %d is not the node ahead's (%d): the scenario did not happen", sa.Fence(), ahead)
-	}
-	sa.Unlock(ctx)
-	srvs[1].Stop()
-	sb, err := b.Lock(ctx, "rl:floor")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Unlock(ctx)
-	if sb.Fence() <= sa.Fence() {
-		t.Fatalf("B's fence %d is not above A's %d: the majority's floor was not raised", sb.Fence(), sa.Fence())
-	}
+		}, append(opts, core.WithObserver(core.ObserverFunc(func(_ context.Context, e core.Event) {
+			if e.Kind == core.EventAcquired {
+				sampled = append(sampled, e.ClockSampled)
+			}
+		})))...)
+		core.SetProposalLead(a, time.Hour)
+		b := redlockOn(t, srvs, opts...)
+		ctx := locktest.Context(t)
+		sa, err := a.Lock(ctx, "rl:same")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sa.Fence() < time.Now().Add(59*time.Minute).UnixMicro() {
+			t.Fatalf("probe: A's fence %d is not its proposal, an hour ahead", sa.Fence())
+		}
+		if err := sa.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range fenceCalls {
+			if n := w.Count(); n != 0 {
+				t.Errorf("node %d: %d fence floor raises, want none (its majority issued one fence)", i, n)
+			}
+		}
+		if len(sampled) != 1 || sampled[0] {
+			t.Errorf("A's acquisitions sampled the clock: %v, want one, not sampled (its fence is its own proposal)", sampled)
+		}
+		srvs[0].Stop()
+		sb, err := b.Lock(ctx, "rl:same")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Unlock(ctx)
+		if above := sb.Fence() > sa.Fence(); above == control {
+			t.Fatalf("B's fence %d, A's %d: above = %v, want %v (control: floors kept the servers' clocks)", sb.Fence(), sa.Fence(), above, !control)
+		}
+	})
 }
 
 // A lease whose majority is gone is lost: with 2 of 3 masters killed, the
@@ -560,6 +618,12 @@ func TestRedlockFenceFloorOnAnyQuorum(t *testing.T) {
 			}
 			return false
 		})
+		// The first master's fence floor is ahead, so the two granting
+		// masters issue different fences and the floors must be raised.
+		ahead := time.Now().Add(time.Hour).UnixMicro()
+		if err := cs[0].Set(ctx, core.FenceFloorKey(l, key), ahead, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
 		// One attempt; the TTL's per-node timeout (200ms) leaves a loaded
 		// machine room to answer the acquire, not the held fence.
 		s, err := l.TryLock(ctx, key, core.WithTTL(20*time.Second))
@@ -569,6 +633,8 @@ func TestRedlockFenceFloorOnAnyQuorum(t *testing.T) {
 		case control:
 		case err != nil:
 			t.Fatalf("granted by two masters, one slow to confirm the fence = %v, want the lock", err)
+		case s.Fence() <= ahead:
+			t.Fatalf("probe: fence %d is not the first master's (%d): no raise was needed", s.Fence(), ahead)
 		default:
 			if err := s.Unlock(ctx); err != nil {
 				t.Fatal(err)

@@ -107,6 +107,8 @@ func (a *acquisition) attemptRedlock(ctx context.Context) (*Lease, error) {
 	case t.r.stray:
 		a.undoOwner(t.owner)
 		a.owner = a.keys.newOwner()
+	case t.r.proposed:
+		t.wall = time.Time{} // the fence is the Locker's own proposal: no clock to sample
 	}
 	return a.settle(ctx, t)
 }
