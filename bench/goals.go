@@ -130,7 +130,7 @@ func (r *Report) goals() []goal {
 	if lg, rs := r.unc("lockgate/redlock3", 1), r.unc("redlock3", 1); lg != nil && rs != nil {
 		a, b := lg.ratioMed(), rs.ratioMed()
 		add("Redlock of 3, 1 caller: ≥ redsync's redlock3, fences kept", fmt.Sprintf("lockgate/redlock3 %.2f, redlock3 %.2f (× floor)", a, b), a >= b,
-			"lockgate's Redlock makes a third parallel round trip to raise the nodes' fence floors so that fences order across majorities; redsync has no fences. Folding the floor into the next acquire would close it.")
+			"both make two parallel round trips (a third, to raise the fence floors, only when the majority's fences differ), but lockgate's cost the servers more: the acquire script with its fence and queue checks on every node, against SET NX, and a release script that leaves a done marker on every node (a slower node's acquire may still be on its way), against a compare-and-delete (server commands and µs per cycle in the table above). What would close it: a release by HDEL on every node once every node's acquire has answered, as one server's lean release does.")
 	}
 	return gs
 }

@@ -328,6 +328,11 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 				h.end = t
 			}
 		}
+		if lim.Redlock && h.released == 0 {
+			// A renewal sent into a hung node runs when the node resumes and
+			// keeps the hold there a TTL after that, its holder dead or not.
+			h.minority = max(h.minority, hungUntil(faults, h.acq, h.end)+h.ttl)
+		}
 	}
 	for _, w := range writes {
 		if w.Accepted {
@@ -767,6 +772,18 @@ func faultedUntil(faults []Fault, a, b int64) int64 {
 	var until int64
 	for _, f := range faults {
 		if downFault(f) && f.Start <= b && f.End >= a {
+			until = max(until, f.End)
+		}
+	}
+	return until
+}
+
+// hungUntil is the latest end of a Redlock node's hang that overlaps [a, b]
+// (0: none): a command sent into it in [a, b] runs then.
+func hungUntil(faults []Fault, a, b int64) int64 {
+	var until int64
+	for _, f := range faults {
+		if f.Kind == FaultNodeHang && f.Start <= b && f.End >= a {
 			until = max(until, f.End)
 		}
 	}

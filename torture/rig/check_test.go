@@ -110,6 +110,23 @@ func TestCheckRules(t *testing.T) {
 			t.Fatalf("deadlocks %v: without the freeze both busy answers are deadlocks", r.Deadlocks)
 		}
 	})
+	t.Run("Redlock renewal held in a hung node", func(t *testing.T) {
+		// a's holder was killed at 100 with no Unlock; a node hung from 90 to
+		// 1000 may run a renewal a sent into it when it resumes, and keep a's
+		// hold to TTL after that: b's busy at 1300 is honest. Without the
+		// hang it is a deadlock (the control).
+		lim := lim
+		lim.Redlock = true
+		ev := []Event{acq("a", "a#1", 0, 1, 10), busy("b", 1300, 1301)}
+		kill := Fault{Kind: FaultKill, Target: "a", Start: ms(100), End: ms(101)}
+		hung := Fault{Kind: FaultNodeHang, Target: "n1", Start: ms(90), End: ms(1000)}
+		if r := Check(ev, nil, []Fault{kill, hung}, lim); len(r.Deadlocks) != 0 {
+			t.Fatalf("deadlocks %v: a renewal held in a hung node keeps the hold", r.Deadlocks)
+		}
+		if r := Check(ev, nil, []Fault{kill}, lim); len(r.Deadlocks) != 1 {
+			t.Fatalf("deadlocks %v: killed at 100, busy 1.2s later with no node hung", r.Deadlocks)
+		}
+	})
 	t.Run("Redlock minority left by a release", func(t *testing.T) {
 		// a's release ran while a node hung (to 1000): that node may keep a's
 		// hold to TTL after it resumes, and with another node down busy is
