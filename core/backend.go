@@ -69,7 +69,7 @@ type acquireReply struct {
 	holder string        // busy, split: the holder's tag (when a tag was sent)
 	// stray: Redlock, busy on a majority yet granted by a node: the caller gives it back
 	stray bool
-	// proposed: Redlock, held under the Locker's proposed fence, which is no server clock reading
+	// proposed: Redlock, held after proposing the fence: it may be the Locker's clock, not a server's
 	proposed bool
 }
 

@@ -21,7 +21,9 @@ type LockInfo struct {
 	// Fence is the holder's fencing token (zero when free).
 	Fence int64
 	// Age is how long ago the holder was granted the lock, by the server's clock
-	// (read from the fence: the grant's server time in µs, unless raised).
+	// (read from the fence: the grant's server time in µs, unless raised; on
+	// Redlock less by the lead of the fence the Locker proposed, 10ms plus its
+	// clock's offset, at most 100ms).
 	Age time.Duration
 	// Waiters counts live queue entries (Redlock waiters do not queue).
 	Waiters int

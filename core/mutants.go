@@ -128,8 +128,12 @@ var mutantEdits = map[string][2]string{
 	// a Redlock's proposed fence is issued but its slot's fence floor keeps
 	// the server's clock (acquire.lua), so a node of its majority may issue
 	// a lower fence to the next holder
-	"proposal-unrecorded": {"local f = fence(now, ARGV[3], ARGV[7])", "local f = math.max(fence(now, ARGV[3]), tonumber(ARGV[7] or 0))"},
-	"sem-stop-at-self":    {"      own = true\n", "      own = true\n      free = 0 break\n"},
+	"proposal-unrecorded": {"local f = fence(now, ARGV[3], least)", "local f = math.max(fence(now, ARGV[3]), least or 0)"},
+	// a Redlock's proposed fence is issued however far ahead of the server's
+	// clock (acquire.lua): once the fence floors expire, a later holder whose
+	// clock is right gets a lower fence
+	"proposal-unclamped": {"math.min(tonumber(ARGV[7]), now[1] * 1000000 + now[2] + 100000)", "tonumber(ARGV[7])"},
+	"sem-stop-at-self":   {"      own = true\n", "      own = true\n      free = 0 break\n"},
 }
 
 // mutantFlags are the mutants that set a flag, by name.

@@ -72,8 +72,8 @@ type Event struct {
 	HolderTag string
 	// ClockOffset is the server's clock minus the local one, estimated at the
 	// round trip's midpoint (error at most half of it). Valid when ClockSampled:
-	// a fresh acquisition (Redlock: only when a node's fence was above the
-	// Locker's proposal, its clock 10ms ahead: the node's whose was ahead).
+	// a fresh acquisition on one deployment (a Redlock's first attempt
+	// proposes its fence from the Locker's own clock: not sampled).
 	ClockOffset  time.Duration
 	ClockSampled bool
 }

@@ -57,11 +57,11 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	if e, _ := entry.(string); e != "" {
 		entry = "n" // Redlock waiters do not queue: they are told when the lock is free
 	}
-	var least any // a lock's proposed fence (see proposalLead)
-	var proposal int64
-	if !k.semaphore() && !k.read {
-		proposal = time.Now().Add(r.lead).UnixMicro()
-		least = strconv.FormatInt(proposal, 10)
+	// A lock's first attempt under this owner proposes a fence (proposalLead):
+	// no node can answer it with a fence of an earlier attempt's grant.
+	var least any
+	if !k.semaphore() && !k.read && seq <= 1 {
+		least = strconv.FormatInt(time.Now().Add(r.lead).UnixMicro(), 10)
 	}
 	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *deployment) (acquireReply, error) {
 		return n.acquireLeast(cctx, k, owner, ttl, entry, seq, tag, least)
@@ -99,7 +99,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 				return acquireReply{}, err
 			}
 		}
-		return acquireReply{found: foundHeld, fence: t.fence, proposed: t.fence == proposal}, nil
+		return acquireReply{found: foundHeld, fence: t.fence, proposed: least != nil}, nil
 	case t.answered >= r.quorum && t.granted > 0 && t.answered-t.granted >= r.quorum && !r.l.mut.retryStray:
 		// Busy on a majority, granted by a node that lost the holder's copy.
 		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, stray: true}, nil
@@ -138,8 +138,9 @@ func (r *redlock) acquireJudge() func(acquireReply, error) verdict {
 }
 
 // proposalLead is how far ahead of this host's clock a Redlock's proposed
-// fence is: nodes whose clocks are behind it by less issue it as their
-// fence, the same on each, so their fence floors need no raising.
+// fence is: nodes whose clocks are behind it issue it as their fence, the
+// same on each, so their fence floors need no raising (a node counts a
+// proposal at most 100ms ahead of its own clock: acquire.lua).
 const proposalLead = 10 * time.Millisecond
 
 // issuedByQuorum reports whether a quorum of the nodes that answered res

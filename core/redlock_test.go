@@ -387,18 +387,16 @@ func TestRedlockFenceFloor(t *testing.T) {
 	})
 }
 
-// A Redlock lock's nodes issue the fence the Locker proposes (its clock,
-// 10ms ahead) when theirs are behind it, so a majority that granted has
-// issued one fence, which is already each one's floor: Lock raises none
-// (no fence script reaches any node), and the next holder's majority,
-// which shares a node with it, still issues a larger fence. Holder A's
-// clock is an hour ahead (its proposals too), B's is right; with a node of
-// A's majority gone, B's fence is above A's. Control: proposal-unrecorded
-// (the nodes issue the proposal but keep their own clock as the floor)
-// leaves B's fence below A's.
+// A Redlock lock's nodes issue the fence the Locker proposes (its clock
+// ahead, here 90ms) when theirs are behind it, and record it as their fence
+// floor: a majority that granted has issued one fence, already each one's
+// floor, so Lock raises none (no fence script reaches any node), and the
+// next holder's majority, which shares a node with it, issues a larger
+// fence (B, with one of A's nodes gone). Control: proposal-unrecorded (the
+// nodes issue the proposal but keep their own clock as the floor).
 func TestRedlockSameFenceNeedsNoRaise(t *testing.T) {
 	fixedAndControl(t, "proposal-unrecorded", func(t *testing.T, control bool, opts []core.Option) {
-		srvs, _ := masters(t, 3)
+		srvs, cs := masters(t, 3)
 		var fenceCalls []*redistest.Watch
 		var sampled []bool
 		a := redlockVia(t, srvs, func(_ int, p *redistest.Proxy) bool {
@@ -409,18 +407,15 @@ func TestRedlockSameFenceNeedsNoRaise(t *testing.T) {
 				sampled = append(sampled, e.ClockSampled)
 			}
 		})))...)
-		core.SetProposalLead(a, time.Hour)
+		core.SetProposalLead(a, 90*time.Millisecond)
 		b := redlockOn(t, srvs, opts...)
 		ctx := locktest.Context(t)
-		sa, err := a.Lock(ctx, "rl:same")
+		sa, err := a.TryLock(ctx, "rl:same")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sa.Fence() < time.Now().Add(59*time.Minute).UnixMicro() {
-			t.Fatalf("probe: A's fence %d is not its proposal, an hour ahead", sa.Fence())
-		}
-		if err := sa.Unlock(ctx); err != nil {
-			t.Fatal(err)
+		if sa.Fence() < time.Now().Add(20*time.Millisecond).UnixMicro() {
+			t.Fatalf("probe: A's fence %d is not its proposal, 90ms ahead", sa.Fence())
 		}
 		for i, w := range fenceCalls {
 			if n := w.Count(); n != 0 {
@@ -430,14 +425,74 @@ func TestRedlockSameFenceNeedsNoRaise(t *testing.T) {
 		if len(sampled) != 1 || sampled[0] {
 			t.Errorf("A's acquisitions sampled the clock: %v, want one, not sampled (its fence is its own proposal)", sampled)
 		}
+		recorded := 0
+		for _, c := range cs {
+			if f, _ := c.Get(ctx, core.FenceFloorKey(a, "rl:same")).Int64(); f == sa.Fence() {
+				recorded++
+			}
+		}
+		if all := recorded == len(cs); all == control {
+			t.Fatalf("%d of %d nodes have A's fence %d as their floor (control: their clocks')", recorded, len(cs), sa.Fence())
+		}
+		if control {
+			return
+		}
+		if err := sa.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
 		srvs[0].Stop()
 		sb, err := b.Lock(ctx, "rl:same")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer sb.Unlock(ctx)
+		if sb.Fence() <= sa.Fence() {
+			t.Fatalf("B's fence %d is not above A's %d", sb.Fence(), sa.Fence())
+		}
+	})
+}
+
+// A node counts a proposed fence at most 100ms ahead of its own clock, so
+// no fence outlives its fence floor by more than the fence window covers:
+// holder A's clock two minutes ahead, a 1s window, its floors expired after
+// its release, and B (whose clock is right) still gets a larger fence.
+// Control: proposal-unclamped (the nodes issue A's proposal as it is) gives
+// B a fence below A's.
+func TestRedlockProposalClamped(t *testing.T) {
+	fixedAndControl(t, "proposal-unclamped", func(t *testing.T, control bool, opts []core.Option) {
+		srvs, cs := masters(t, 3)
+		opts = append(opts, core.WithFenceWindow(time.Second))
+		a, b := redlockOn(t, srvs, opts...), redlockOn(t, srvs, opts...)
+		core.SetProposalLead(a, 2*time.Minute)
+		ctx := locktest.Context(t)
+		sa, err := a.TryLock(ctx, "rl:clamp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sa.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		floor := core.FenceFloorKey(a, "rl:clamp")
+		for i := 0; ; i++ {
+			n := int64(0)
+			for _, c := range cs {
+				n += c.Exists(ctx, floor).Val()
+			}
+			if n == 0 {
+				break
+			}
+			if i == 100 {
+				t.Fatalf("fence floors still there 5s after a 1s window")
+			}
+			time.Sleep(50 * time.Millisecond) // waiting for Redis to expire them
+		}
+		sb, err := b.TryLock(ctx, "rl:clamp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Unlock(ctx)
 		if above := sb.Fence() > sa.Fence(); above == control {
-			t.Fatalf("B's fence %d, A's %d: above = %v, want %v (control: floors kept the servers' clocks)", sb.Fence(), sa.Fence(), above, !control)
+			t.Fatalf("B's fence %d, A's %d: above = %v, want %v (control: A's proposal issued two minutes ahead)", sb.Fence(), sa.Fence(), above, !control)
 		}
 	})
 }

@@ -108,7 +108,7 @@ func (a *acquisition) attemptRedlock(ctx context.Context) (*Lease, error) {
 		a.undoOwner(t.owner)
 		a.owner = a.keys.newOwner()
 	case t.r.proposed:
-		t.wall = time.Time{} // the fence is the Locker's own proposal: no clock to sample
+		t.wall = time.Time{} // the fence may be the Locker's own proposal: no server clock to sample
 	}
 	return a.settle(ctx, t)
 }

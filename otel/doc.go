@@ -40,9 +40,9 @@
 // The clock offset is estimated at no extra round trip: the acquire script
 // reads the server's clock for the fence, and a first attempt's fence is
 // that reading, compared with the midpoint of the call's round trip (error
-// at most half of it). A Redlock's fence is usually the Locker's own
-// proposal (its clock, 10ms ahead), which reads no server clock: it is
-// sampled only when a node's clock was further ahead. Locks depend on
+// at most half of it). A Redlock's fence may be the Locker's own proposal
+// (its clock, 10ms ahead), which reads no server clock: a Redlock Locker's
+// acquisitions are not sampled. Locks depend on
 // clocks running at the same rate, not on agreeing (clock drift): watch the
 // offset move, not its value.
 //

@@ -22,8 +22,11 @@
 -- ARGV[6] (only when the Locker has a tag function) the caller's holder tag
 --         ("" for none): stored with the hold (field t) and the queue entry,
 --         and a busy answer carries the holder's.
--- ARGV[7] (only from Redlock, with ARGV[6] given) the least fence to issue:
---         the Locker's proposal (see fence in clock.lua)
+-- ARGV[7] (only from Redlock, with ARGV[6] given) the Locker's proposed
+--         fence: issued when this server's clock and the slot's floor are
+--         behind it, so that a majority issues one fence; counted at most
+--         100ms ahead of this server's clock, so that a fence outlives no
+--         fence floor by more than a window (at least 1s) would cover
 -- Returns F (> 0) when ARGV[1] holds the lock (taken now, taken by an earlier
 -- copy, or granted to it as a waiter: then claimed for the whole TTL),
 -- -(ms to wait) (<= 0) when busy or when live waiters are ahead (busy with
@@ -33,7 +36,8 @@
 local owner = ARGV[1]
 -- take makes owner the holder under a new fence, and returns the fence.
 local function take(now, queued)
-  local f = fence(now, ARGV[3], ARGV[7])
+  local least = ARGV[7] and math.min(tonumber(ARGV[7]), now[1] * 1000000 + now[2] + 100000)
+  local f = fence(now, ARGV[3], least)
   local tag = ARGV[6] and ARGV[6] ~= ''
   if not queued and not tag then
     redis.call('HSET', KEYS[1], owner, f)

@@ -9,13 +9,13 @@ local function clock()
 end
 
 -- fence issues the next fence: the server clock in µs, at least least when
--- given (a Redlock's proposal, so that its nodes issue the same fence), kept
--- strictly above the last fence issued in this name's slot while that one
--- is remembered (for window ms after the slot's last acquisition). Fences
--- stay below 2^53: exact as Lua numbers and as strings.
+-- given (a Redlock's proposal, see acquire.lua), kept strictly above the
+-- last fence issued in this name's slot while that one is remembered (for
+-- window ms after the slot's last acquisition). Fences stay below 2^53:
+-- exact as Lua numbers and as strings.
 local function fence(now, window, least)
   local f = now[1] * 1000000 + now[2]
-  if least then f = math.max(f, tonumber(least)) end
+  if least then f = math.max(f, least) end
   local old = redis.call('SET', KEYS[2], f, 'PX', window, 'GET')
   if old and tonumber(old) >= f then
     f = tonumber(old) + 1

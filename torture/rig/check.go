@@ -328,10 +328,10 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 				h.end = t
 			}
 		}
-		if lim.Redlock && h.released == 0 {
-			// A renewal sent into a hung node runs when the node resumes and
-			// keeps the hold there a TTL after that, its holder dead or not.
-			h.minority = max(h.minority, hungUntil(faults, h.acq, h.end)+h.ttl)
+		if u := hungUntil(faults, h.acq, h.end); lim.Redlock && h.released == 0 && u > h.end {
+			// A renewal sent into a node hung past the hold's end runs when
+			// the node resumes and keeps the hold there a TTL after that.
+			h.minority = max(h.minority, u+h.ttl)
 		}
 	}
 	for _, w := range writes {
