@@ -94,7 +94,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	case t.ended > 0:
 		return acquireReply{found: foundEnded}, nil
 	case t.granted >= r.quorum:
-		if !r.issuedByQuorum(res, errs, t.fence) && !r.l.mut.skipRaise {
+		if (least == nil || !r.issuedByQuorum(res, errs, t.fence)) && !r.l.mut.skipRaise {
 			if err := r.raiseFences(ctx, k, owner, t.fence, ttlD); err != nil {
 				return acquireReply{}, err
 			}

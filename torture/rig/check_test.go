@@ -126,6 +126,10 @@ func TestCheckRules(t *testing.T) {
 		if r := Check(ev, nil, []Fault{kill}, lim); len(r.Deadlocks) != 1 {
 			t.Fatalf("deadlocks %v: killed at 100, busy 1.2s later with no node hung", r.Deadlocks)
 		}
+		hung.End = ms(95) // over before the holder's end: its renewals ran by then
+		if r := Check(ev, nil, []Fault{kill, hung}, lim); len(r.Deadlocks) != 1 {
+			t.Fatalf("deadlocks %v: a hang that ended before the holder died explains nothing", r.Deadlocks)
+		}
 	})
 	t.Run("Redlock minority left by a release", func(t *testing.T) {
 		// a's release ran while a node hung (to 1000): that node may keep a's
