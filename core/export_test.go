@@ -93,6 +93,14 @@ func PauseWatchdog(l *Locker) (resume func()) {
 // SlotOf is the Cluster hash slot of a lock name without braces or '%'.
 func SlotOf(name string) int { return slotOf(name) }
 
+// OnChecked makes l's wait rooms call f each time a check (what Redis says
+// of the locks just subscribed to) has ended; set it before l's first call.
+func OnChecked(l *Locker, f func()) {
+	for _, r := range l.waitRooms {
+		r.checked = f
+	}
+}
+
 // OnQueued makes l's coalescers call f for each call they queue behind the
 // round trips in flight; set it before l's first call.
 func OnQueued(l *Locker, f func()) {

@@ -494,16 +494,27 @@ func TestLeftoverHashIsNoHold(t *testing.T) {
 // left: the leftover is no other owner's lean hold. The holder's hold is
 // replaced by a lone w without expiry while two waiters queue; the first
 // gives up, and the second, whose next wake is a minute away (the holder's
-// TTL), must be handed the lock within its 3 s. On one server and on a
-// 3-master Cluster. Control: leftover-blocks-handon (the leaving waiter
-// takes any hash for a hold and hands nothing on): the second waiter's 3 s
-// run out.
+// TTL), must be handed the lock within its 3 s. The leftover is planted
+// only once both waiters' Lockers have checked the lock after subscribing
+// (a check that found it would wake them, and their attempts take it). On
+// one server and on a 3-master Cluster. Control: leftover-blocks-handon
+// (the leaving waiter takes any hash for a hold and hands nothing on): the
+// second waiter's 3 s run out.
 func TestWaiterLeavingALeftoverHandsOn(t *testing.T) {
 	fixedAndControl(t, "leftover-blocks-handon", func(t *testing.T, control bool, opts []core.Option) {
 		onSingleAndCluster(t, func(t *testing.T, c redis.UniversalClient) {
 			holder := locktest.Locker(t, c)
 			first := locktest.Locker(t, c, opts...)
 			second := locktest.Locker(t, c)
+			checked := [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}
+			for i, l := range []*core.Locker{first, second} {
+				core.OnChecked(l, func() {
+					select {
+					case checked[i] <- struct{}{}:
+					default:
+					}
+				})
+			}
 			ctx := locktest.Context(t)
 			const key = "leftover:handon"
 			hash := locktest.RedisKey(key)
@@ -517,6 +528,9 @@ func TestWaiterLeavingALeftoverHandsOn(t *testing.T) {
 			waitQueued(t, c, key, 1)
 			res2 := waitFor(ctx, second, key, 3*time.Second)
 			waitQueued(t, c, key, 2)
+			for _, ch := range checked {
+				within(t, ch, 5*time.Second, "a waiter's check after subscribing")
+			}
 			if err := c.Del(ctx, hash).Err(); err != nil {
 				t.Fatal(err)
 			}

@@ -25,6 +25,7 @@ type waitRoom struct {
 	noClientInfo atomic.Bool
 	clock        func() int64 // the Locker's monotonic clock (ns)
 	mut          *mutants
+	checked      func() // tests' signal: a check ended (nil: none; export_test.go)
 
 	mu     sync.Mutex
 	chans  map[string]*lockWaiters // by channel (the lock hash's key)
@@ -335,6 +336,9 @@ func (r *waitRoom) confirmed(sh *shard, ch string) bool {
 // no owner, or no answer, wakes every waiter. See docs/design.md, "Waiting and handoff".
 func (r *waitRoom) check(chs []string) {
 	r.wg.Go(func() {
+		if r.checked != nil {
+			defer r.checked()
+		}
 		ctx, cancel := context.WithTimeout(r.ctx, checkTimeout)
 		defer cancel()
 		asked := r.clock()
