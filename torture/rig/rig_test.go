@@ -349,14 +349,25 @@ func TestRigRW(t *testing.T) {
 			t.Parallel()
 			c := cfg
 			c.Topology = topo
-			rep := run(t, c)
-			if rep.Failed() {
-				t.Errorf("%d violations (%d read-write breaks, %d fence breaks), %d deadlocks, %d stalls, %d FIFO breaks",
-					rep.Violations(), len(rep.RWBreaks), len(rep.RWFences), len(rep.Deadlocks), len(rep.Stalls), len(rep.FIFOBreaks))
-			}
-			if rep.RWReadersMax < 2 || rep.RWFencePairs == 0 || rep.RWJudged == 0 {
-				t.Errorf("probe: at most %d readers believed at once (want 2 or more), %d fence pairs compared, %d holds judged (%d calls, %d readers, %d acquired)",
+			// A loaded machine may run no two readers at once in 6s: the
+			// probe then asks for another run (another seed), up to 3.
+			for try := 1; ; try++ {
+				rep := run(t, c)
+				if rep.Failed() {
+					t.Errorf("%d violations (%d read-write breaks, %d fence breaks), %d deadlocks, %d stalls, %d FIFO breaks",
+						rep.Violations(), len(rep.RWBreaks), len(rep.RWFences), len(rep.Deadlocks), len(rep.Stalls), len(rep.FIFOBreaks))
+				}
+				if rep.RWReadersMax >= 2 && rep.RWFencePairs > 0 && rep.RWJudged > 0 {
+					break
+				}
+				probe := fmt.Sprintf("probe: at most %d readers believed at once (want 2 or more), %d fence pairs compared, %d holds judged (%d calls, %d readers, %d acquired)",
 					rep.RWReadersMax, rep.RWFencePairs, rep.RWJudged, rep.RWCalls, rep.RWReads, rep.RWAcquired)
+				if try == 3 {
+					t.Error(probe)
+					break
+				}
+				t.Log(probe + "; another run")
+				c.Seed++
 			}
 		})
 	}
