@@ -47,7 +47,7 @@ one() {
   fi
   echo "== $m: go vet ok ($((SECONDS - t))s); go test -race"
   t=$SECONDS
-  if (cd "$m" && $go test -race -count=1 -parallel "$parallel" -timeout 12m -json ./... 2>&1) | "$tp" -since "$since" -totals "$dir/$n.totals" -recap "$dir/$n.recap"; then
+  if (cd "$m" && $go test -race -count=1 -parallel "$parallel" -timeout 25m -json ./... 2>&1) | "$tp" -since "$since" -totals "$dir/$n.totals" -recap "$dir/$n.recap"; then
     echo "== $m: go test ok ($((SECONDS - t))s, building included)"
   else
     echo "== $m: go test FAILED ($((SECONDS - t))s)"
