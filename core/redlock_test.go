@@ -486,6 +486,20 @@ func TestRedlockProposalClamped(t *testing.T) {
 		a, b := redlockOn(t, srvs, opts...), redlockOn(t, srvs, opts...)
 		core.SetProposalLead(a, 2*time.Minute)
 		ctx := locktest.Context(t)
+		// Each node announces a key's expiry (keyevent "expired"), subscribed
+		// before A's fence floors are written.
+		floor := core.FenceFloorKey(a, "rl:clamp")
+		expired := make([]*redis.PubSub, len(cs))
+		for i, c := range cs {
+			if err := c.ConfigSet(ctx, "notify-keyspace-events", "Ex").Err(); err != nil {
+				t.Fatal(err)
+			}
+			expired[i] = c.Subscribe(ctx, "__keyevent@0__:expired")
+			defer expired[i].Close()
+			if _, err := expired[i].Receive(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
 		sa, err := a.TryLock(ctx, "rl:clamp")
 		if err != nil {
 			t.Fatal(err)
@@ -493,19 +507,18 @@ func TestRedlockProposalClamped(t *testing.T) {
 		if err := sa.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		floor := core.FenceFloorKey(a, "rl:clamp")
-		for i := 0; ; i++ {
-			n := int64(0)
-			for _, c := range cs {
-				n += c.Exists(ctx, floor).Val()
+		gone, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		for i, ps := range expired {
+			for {
+				m, err := ps.ReceiveMessage(gone)
+				if err != nil {
+					t.Fatalf("node %d: fence floor not expired 5s after a 1s window: %v", i, err)
+				}
+				if m.Payload == floor {
+					break
+				}
 			}
-			if n == 0 {
-				break
-			}
-			if i == 100 {
-				t.Fatalf("fence floors still there 5s after a 1s window")
-			}
-			time.Sleep(50 * time.Millisecond) // waiting for Redis to expire them
 		}
 		sb, err := b.TryLock(ctx, "rl:clamp")
 		if err != nil {
