@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +26,9 @@ type acquisition struct {
 
 	// uncertain: an attempt may have run unseen; the release then leaves a done marker
 	uncertain bool
+	// unseen: the owner's attempts whose calls may still run unseen
+	// (acquireReply.unseen); the hold keeps them (hold.marked)
+	unseen []*atomic.Int32
 
 	unavail error         // the last attempt failed (Redlock: too few nodes answered)
 	retryIn time.Duration // the wait after the last failed attempt; it doubles while they fail
@@ -204,6 +208,7 @@ func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt in
 	s := newLease(h, ctx, false)
 	h.first = s
 	h.uncertain.Store(a.uncertain)
+	h.unseen = a.unseen
 	if !l.wd.add(h) {
 		a.undo()
 		return nil, ErrClosed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,6 +72,10 @@ type acquireReply struct {
 	stray bool
 	// proposed: Redlock, held after proposing the fence: it may be the Locker's clock, not a server's
 	proposed bool
+	// unseen: Redlock, how many of this attempt's node calls may still run
+	// unseen (not answered yet, or failed after they may have run): while
+	// any may, the owner's releases leave done markers (hold.marked)
+	unseen *atomic.Int32
 }
 
 // found is the outcome of an answered acquire.
@@ -95,6 +100,9 @@ type renewal struct {
 	ttlArg any // ttl in ms as a string, boxed once per batch
 	held   bool
 	err    error
+	// unseen: Redlock, a re-take of it on a node that lost it may still run
+	// (unanswered): its releases leave done markers
+	unseen bool
 }
 
 // deployment is the backend on one Redis master, Sentinel or Cluster.

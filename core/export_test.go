@@ -112,3 +112,6 @@ func OnQueued(l *Locker, f func()) {
 		be.masters.queued = f
 	}
 }
+
+// Marked reports whether s's release would leave done markers now (hold.marked).
+func Marked(s *Lease) bool { return s.h.marked() }

@@ -29,6 +29,8 @@ type hold struct {
 
 	// uncertain: a call may have run unanswered, so releases leave a done marker
 	uncertain atomic.Bool
+	// unseen: Redlock, its acquisition's node calls that may still run (marked)
+	unseen []*atomic.Int32
 	// releaseSent: a release sent while h was valid may have run: gone means released
 	releaseSent atomic.Bool
 	// unknownTTL: longest renewal TTL (ns) of unknown outcome, 0 for none
@@ -378,6 +380,24 @@ func (h *hold) renewedFor(ttl time.Duration) {
 	}
 }
 
+// marked reports whether h's releases leave a done marker: a call of its
+// owner may have run unanswered, or (Redlock) an acquire decided by a
+// majority may still run on another node.
+func (h *hold) marked() bool {
+	if h.uncertain.Load() {
+		return true
+	}
+	if h.l.mut.blindRelease {
+		return false
+	}
+	for _, n := range h.unseen {
+		if n.Load() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // endErr is the error of a call on h once it ended (nil while it is live).
 func (h *hold) endErr() error { return endErrs[h.end.Load()] }
 
@@ -389,7 +409,11 @@ func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 		return err
 	}
 	l := h.l
-	l.wd.remove(h)
+	if l.wd.remove(h) {
+		// A renewal in flight may re-take a Redlock node that lost the hold
+		// (redlock.judgeRenewal) after this release: leave done markers.
+		h.uncertain.Store(true)
+	}
 	held, err := l.releaseBounded(ctx, h)
 	if err == nil {
 		l.answered()
@@ -424,7 +448,7 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 	}
 	held, err := bounded(l, detached(ctx), time.Now().Add(h.release), func(cctx context.Context) (bool, error) {
 		backoff := retryMin
-		lean := h.lean && !h.uncertain.Load() && !h.keys.perOwner()
+		lean := h.lean && !h.marked() && !h.keys.perOwner()
 		for {
 			valid := l.clock() < h.validUntil.Load()
 			var held bool
@@ -432,7 +456,7 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 			if lean {
 				held, err = l.be.releaseLean(cctx, &h.keys, h.owner)
 			} else {
-				held, err = l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
+				held, err = l.be.release(cctx, &h.keys, h.owner, h.marked())
 			}
 			switch {
 			case err == nil && (held || !lean):

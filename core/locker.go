@@ -145,7 +145,7 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 	for i, h := range ended {
 		wg.Go(func() {
 			held, err := bounded(l, ctx, time.Time{}, func(cctx context.Context) (bool, error) {
-				return l.be.release(cctx, &h.keys, h.owner, h.uncertain.Load())
+				return l.be.release(cctx, &h.keys, h.owner, h.marked())
 			}, nil)
 			switch {
 			case err == errNoAnswer:
@@ -299,7 +299,7 @@ func (l *Locker) prepare(ctx context.Context, start time.Time, key string, opts 
 
 // start runs a fresh acquisition under a new owner id; tells the Observer.
 func (a *acquisition) start(ctx context.Context, start time.Time) (*Lease, error) {
-	a.owner = a.keys.newOwner()
+	a.owner, a.unseen = a.keys.newOwner(), nil
 	a.sentAt = a.firstSent[:0]
 	s, err := a.run(ctx)
 	a.l.observe(ctx, a.event(start, s, err))

@@ -43,6 +43,12 @@ type mutants struct {
 	keepStraggler bool
 	// retry-stray: a busy Redlock attempt with a stray grant retries as a split
 	retryStray bool
+	// blind-release: a Redlock release leaves no done marker though a node's
+	// acquire, or a renewal's re-take, may still run unseen
+	blindRelease bool
+	// unbounded-retake: a Redlock renewal's re-take of a node waits for the
+	// client's own timeouts, which a hung node makes outlast the lease
+	unboundedRetake bool
 	// skip-raise: a Redlock holder never raises its nodes' fence floors, as if a quorum had issued its fence
 	skipRaise bool
 	// load-slots: joining the room may load a Cluster's slot map, past the budget
@@ -155,6 +161,8 @@ var mutantFlags = map[string]func(*mutants){
 	"keep-straggler":     func(m *mutants) { m.keepStraggler = true },
 	"retry-stray":        func(m *mutants) { m.retryStray = true },
 	"skip-raise":         func(m *mutants) { m.skipRaise = true },
+	"blind-release":      func(m *mutants) { m.blindRelease = true },
+	"unbounded-retake":   func(m *mutants) { m.unboundedRetake = true },
 	"load-slots":         func(m *mutants) { m.loadSlots = true },
 	"check-inline":       func(m *mutants) { m.checkInline = true },
 	"forget-free":        func(m *mutants) { m.forgetFree = true },

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -63,8 +64,15 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	if !k.semaphore() && !k.read && seq <= 1 {
 		least = strconv.FormatInt(time.Now().Add(r.lead).UnixMicro(), 10)
 	}
+	// Each node's answer, even after the majority decided, takes one off.
+	unseen := new(atomic.Int32)
+	unseen.Store(int32(len(r.nodes)))
 	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *deployment) (acquireReply, error) {
-		return n.acquireLeast(cctx, k, owner, ttl, entry, seq, tag, least)
+		a, err := n.acquireLeast(cctx, k, owner, ttl, entry, seq, tag, least)
+		if err == nil || neverRan(err) {
+			unseen.Add(-1)
+		}
+		return a, err
 	}, r.acquireJudge())
 	var t struct {
 		answered, granted, ended int
@@ -99,15 +107,15 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 				return acquireReply{}, err
 			}
 		}
-		return acquireReply{found: foundHeld, fence: t.fence, proposed: least != nil}, nil
+		return acquireReply{found: foundHeld, fence: t.fence, proposed: least != nil, unseen: unseen}, nil
 	case t.answered >= r.quorum && t.granted > 0 && t.answered-t.granted >= r.quorum && !r.l.mut.retryStray:
 		// Busy on a majority, granted by a node that lost the holder's copy.
-		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, stray: true}, nil
+		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, stray: true, unseen: unseen}, nil
 	case t.answered >= r.quorum && t.granted > 0:
 		// Granted by too few, no majority busy either: owners raced.
-		return acquireReply{found: foundSplit, wait: t.wait, holder: t.holder}, nil
+		return acquireReply{found: foundSplit, wait: t.wait, holder: t.holder, unseen: unseen}, nil
 	case t.answered >= r.quorum:
-		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder}, nil
+		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, unseen: unseen}, nil
 	}
 	return acquireReply{}, r.unavailableNodes(errs)
 }
@@ -207,17 +215,28 @@ func answers[T any](ctx context.Context, r *redlock, call func(context.Context, 
 	return got, nil
 }
 
-// release always leaves done markers: an acquire decided by a majority may
-// still run on the other nodes, unseen.
-func (r *redlock) release(ctx context.Context, k *lockKeys, owner ownerID, _ bool) (bool, error) {
+// release releases on every node: held when any node held owner's hold.
+// marker: see backend.release (an acquire decided by a majority may still
+// run unseen on the other nodes: acquireReply.unseen).
+func (r *redlock) release(ctx context.Context, k *lockKeys, owner ownerID, marker bool) (bool, error) {
 	held, err := answers(ctx, r, func(cctx context.Context, n *deployment) (bool, error) {
-		return n.release(cctx, k, owner, true)
+		return n.release(cctx, k, owner, marker)
 	})
 	return slices.Contains(held, true), err
 }
 
-// releaseLean: never, since a Redlock release always leaves done markers.
-func (r *redlock) releaseLean(context.Context, *lockKeys, ownerID) (bool, error) { return false, nil }
+// releaseLean releases a hold every node's acquire answered: on each node
+// the lean hold's HDEL, or where that finds none (a waiter flagged the lock,
+// or the node did not grant it) the release script, without done markers.
+func (r *redlock) releaseLean(ctx context.Context, k *lockKeys, owner ownerID) (bool, error) {
+	held, err := answers(ctx, r, func(cctx context.Context, n *deployment) (bool, error) {
+		if ok, err := n.releaseLean(cctx, k, owner); ok || err != nil {
+			return ok, err
+		}
+		return n.release(cctx, k, owner, false)
+	})
+	return slices.Contains(held, true), err
+}
 
 // forceRelease: held when a quorum of nodes held owner's hold and removed it.
 func (r *redlock) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {
@@ -303,8 +322,16 @@ func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]ren
 		batch[i].held, batch[i].err = true, nil
 		for ni := range r.nodes {
 			if errs[ni] == nil && per[ni][i].err == nil && !per[ni][i].held {
-				// Re-take it there for the same owner, best effort.
-				_, _ = r.nodes[ni].acquire(ctx, batch[i].keys, *batch[i].owner, batch[i].ttlArg, noEntry, 0, nil)
+				// Re-take it there for the same owner, best effort, within the
+				// per-node timeout: the renewal is not recorded until it ends.
+				d := time.Now().Add(perNode(batch[i].ttl))
+				if r.l.mut.unboundedRetake {
+					d = time.Time{}
+				}
+				_, err := bounded(r.l, ctx, d, func(cctx context.Context) (acquireReply, error) {
+					return r.nodes[ni].acquire(cctx, batch[i].keys, *batch[i].owner, batch[i].ttlArg, noEntry, 0, nil)
+				}, nil)
+				batch[i].unseen = batch[i].unseen || err != nil && !neverRan(err)
 			}
 		}
 	case answered >= r.quorum: // a majority answered, too few hold it

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,7 +52,15 @@ func redlockOn(t *testing.T, srvs []*redistest.Server, opts ...core.Option) *cor
 // own: via(i, p) sets up proxy p for master i and reports whether to use it.
 func redlockVia(t *testing.T, srvs []*redistest.Server, via func(i int, p *redistest.Proxy) bool, opts ...core.Option) *core.Locker {
 	t.Helper()
+	l, _ := redlockViaClients(t, srvs, via, opts...)
+	return l
+}
+
+// redlockViaClients is redlockVia, and the Locker's clients.
+func redlockViaClients(t *testing.T, srvs []*redistest.Server, via func(i int, p *redistest.Proxy) bool, opts ...core.Option) (*core.Locker, []*redis.Client) {
+	t.Helper()
 	var clients []redis.UniversalClient
+	var plain []*redis.Client
 	for i, s := range srvs {
 		addr := s.Addr
 		if p := redistest.StartProxy(t, s.Addr); via(i, p) {
@@ -60,13 +69,14 @@ func redlockVia(t *testing.T, srvs []*redistest.Server, via func(i int, p *redis
 		c := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { c.Close() })
 		clients = append(clients, c)
+		plain = append(plain, c)
 	}
 	l, err := core.NewRedlock(clients, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return l
+	return l, plain
 }
 
 func TestNewRedlockRejects(t *testing.T) {
@@ -801,8 +811,22 @@ func TestRedlockBusyGivesBackStraggler(t *testing.T) {
 	holder := redlockOn(t, srvs)
 	for _, mutant := range []string{"", "keep-straggler"} {
 		var slow *redistest.Proxy
-		l := redlockVia(t, srvs, func(i int, p *redistest.Proxy) bool { slow = p; return i == 2 }, core.WithMutants(mutant))
+		l, lcs := redlockViaClients(t, srvs, func(i int, p *redistest.Proxy) bool { slow = p; return i == 2 }, core.WithMutants(mutant))
 		locktest.Warm(t, l)
+		// The give-back is the release script, which the warm-up's lean
+		// release did not load: loaded now, since a NOSCRIPT answer from
+		// the slow node would come too late for the EVAL to follow in time.
+		src, err := core.ScriptSource("release")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lcs[2].ScriptLoad(locktest.Context(t), src).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// It goes on a second connection while the acquire's reply is held
+		// back: one opened now, since opening one then waits for the slow
+		// node's handshake replies too.
+		pooled(t, lcs[2], 2)
 		var granted, gone time.Duration
 		for round := 1; round <= 3; round++ {
 			granted, gone = straggle(t, holder, l, slow, cs, mutant)
@@ -820,6 +844,25 @@ func TestRedlockBusyGivesBackStraggler(t *testing.T) {
 			t.Fatalf("control: the slow node's grant went after %v without the give-back", gone)
 		}
 		t.Logf("%q: slow node granted after %v, given back after %v", mutant, granted, gone)
+	}
+}
+
+// pooled leaves n open connections idle in c's pool.
+func pooled(t *testing.T, c *redis.Client, n int) {
+	t.Helper()
+	ctx := locktest.Context(t)
+	conns := make([]*redis.Conn, n)
+	for i := range conns {
+		conns[i] = c.Conn()
+		if err := conns[i].Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, cn := range conns {
+		cn.Close()
+	}
+	if idle := c.PoolStats().IdleConns; idle < uint32(n) {
+		t.Fatalf("%d idle connections, want %d", idle, n)
 	}
 }
 
@@ -1081,4 +1124,148 @@ func TestRedlockTTLIsAQuorums(t *testing.T) {
 	if ttl, err := s.TTL(ctx); !errors.Is(err, core.ErrNotHeld) {
 		t.Fatalf("TTL with the lock on one node of three = %v, %v; want ErrNotHeld", ttl, err)
 	}
+}
+
+// A Redlock release sends each node the lean hold's HDEL and leaves no done
+// marker once every node's acquire has answered (nodes 0 and 1 answer
+// 100ms late, node 2 at once; the release waits for all three). While
+// a node's acquire is unanswered (node 2's reply held back), it releases by
+// script and leaves the owner's done marker on the nodes, which stops that
+// acquire should a copy of it still arrive. Control: blind-release leaves
+// none.
+func TestRedlockReleaseMarksUnseenAcquires(t *testing.T) {
+	fixedAndControl(t, "blind-release", func(t *testing.T, control bool, opts []core.Option) {
+		srvs, cs := masters(t, 3)
+		var proxies []*redistest.Proxy
+		l := redlockVia(t, srvs, func(_ int, p *redistest.Proxy) bool { proxies = append(proxies, p); return true }, opts...)
+		locktest.Warm(t, l)
+		ctx := locktest.Context(t)
+		markers := func(key string) (n int) {
+			for _, c := range cs {
+				n += len(c.Keys(ctx, "lockgate:{"+key+"}:done:*").Val())
+			}
+			return n
+		}
+
+		late := []*redistest.Hold{
+			proxies[0].HoldReply(redistest.MatchCommand("evalsha", "lockgate:{rl:answered}"), 100*time.Millisecond),
+			proxies[1].HoldReply(redistest.MatchCommand("evalsha", "lockgate:{rl:answered}"), 100*time.Millisecond),
+		}
+		s, err := l.TryLock(ctx, "rl:answered")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The majority decided on the second answer; the third is on its
+		// way (written to the client), and its node's call counts it
+		// within moments: no event tells when, so the test yields meanwhile.
+		for _, h := range late {
+			within(t, h.Released(), time.Second, "a late acquire reply")
+		}
+		for end := time.Now().Add(2 * time.Second); core.Marked(s); runtime.Gosched() {
+			if time.Now().After(end) {
+				t.Fatal("every acquire reply was written 2s ago, and the hold still counts one unanswered")
+			}
+		}
+		var hdels []*redistest.Watch
+		for _, p := range proxies {
+			hdels = append(hdels, p.Watch(redistest.MatchCommand("hdel", "lockgate:{rl:answered}")))
+		}
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range hdels {
+			if n := w.Count(); n != 1 {
+				t.Errorf("node %d: %d HDELs of the lean hold, want 1", i, n)
+			}
+		}
+		if n := markers("rl:answered"); n != 0 {
+			t.Errorf("every node's acquire answered, yet the release left %d done markers", n)
+		}
+
+		held := proxies[2].HoldReply(redistest.MatchCommand("evalsha", "lockgate:{rl:unseen}"), 2*time.Second)
+		s, err = l.TryLock(ctx, "rl:unseen")
+		if err != nil {
+			t.Fatal(err)
+		}
+		within(t, held.Matched(), time.Second, "node 2's acquire")
+		if err := s.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := markers("rl:unseen"); (n >= 2) == control {
+			t.Fatalf("node 2's acquire unanswered: %d done markers after the release, want 2 or more: %v", n, !control)
+		}
+	})
+}
+
+// A renewal's re-take of a node that lost the hold (node 2, emptied) and
+// then hangs (the re-take's reply held back 5s) is bounded by the per-node
+// timeout, so the renewal, which a quorum answered, keeps the lease; and
+// since the re-take may still run, the release leaves the owner's done
+// markers instead of the lean HDEL. Controls: unbounded-retake (the re-take
+// waits for the client's own timeouts) loses the lease; blind-release
+// leaves no markers.
+func TestRedlockUnansweredRetake(t *testing.T) {
+	t.Run("lease", func(t *testing.T) {
+		fixedAndControl(t, "unbounded-retake", func(t *testing.T, control bool, opts []core.Option) {
+			if _, err := unansweredRetake(t, opts); (err == nil) == control {
+				t.Fatalf("Unlock after a hung re-take: %v (control: lost)", err)
+			}
+		})
+	})
+	t.Run("markers", func(t *testing.T) {
+		fixedAndControl(t, "blind-release", func(t *testing.T, control bool, opts []core.Option) {
+			n, err := unansweredRetake(t, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (n == 2) == control {
+				t.Fatalf("a re-take unanswered: %d done markers on nodes 0 and 1 after the release, want 2: %v", n, !control)
+			}
+		})
+	})
+}
+
+// unansweredRetake is TestRedlockUnansweredRetake's scenario: the done
+// markers on nodes 0 and 1 after Unlock, and Unlock's error.
+func unansweredRetake(t *testing.T, opts []core.Option) (int, error) {
+	srvs, cs := masters(t, 3)
+	var proxies []*redistest.Proxy
+	var events locktest.Events
+	opts = append(opts, core.WithObserver(&events))
+	l := redlockVia(t, srvs, func(_ int, p *redistest.Proxy) bool { proxies = append(proxies, p); return true }, opts...)
+	locktest.Warm(t, l)
+	ctx := locktest.Context(t)
+	const key, hash = "rl:retake", "lockgate:{rl:retake}"
+	s, err := l.Lock(ctx, key, core.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	retake := proxies[2].HoldReply(script(t, "acquire", key), 5*time.Second)
+	if err := cs[2].Del(ctx, hash).Err(); err != nil {
+		t.Fatal(err)
+	}
+	within(t, retake.Matched(), 3*time.Second, "the renewal's re-take of node 2")
+	renewals := 0
+	for _, e := range events.All() {
+		if e.Kind == core.EventRenewed && e.Key == key {
+			renewals++
+		}
+	}
+	// The renewal that sent the re-take ends once the re-take does (or the
+	// lease is lost).
+	seen := 0
+	if _, ok := events.Wait(ctx, func(e core.Event) bool {
+		if e.Kind == core.EventRenewed && e.Key == key {
+			seen++
+		}
+		return seen > renewals || e.Kind == core.EventLost
+	}); !ok {
+		t.Fatal("no renewal after the re-take")
+	}
+	err = s.Unlock(ctx)
+	n := 0
+	for _, c := range cs[:2] {
+		n += len(c.Keys(ctx, hash+":done:*").Val())
+	}
+	return n, err
 }

@@ -88,6 +88,9 @@ func (a *acquisition) waitTurn(ctx context.Context, turn <-chan struct{}) error 
 // answered) retries the same way after a backoff.
 func (a *acquisition) attemptRedlock(ctx context.Context) (*Lease, error) {
 	t := a.try(ctx)
+	if t.err == nil && t.r.unseen != nil {
+		a.unseen = append(a.unseen, t.r.unseen)
+	}
 	err := t.err
 	if err == nil && t.r.found == foundEnded {
 		err = errEnded
@@ -106,7 +109,7 @@ func (a *acquisition) attemptRedlock(ctx context.Context) (*Lease, error) {
 		a.freshOwner()
 	case t.r.stray:
 		a.undoOwner(t.owner)
-		a.owner = a.keys.newOwner()
+		a.owner, a.unseen = a.keys.newOwner(), nil
 	case t.r.proposed:
 		t.wall = time.Time{} // the fence may be the Locker's own proposal: no server clock to sample
 	}
@@ -133,7 +136,7 @@ func (a *acquisition) retryFresh(cause, err error) {
 // freshOwner readies a Redlock retry: a new owner (the old one's done markers
 // void its attempts) after jitter, so split owners do not split again.
 func (a *acquisition) freshOwner() {
-	a.owner = a.keys.newOwner()
+	a.owner, a.unseen = a.keys.newOwner(), nil
 	a.nextTry = time.Now().Add(jitter())
 }
 

@@ -95,8 +95,10 @@ func (w *watchdog) add(h *hold) bool {
 	return true
 }
 
-func (w *watchdog) remove(h *hold) {
+// remove stops renewing h; renewing reports whether a renewal of it is in flight.
+func (w *watchdog) remove(h *hold) (renewing bool) {
 	w.mu.Lock()
+	renewing = h.pending
 	if h.heapIndex >= 0 {
 		heap.Remove(&w.h, h.heapIndex)
 	}
@@ -111,6 +113,7 @@ func (w *watchdog) remove(h *hold) {
 	if late {
 		signal(w.kick)
 	}
+	return renewing
 }
 
 // renewed records a successful renewal sent at sent (monotonic ns); false,
@@ -386,6 +389,9 @@ func (w *watchdog) renewedPart(batch []*hold, rs []renewal, part []int, sent int
 	for _, i := range part {
 		h := batch[i]
 		h.pending = false
+		if rs[i].unseen && !w.l.mut.blindRelease {
+			h.uncertain.Store(true)
+		}
 		mayHaveRun := rs[i].err == nil && rs[i].held || rs[i].err != nil && !neverRan(rs[i].err)
 		if mayHaveRun && h.end.Load() == endLost && !w.l.mut.keepLateRenewal {
 			// Lost while the renewal was in flight, which may have renewed it.
