@@ -78,7 +78,10 @@ var authPrefixes = []string{"NOAUTH", "WRONGPASS", "NOPERM"}
 
 // neverRan reports whether a call that failed with err cannot have run; a
 // probe's dial says nothing of the call it stopped.
-func neverRan(err error) bool { return !isProbe(err) && (dialFailed(err) || authFailed(err)) }
+func neverRan(err error) bool {
+	var ran *ranOnNodes
+	return !isProbe(err) && !errors.As(err, &ran) && (dialFailed(err) || authFailed(err))
+}
 
 // withCause names a missing password, which otherwise shows as a protocol error.
 func withCause(err error) error {

@@ -31,6 +31,12 @@ type hold struct {
 	uncertain atomic.Bool
 	// unseen: Redlock, its acquisition's node calls that may still run (marked)
 	unseen []*atomic.Int32
+	// releasing: a release in Redis began (beginRelease); extending: Extend
+	// calls in flight. An Extend that finds releasing sends nothing; a
+	// release that finds extending leaves done markers (a Redlock renewal
+	// may re-take a node after the release).
+	releasing atomic.Bool
+	extending atomic.Int32
 	// releaseSent: a release sent while h was valid may have run: gone means released
 	releaseSent atomic.Bool
 	// unknownTTL: longest renewal TTL (ns) of unknown outcome, 0 for none
@@ -268,12 +274,22 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	h := s.h
+	h.extending.Add(1)
+	defer h.extending.Add(-1)
+	if h.releasing.Load() {
+		return ErrNotHeld // released meanwhile (or being released)
+	}
 	sent := h.l.clock()
 	b := []renewal{{keys: &h.keys, owner: &h.owner, ttl: ttl, ttlArg: ms(ttl)}}
 	_, err := bounded(h.l, ctx, h.l.callDeadline(ctx), func(cctx context.Context) (struct{}, error) {
 		h.l.be.renew(cctx, b, []int{0})
 		return struct{}{}, b[0].err
 	}, nil)
+	if (err == nil && b[0].unseen || err != nil && err != ErrClosed && !neverRan(err)) && !h.l.mut.blindRelease {
+		// A re-take of a Redlock node may still run (or the renewal, which
+		// may re-take, still runs): releases leave done markers.
+		h.uncertain.Store(true)
+	}
 	if err != nil && err != ErrClosed && !neverRan(err) {
 		// A renewal of unknown outcome: given back if h is lost already
 		// (see docs/internals.md, "The watchdog").
@@ -380,6 +396,17 @@ func (h *hold) renewedFor(ttl time.Duration) {
 	}
 }
 
+// beginRelease readies h's release in Redis: a renewal that was in flight
+// (renewing) or an Extend in flight may re-take a Redlock node that lost the
+// hold (redlock.judgeRenewal) after the release, which then leaves done
+// markers; an Extend that starts from now on sends nothing.
+func (h *hold) beginRelease(renewing bool) {
+	h.releasing.Store(true)
+	if (renewing || h.extending.Load() > 0) && !h.l.mut.blindRelease {
+		h.uncertain.Store(true)
+	}
+}
+
 // marked reports whether h's releases leave a done marker: a call of its
 // owner may have run unanswered, or (Redlock) an acquire decided by a
 // majority may still run on another node.
@@ -409,11 +436,7 @@ func (h *hold) releaseInRedis(ctx context.Context, retry bool) error {
 		return err
 	}
 	l := h.l
-	if l.wd.remove(h) {
-		// A renewal in flight may re-take a Redlock node that lost the hold
-		// (redlock.judgeRenewal) after this release: leave done markers.
-		h.uncertain.Store(true)
-	}
+	h.beginRelease(l.wd.remove(h))
 	held, err := l.releaseBounded(ctx, h)
 	if err == nil {
 		l.answered()

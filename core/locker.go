@@ -143,6 +143,7 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 	errs := make([]error, len(ended))
 	var wg sync.WaitGroup
 	for i, h := range ended {
+		h.beginRelease(false) // the watchdog has stopped: no renewal in flight
 		wg.Go(func() {
 			held, err := bounded(l, ctx, time.Time{}, func(cctx context.Context) (bool, error) {
 				return l.be.release(cctx, &h.keys, h.owner, h.marked())

@@ -49,6 +49,9 @@ type mutants struct {
 	// unbounded-retake: a Redlock renewal's re-take of a node waits for the
 	// client's own timeouts, which a hung node makes outlast the lease
 	unboundedRetake bool
+	// dial-never-ran: a Redlock failure counts as never run when any node's
+	// dial failed, though another node ran the call
+	dialNeverRan bool
 	// skip-raise: a Redlock holder never raises its nodes' fence floors, as if a quorum had issued its fence
 	skipRaise bool
 	// load-slots: joining the room may load a Cluster's slot map, past the budget
@@ -163,6 +166,7 @@ var mutantFlags = map[string]func(*mutants){
 	"skip-raise":         func(m *mutants) { m.skipRaise = true },
 	"blind-release":      func(m *mutants) { m.blindRelease = true },
 	"unbounded-retake":   func(m *mutants) { m.unboundedRetake = true },
+	"dial-never-ran":     func(m *mutants) { m.dialNeverRan = true },
 	"load-slots":         func(m *mutants) { m.loadSlots = true },
 	"check-inline":       func(m *mutants) { m.checkInline = true },
 	"forget-free":        func(m *mutants) { m.forgetFree = true },

@@ -42,16 +42,27 @@ func perNode(ttl time.Duration) time.Duration {
 	return min(max(ttl/100, 50*time.Millisecond), time.Second)
 }
 
-// unavailableNodes joins the failed nodes' errors, each a *NodeError.
-func (r *redlock) unavailableNodes(errs []error) error {
+// unavailableNodes joins the failed nodes' errors, each a *NodeError. If a
+// node answered (ran: it ran there) or a failed call may have run, the call
+// may have run: never neverRan, whatever other nodes' dials said.
+func (r *redlock) unavailableNodes(errs []error, ran bool) error {
 	var es []error
 	for i, err := range errs {
 		if err != nil {
 			es = append(es, &NodeError{Node: r.names[i], Err: err})
+			ran = ran || !neverRan(err)
 		}
+	}
+	if ran && !r.l.mut.dialNeverRan {
+		return &ranOnNodes{errors.Join(es...)}
 	}
 	return errors.Join(es...)
 }
+
+// ranOnNodes is a Redlock call's failure after it may have run on a node.
+type ranOnNodes struct{ error }
+
+func (e *ranOnNodes) Unwrap() error { return e.error }
 
 func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error) {
 	ttlD := ttlOf(ttl)
@@ -117,7 +128,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	case t.answered >= r.quorum:
 		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, unseen: unseen}, nil
 	}
-	return acquireReply{}, r.unavailableNodes(errs)
+	return acquireReply{}, r.unavailableNodes(errs, t.answered > 0)
 }
 
 // acquireJudge judges an acquire's fan-out: a quorum of grants decides it,
@@ -182,7 +193,7 @@ func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner ownerID, f
 		return open
 	})
 	if confirmed < r.quorum {
-		return r.unavailableNodes(errs)
+		return r.unavailableNodes(errs, true) // a majority granted before
 	}
 	return nil
 }
@@ -210,7 +221,7 @@ func answers[T any](ctx context.Context, r *redlock, call func(context.Context, 
 	}
 	if len(got) < r.quorum {
 		// Too few to tell: unavailable, so that an undo tries again.
-		return nil, r.unavailableNodes(errs)
+		return nil, r.unavailableNodes(errs, len(got) > 0)
 	}
 	return got, nil
 }
@@ -293,14 +304,28 @@ func (r *redlock) renew(ctx context.Context, batch []renewal, part []int) {
 		}
 		return open
 	})
+	// Re-takes share one per-node timeout (the renewal is recorded only once
+	// they end), and a node that left one unanswered gets no more.
+	rt := retakes{until: time.Now().Add(perNode(ttl)), hung: make([]bool, len(r.nodes))}
+	if r.l.mut.unboundedRetake {
+		rt.until = time.Time{}
+	}
 	for _, i := range part {
-		r.judgeRenewal(ctx, batch, per, errs, i)
+		r.judgeRenewal(ctx, batch, per, errs, i, &rt)
 	}
 }
 
+// retakes bounds a renewal's re-takes: until their shared deadline (zero:
+// none but the client's), and not on a node that left one unanswered.
+type retakes struct {
+	until time.Time
+	hung  []bool
+}
+
 // judgeRenewal sets batch[i]'s outcome: held on a quorum (restoring it on
-// nodes without it), not held if a quorum answered, else the nodes' errors.
-func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]renewal, errs []error, i int) {
+// nodes without it, within rt), not held if a quorum answered, else the
+// nodes' errors.
+func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]renewal, errs []error, i int, rt *retakes) {
 	held, answered := 0, 0
 	var nerrs []error
 	for ni := range r.nodes {
@@ -321,17 +346,14 @@ func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]ren
 	case held >= r.quorum:
 		batch[i].held, batch[i].err = true, nil
 		for ni := range r.nodes {
-			if errs[ni] == nil && per[ni][i].err == nil && !per[ni][i].held {
-				// Re-take it there for the same owner, best effort, within the
-				// per-node timeout: the renewal is not recorded until it ends.
-				d := time.Now().Add(perNode(batch[i].ttl))
-				if r.l.mut.unboundedRetake {
-					d = time.Time{}
-				}
-				_, err := bounded(r.l, ctx, d, func(cctx context.Context) (acquireReply, error) {
+			if errs[ni] == nil && per[ni][i].err == nil && !per[ni][i].held && !rt.hung[ni] && (rt.until.IsZero() || time.Now().Before(rt.until)) {
+				// Re-take it there for the same owner, best effort.
+				_, err := bounded(r.l, ctx, rt.until, func(cctx context.Context) (acquireReply, error) {
 					return r.nodes[ni].acquire(cctx, batch[i].keys, *batch[i].owner, batch[i].ttlArg, noEntry, 0, nil)
 				}, nil)
-				batch[i].unseen = batch[i].unseen || err != nil && !neverRan(err)
+				if err != nil && !neverRan(err) {
+					batch[i].unseen, rt.hung[ni] = true, true
+				}
 			}
 		}
 	case answered >= r.quorum: // a majority answered, too few hold it

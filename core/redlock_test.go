@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"net"
 	"runtime"
 	"slices"
 	"strconv"
@@ -1191,8 +1192,9 @@ func TestRedlockReleaseMarksUnseenAcquires(t *testing.T) {
 		if err := s.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if n := markers("rl:unseen"); (n >= 2) == control {
-			t.Fatalf("node 2's acquire unanswered: %d done markers after the release, want 2 or more: %v", n, !control)
+		// The marker that stops a late copy of node 2's acquire is node 2's.
+		if n := len(cs[2].Keys(ctx, "lockgate:{rl:unseen}:done:*").Val()); (n == 1) == control {
+			t.Fatalf("node 2's acquire unanswered: %d done markers on node 2 after the release, want 1: %v", n, !control)
 		}
 	})
 }
@@ -1201,33 +1203,37 @@ func TestRedlockReleaseMarksUnseenAcquires(t *testing.T) {
 // then hangs (the re-take's reply held back 5s) is bounded by the per-node
 // timeout, so the renewal, which a quorum answered, keeps the lease; and
 // since the re-take may still run, the release leaves the owner's done
-// markers instead of the lean HDEL. Controls: unbounded-retake (the re-take
-// waits for the client's own timeouts) loses the lease; blind-release
-// leaves no markers.
+// markers instead of the lean HDEL — after the watchdog's renewal, and after
+// an Extend's. Controls: unbounded-retake (the re-take waits for the
+// client's own timeouts) loses the lease; blind-release leaves no markers.
 func TestRedlockUnansweredRetake(t *testing.T) {
 	t.Run("lease", func(t *testing.T) {
 		fixedAndControl(t, "unbounded-retake", func(t *testing.T, control bool, opts []core.Option) {
-			if _, err := unansweredRetake(t, opts); (err == nil) == control {
+			if _, err := unansweredRetake(t, opts, false); (err == nil) == control {
 				t.Fatalf("Unlock after a hung re-take: %v (control: lost)", err)
 			}
 		})
 	})
-	t.Run("markers", func(t *testing.T) {
-		fixedAndControl(t, "blind-release", func(t *testing.T, control bool, opts []core.Option) {
-			n, err := unansweredRetake(t, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if (n == 2) == control {
-				t.Fatalf("a re-take unanswered: %d done markers on nodes 0 and 1 after the release, want 2: %v", n, !control)
-			}
+	for _, extend := range []bool{false, true} {
+		t.Run(map[bool]string{false: "markers", true: "extend-markers"}[extend], func(t *testing.T) {
+			fixedAndControl(t, "blind-release", func(t *testing.T, control bool, opts []core.Option) {
+				n, err := unansweredRetake(t, opts, extend)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if (n == 2) == control {
+					t.Fatalf("a re-take unanswered: %d done markers on nodes 0 and 1 after the release, want 2: %v", n, !control)
+				}
+			})
 		})
-	})
+	}
 }
 
-// unansweredRetake is TestRedlockUnansweredRetake's scenario: the done
-// markers on nodes 0 and 1 after Unlock, and Unlock's error.
-func unansweredRetake(t *testing.T, opts []core.Option) (int, error) {
+// unansweredRetake is TestRedlockUnansweredRetake's scenario, the re-take
+// made by the watchdog or (extend) by an Extend of a lease the watchdog
+// does not renew: the done markers on nodes 0 and 1 after Unlock, and
+// Unlock's error.
+func unansweredRetake(t *testing.T, opts []core.Option, extend bool) (int, error) {
 	srvs, cs := masters(t, 3)
 	var proxies []*redistest.Proxy
 	var events locktest.Events
@@ -1236,13 +1242,29 @@ func unansweredRetake(t *testing.T, opts []core.Option) (int, error) {
 	locktest.Warm(t, l)
 	ctx := locktest.Context(t)
 	const key, hash = "rl:retake", "lockgate:{rl:retake}"
-	s, err := l.Lock(ctx, key, core.WithTTL(time.Second))
+	lockOpts := []core.LockOption{core.WithTTL(time.Second)}
+	if extend {
+		lockOpts = append(lockOpts, core.WithoutWatchdog())
+	}
+	s, err := l.Lock(ctx, key, lockOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	retake := proxies[2].HoldReply(script(t, "acquire", key), 5*time.Second)
 	if err := cs[2].Del(ctx, hash).Err(); err != nil {
 		t.Fatal(err)
+	}
+	if extend {
+		// Nodes 0 and 1 answer the renewal 100ms late, so node 2's "not
+		// held" is read before a quorum decides it, and the re-take follows.
+		for _, p := range proxies[:2] {
+			p.HoldReply(script(t, "renew", key), 100*time.Millisecond)
+		}
+		if err := s.Extend(ctx, time.Second); err != nil {
+			t.Fatalf("Extend, held on nodes 0 and 1: %v", err)
+		}
+		within(t, retake.Matched(), time.Second, "the Extend's re-take of node 2")
+		return releaseMarkers(t, ctx, s, cs, hash)
 	}
 	within(t, retake.Matched(), 3*time.Second, "the renewal's re-take of node 2")
 	renewals := 0
@@ -1262,10 +1284,77 @@ func unansweredRetake(t *testing.T, opts []core.Option) (int, error) {
 	}); !ok {
 		t.Fatal("no renewal after the re-take")
 	}
-	err = s.Unlock(ctx)
+	return releaseMarkers(t, ctx, s, cs, hash)
+}
+
+// releaseMarkers unlocks s: the done markers then on nodes 0 and 1, and Unlock's error.
+func releaseMarkers(t *testing.T, ctx context.Context, s *core.Lease, cs []redis.UniversalClient, hash string) (int, error) {
+	t.Helper()
+	err := s.Unlock(ctx)
 	n := 0
 	for _, c := range cs[:2] {
 		n += len(c.Keys(ctx, hash+":done:*").Val())
 	}
 	return n, err
+}
+
+// A Redlock attempt that fails after a node ran it is undone, even when
+// the other nodes' dials were refused (a refused dial alone means the call
+// never ran): nodes 0 and 2 are stopped, their clients dial once, node 1
+// grants, and TryLock's failure gives node 1's grant back at once, not at
+// its TTL. Control: dial-never-ran keeps it.
+func TestRedlockFailureAfterAGrantIsUndone(t *testing.T) {
+	fixedAndControl(t, "dial-never-ran", func(t *testing.T, control bool, opts []core.Option) {
+		srvs, cs := masters(t, 3)
+		var clients []redis.UniversalClient
+		for _, s := range srvs {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr, DialerRetries: 1})
+			t.Cleanup(func() { c.Close() })
+			clients = append(clients, c)
+		}
+		l, err := core.NewRedlock(clients, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		ctx := locktest.Context(t)
+		const hash = "lockgate:{rl:dial}"
+		if err := cs[1].ConfigSet(ctx, "notify-keyspace-events", "Kgh").Err(); err != nil {
+			t.Fatal(err)
+		}
+		ps := cs[1].Subscribe(ctx, "__keyspace@0__:"+hash)
+		defer ps.Close()
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		srvs[0].Stop()
+		srvs[2].Stop()
+		_, err = l.TryLock(ctx, "rl:dial", core.WithTTL(100*time.Second), core.WithAttemptTimeout(10*time.Second))
+		if !errors.Is(err, core.ErrUnavailable) {
+			t.Fatalf("TryLock with 2 of 3 nodes down: %v, want unavailable", err)
+		}
+		var dial *net.OpError
+		if !errors.As(err, &dial) || dial.Op != "dial" {
+			t.Fatalf("TryLock's error names no refused dial (the fault did not happen): %v", err)
+		}
+		events := ps.Channel()
+		granted, gone := false, false
+		timeout := time.After(2 * time.Second)
+	watch:
+		for !gone {
+			select {
+			case m := <-events:
+				granted = granted || m.Payload == "hset"
+				gone = granted && m.Payload == "del"
+			case <-timeout:
+				break watch
+			}
+		}
+		if !granted {
+			t.Fatal("node 1 never granted (the fault did not happen)")
+		}
+		if gone == control {
+			t.Fatalf("node 1's grant given back: %v, want %v", gone, !control)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -89,7 +90,8 @@ func (a *acquisition) waitTurn(ctx context.Context, turn <-chan struct{}) error 
 func (a *acquisition) attemptRedlock(ctx context.Context) (*Lease, error) {
 	t := a.try(ctx)
 	if t.err == nil && t.r.unseen != nil {
-		a.unseen = append(a.unseen, t.r.unseen)
+		// Counts of earlier attempts that reached zero stay there: dropped.
+		a.unseen = append(slices.DeleteFunc(a.unseen, func(n *atomic.Int32) bool { return n.Load() == 0 }), t.r.unseen)
 	}
 	err := t.err
 	if err == nil && t.r.found == foundEnded {
