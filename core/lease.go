@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -277,7 +278,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	h.extending.Add(1)
 	defer h.extending.Add(-1)
 	if h.releasing.Load() {
-		return ErrNotHeld // released meanwhile (or being released)
+		return cmp.Or(h.endErr(), ErrNotHeld) // released (or being released) meanwhile
 	}
 	sent := h.l.clock()
 	b := []renewal{{keys: &h.keys, owner: &h.owner, ttl: ttl, ttlArg: ms(ttl)}}
@@ -285,9 +286,9 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		h.l.be.renew(cctx, b, []int{0})
 		return struct{}{}, b[0].err
 	}, nil)
-	if (err == nil && b[0].unseen || err != nil && err != ErrClosed && !neverRan(err)) && !h.l.mut.blindRelease {
-		// A re-take of a Redlock node may still run (or the renewal, which
-		// may re-take, still runs): releases leave done markers.
+	if (err == nil && b[0].unseen || err == errNoAnswer) && !h.l.mut.blindRelease {
+		// A Redlock renewal's re-take of a node may still run (or the
+		// renewal, which may re-take, still runs): releases leave done markers.
 		h.uncertain.Store(true)
 	}
 	if err != nil && err != ErrClosed && !neverRan(err) {

@@ -50,8 +50,16 @@ func (r *redlock) unavailableNodes(errs []error, ran bool) error {
 	for i, err := range errs {
 		if err != nil {
 			es = append(es, &NodeError{Node: r.names[i], Err: err})
-			ran = ran || !neverRan(err)
 		}
+	}
+	return r.joinNodes(es, ran)
+}
+
+// joinNodes joins the *NodeErrors es, marked ranOnNodes when ran or when one
+// of them may have run.
+func (r *redlock) joinNodes(es []error, ran bool) error {
+	for _, err := range es {
+		ran = ran || !neverRan(err)
 	}
 	if ran && !r.l.mut.dialNeverRan {
 		return &ranOnNodes{errors.Join(es...)}
@@ -128,7 +136,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	case t.answered >= r.quorum:
 		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, unseen: unseen}, nil
 	}
-	return acquireReply{}, r.unavailableNodes(errs, t.answered > 0)
+	return acquireReply{}, r.unavailableNodes(errs, t.granted > 0)
 }
 
 // acquireJudge judges an acquire's fan-out: a quorum of grants decides it,
@@ -359,7 +367,7 @@ func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]ren
 	case answered >= r.quorum: // a majority answered, too few hold it
 		batch[i].held, batch[i].err = false, nil
 	default:
-		batch[i].held, batch[i].err = false, errors.Join(nerrs...)
+		batch[i].held, batch[i].err = false, r.joinNodes(nerrs, held > 0)
 	}
 }
 

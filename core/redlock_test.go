@@ -1238,11 +1238,18 @@ func unansweredRetake(t *testing.T, opts []core.Option, extend bool) (int, error
 	var proxies []*redistest.Proxy
 	var events locktest.Events
 	opts = append(opts, core.WithObserver(&events))
+	ttl := time.Second
+	if extend {
+		// A renewal's nodes get TTL/4, Extend its attempt timeout: room for
+		// nodes 0 and 1 to answer 300ms late.
+		ttl = 4 * time.Second
+		opts = append(opts, core.WithAttemptTimeout(3*time.Second))
+	}
 	l := redlockVia(t, srvs, func(_ int, p *redistest.Proxy) bool { proxies = append(proxies, p); return true }, opts...)
 	locktest.Warm(t, l)
 	ctx := locktest.Context(t)
 	const key, hash = "rl:retake", "lockgate:{rl:retake}"
-	lockOpts := []core.LockOption{core.WithTTL(time.Second)}
+	lockOpts := []core.LockOption{core.WithTTL(ttl)}
 	if extend {
 		lockOpts = append(lockOpts, core.WithoutWatchdog())
 	}
@@ -1250,17 +1257,20 @@ func unansweredRetake(t *testing.T, opts []core.Option, extend bool) (int, error
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Node 2's acquire has run (it may answer after Lock returned), so the
+	// hold below takes the re-take, not that acquire.
+	heldEverywhere(t, cs, hash)
 	retake := proxies[2].HoldReply(script(t, "acquire", key), 5*time.Second)
 	if err := cs[2].Del(ctx, hash).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if extend {
-		// Nodes 0 and 1 answer the renewal 100ms late, so node 2's "not
+		// Nodes 0 and 1 answer the renewal 300ms late, so node 2's "not
 		// held" is read before a quorum decides it, and the re-take follows.
 		for _, p := range proxies[:2] {
-			p.HoldReply(script(t, "renew", key), 100*time.Millisecond)
+			p.HoldReply(script(t, "renew", key), 300*time.Millisecond)
 		}
-		if err := s.Extend(ctx, time.Second); err != nil {
+		if err := s.Extend(ctx, ttl); err != nil {
 			t.Fatalf("Extend, held on nodes 0 and 1: %v", err)
 		}
 		within(t, retake.Matched(), time.Second, "the Extend's re-take of node 2")
