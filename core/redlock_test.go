@@ -853,6 +853,22 @@ func TestRedlockBusyGivesBackStraggler(t *testing.T) {
 	}
 }
 
+// keyspaceEvents subscribes to c's keyspace events of key's generic and
+// hash commands (HSET, DEL, ...), closed at the end of the test.
+func keyspaceEvents(t *testing.T, c redis.UniversalClient, key string) <-chan *redis.Message {
+	t.Helper()
+	ctx := locktest.Context(t)
+	if err := c.ConfigSet(ctx, "notify-keyspace-events", "Kgh").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ps := c.Subscribe(ctx, "__keyspace@0__:"+key)
+	t.Cleanup(func() { ps.Close() })
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return ps.Channel()
+}
+
 // pooled leaves n open connections idle in c's pool.
 func pooled(t *testing.T, c *redis.Client, n int) {
 	t.Helper()
@@ -887,15 +903,7 @@ func straggle(t *testing.T, holder, l *core.Locker, slow *redistest.Proxy, cs []
 	cs[2].Del(ctx, hash)
 	// Node 2's changes to the lock, as they happen: the grant's HSET, the
 	// give-back's DEL (a few ms apart; polling missed them once).
-	if err := cs[2].ConfigSet(ctx, "notify-keyspace-events", "Kgh").Err(); err != nil {
-		t.Fatal(err)
-	}
-	ps := cs[2].Subscribe(ctx, "__keyspace@0__:"+hash)
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
-	events := ps.Channel()
+	events := keyspaceEvents(t, cs[2], hash)
 	slow.SetLatency(300 * time.Millisecond)
 	start := time.Now()
 	if _, err := l.TryLock(ctx, key, core.WithTTL(ttl), core.WithAttemptTimeout(5*time.Second)); !errors.Is(err, core.ErrNotObtained) {
@@ -1334,14 +1342,7 @@ func TestRedlockFailureAfterAGrantIsUndone(t *testing.T) {
 		t.Cleanup(func() { l.Close() })
 		ctx := locktest.Context(t)
 		const hash = "lockgate:{rl:dial}"
-		if err := cs[1].ConfigSet(ctx, "notify-keyspace-events", "Kgh").Err(); err != nil {
-			t.Fatal(err)
-		}
-		ps := cs[1].Subscribe(ctx, "__keyspace@0__:"+hash)
-		defer ps.Close()
-		if _, err := ps.Receive(ctx); err != nil {
-			t.Fatal(err)
-		}
+		events := keyspaceEvents(t, cs[1], hash)
 		srvs[0].Stop()
 		srvs[2].Stop()
 		_, err = l.TryLock(ctx, "rl:dial", core.WithTTL(100*time.Second), core.WithAttemptTimeout(10*time.Second))
@@ -1352,7 +1353,6 @@ func TestRedlockFailureAfterAGrantIsUndone(t *testing.T) {
 		if !errors.As(err, &dial) || dial.Op != "dial" {
 			t.Fatalf("TryLock's error names no refused dial (the fault did not happen): %v", err)
 		}
-		events := ps.Channel()
 		granted, gone := false, false
 		timeout := time.After(2 * time.Second)
 	watch:
