@@ -286,19 +286,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		h.l.be.renew(cctx, b, []int{0})
 		return struct{}{}, b[0].err
 	}, nil)
-	if (err == nil && b[0].unseen || err == errNoAnswer) && !h.l.mut.blindRelease {
-		// A Redlock renewal's re-take of a node may still run (or the
-		// renewal, which may re-take, still runs): releases leave done markers.
-		h.uncertain.Store(true)
-	}
-	if err != nil && err != ErrClosed && !neverRan(err) {
-		// A renewal of unknown outcome: given back if h is lost already
-		// (see docs/internals.md, "The watchdog").
-		h.recordUnknown(ttl)
-		if h.end.Load() == endLost && !h.l.mut.keepLateRenewal {
-			h.giveBack()
-		}
-	}
+	h.extendMayRun(err, err == nil && b[0].unseen, ttl)
 	switch {
 	case err == ErrClosed:
 	case err != nil:
@@ -394,6 +382,24 @@ func (h *hold) recordUnknown(ttl time.Duration) {
 func (h *hold) renewedFor(ttl time.Duration) {
 	if old := h.unknownTTL.Load(); old != 0 && old <= int64(ttl) {
 		h.unknownTTL.CompareAndSwap(old, 0)
+	}
+}
+
+// extendMayRun handles an Extend to ttl that failed with err, or whose
+// re-take went unanswered (unseen): what may still run of it.
+func (h *hold) extendMayRun(err error, unseen bool, ttl time.Duration) {
+	if (unseen || err == errNoAnswer) && !h.l.mut.blindRelease {
+		// A Redlock renewal's re-take of a node may still run (or the
+		// renewal, which may re-take, still runs): releases leave done markers.
+		h.uncertain.Store(true)
+	}
+	if err != nil && err != ErrClosed && !neverRan(err) {
+		// A renewal of unknown outcome: given back if h is lost already
+		// (see docs/internals.md, "The watchdog").
+		h.recordUnknown(ttl)
+		if h.end.Load() == endLost && !h.l.mut.keepLateRenewal {
+			h.giveBack()
+		}
 	}
 }
 

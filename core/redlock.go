@@ -93,30 +93,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 		}
 		return a, err
 	}, r.acquireJudge())
-	var t struct {
-		answered, granted, ended int
-		fence                    int64
-		wait                     time.Duration
-		holder                   string
-	} // what nodes answered in time
-	for i, a := range res {
-		if errs[i] != nil {
-			continue
-		}
-		t.answered++
-		switch a.found {
-		case foundEnded:
-			t.ended++
-		case foundHeld:
-			t.granted++
-			t.fence = max(t.fence, a.fence)
-		default:
-			if t.wait == 0 || a.wait < t.wait {
-				t.wait = a.wait
-			}
-			t.holder = cmp.Or(t.holder, a.holder)
-		}
-	}
+	t := tallyAcquires(res, errs)
 	switch {
 	case t.ended > 0:
 		return acquireReply{found: foundEnded}, nil
@@ -137,6 +114,37 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, unseen: unseen}, nil
 	}
 	return acquireReply{}, r.unavailableNodes(errs, t.granted > 0)
+}
+
+// acquireTally is what the nodes that answered an acquire in time said.
+type acquireTally struct {
+	answered, granted, ended int
+	fence                    int64         // the largest granted
+	wait                     time.Duration // the shortest busy wait
+	holder                   string        // a busy node's holder tag
+}
+
+func tallyAcquires(res []acquireReply, errs []error) acquireTally {
+	var t acquireTally
+	for i, a := range res {
+		if errs[i] != nil {
+			continue
+		}
+		t.answered++
+		switch a.found {
+		case foundEnded:
+			t.ended++
+		case foundHeld:
+			t.granted++
+			t.fence = max(t.fence, a.fence)
+		default:
+			if t.wait == 0 || a.wait < t.wait {
+				t.wait = a.wait
+			}
+			t.holder = cmp.Or(t.holder, a.holder)
+		}
+	}
+	return t
 }
 
 // acquireJudge judges an acquire's fan-out: a quorum of grants decides it,
