@@ -216,6 +216,10 @@ func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt in
 	return s, nil
 }
 
+// newOwner gives the call a new owner id and drops the old owner's counts of
+// calls that may still run (unseen): that owner is undone with done markers.
+func (a *acquisition) newOwner() { a.owner, a.unseen = a.keys.newOwner(), nil }
+
 // undo releases what this call's attempts may hold, or its queue place.
 func (a *acquisition) undo() { a.undoOwner(a.owner) }
 

@@ -32,6 +32,9 @@ type hold struct {
 	uncertain atomic.Bool
 	// unseen: Redlock, its acquisition's node calls that may still run (marked)
 	unseen []*atomic.Int32
+	// retakes: a renewal or Extend that may re-take a Redlock node after a
+	// release was in flight, or its re-take went unanswered (marked)
+	retakes atomic.Bool
 	// releasing: a release in Redis began (beginRelease); extending: Extend
 	// calls in flight. An Extend that finds releasing sends nothing; a
 	// release that finds extending leaves done markers (a Redlock renewal
@@ -388,10 +391,10 @@ func (h *hold) renewedFor(ttl time.Duration) {
 // extendMayRun handles an Extend to ttl that failed with err, or whose
 // re-take went unanswered (unseen): what may still run of it.
 func (h *hold) extendMayRun(err error, unseen bool, ttl time.Duration) {
-	if (unseen || err == errNoAnswer) && !h.l.mut.blindRelease {
+	if unseen || err == errNoAnswer {
 		// A Redlock renewal's re-take of a node may still run (or the
-		// renewal, which may re-take, still runs): releases leave done markers.
-		h.uncertain.Store(true)
+		// renewal, which may re-take, still runs).
+		h.retakes.Store(true)
 	}
 	if err != nil && err != ErrClosed && !neverRan(err) {
 		// A renewal of unknown outcome: given back if h is lost already
@@ -409,20 +412,23 @@ func (h *hold) extendMayRun(err error, unseen bool, ttl time.Duration) {
 // markers; an Extend that starts from now on sends nothing.
 func (h *hold) beginRelease(renewing bool) {
 	h.releasing.Store(true)
-	if (renewing || h.extending.Load() > 0) && !h.l.mut.blindRelease {
-		h.uncertain.Store(true)
+	if renewing || h.extending.Load() > 0 {
+		h.retakes.Store(true)
 	}
 }
 
 // marked reports whether h's releases leave a done marker: a call of its
 // owner may have run unanswered, or (Redlock) an acquire decided by a
-// majority may still run on another node.
+// majority, or a re-take (retakes), may still run on another node.
 func (h *hold) marked() bool {
 	if h.uncertain.Load() {
 		return true
 	}
 	if h.l.mut.blindRelease {
 		return false
+	}
+	if h.retakes.Load() {
+		return true
 	}
 	for _, n := range h.unseen {
 		if n.Load() > 0 {

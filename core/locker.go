@@ -300,7 +300,7 @@ func (l *Locker) prepare(ctx context.Context, start time.Time, key string, opts 
 
 // start runs a fresh acquisition under a new owner id; tells the Observer.
 func (a *acquisition) start(ctx context.Context, start time.Time) (*Lease, error) {
-	a.owner, a.unseen = a.keys.newOwner(), nil
+	a.newOwner()
 	a.sentAt = a.firstSent[:0]
 	s, err := a.run(ctx)
 	a.l.observe(ctx, a.event(start, s, err))

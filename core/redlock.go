@@ -338,6 +338,11 @@ type retakes struct {
 	hung  []bool
 }
 
+// allow reports whether a re-take on node ni may still be sent.
+func (rt *retakes) allow(ni int) bool {
+	return !rt.hung[ni] && (rt.until.IsZero() || time.Now().Before(rt.until))
+}
+
 // judgeRenewal sets batch[i]'s outcome: held on a quorum (restoring it on
 // nodes without it, within rt), not held if a quorum answered, else the
 // nodes' errors.
@@ -362,7 +367,7 @@ func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]ren
 	case held >= r.quorum:
 		batch[i].held, batch[i].err = true, nil
 		for ni := range r.nodes {
-			if errs[ni] == nil && per[ni][i].err == nil && !per[ni][i].held && !rt.hung[ni] && (rt.until.IsZero() || time.Now().Before(rt.until)) {
+			if errs[ni] == nil && per[ni][i].err == nil && !per[ni][i].held && rt.allow(ni) {
 				// Re-take it there for the same owner, best effort.
 				_, err := bounded(r.l, ctx, rt.until, func(cctx context.Context) (acquireReply, error) {
 					return r.nodes[ni].acquire(cctx, batch[i].keys, *batch[i].owner, batch[i].ttlArg, noEntry, 0, nil)

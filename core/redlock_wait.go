@@ -111,7 +111,7 @@ func (a *acquisition) attemptRedlock(ctx context.Context) (*Lease, error) {
 		a.freshOwner()
 	case t.r.stray:
 		a.undoOwner(t.owner)
-		a.owner, a.unseen = a.keys.newOwner(), nil
+		a.newOwner()
 	case t.r.proposed:
 		t.wall = time.Time{} // the fence may be the Locker's own proposal: no server clock to sample
 	}
@@ -138,7 +138,7 @@ func (a *acquisition) retryFresh(cause, err error) {
 // freshOwner readies a Redlock retry: a new owner (the old one's done markers
 // void its attempts) after jitter, so split owners do not split again.
 func (a *acquisition) freshOwner() {
-	a.owner, a.unseen = a.keys.newOwner(), nil
+	a.newOwner()
 	a.nextTry = time.Now().Add(jitter())
 }
 

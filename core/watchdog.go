@@ -389,8 +389,8 @@ func (w *watchdog) renewedPart(batch []*hold, rs []renewal, part []int, sent int
 	for _, i := range part {
 		h := batch[i]
 		h.pending = false
-		if rs[i].unseen && !w.l.mut.blindRelease {
-			h.uncertain.Store(true)
+		if rs[i].unseen {
+			h.retakes.Store(true)
 		}
 		mayHaveRun := rs[i].err == nil && rs[i].held || rs[i].err != nil && !neverRan(rs[i].err)
 		if mayHaveRun && h.end.Load() == endLost && !w.l.mut.keepLateRenewal {
