@@ -858,7 +858,7 @@ func TestRedlockBusyGivesBackStraggler(t *testing.T) {
 func keyspaceEvents(t *testing.T, c redis.UniversalClient, key string) <-chan *redis.Message {
 	t.Helper()
 	ctx := locktest.Context(t)
-	if err := c.ConfigSet(ctx, "notify-keyspace-events", "Kgh").Err(); err != nil {
+	if err := c.ConfigSet(ctx, "notify-keyspace-events", "Kghx").Err(); err != nil {
 		t.Fatal(err)
 	}
 	ps := c.Subscribe(ctx, "__keyspace@0__:"+key)
@@ -1370,6 +1370,65 @@ func TestRedlockFailureAfterAGrantIsUndone(t *testing.T) {
 		}
 		if gone == control {
 			t.Fatalf("node 1's grant given back: %v, want %v", gone, !control)
+		}
+	})
+}
+
+// A Redlock renewal that fails after it ran on a node is given back once the
+// lease is lost, even when the other nodes' dials were refused: node 1
+// renews, nodes 0 and 2 are stopped and their clients dial once, and the
+// loss deletes node 1's hold at once instead of leaving it to expire.
+// Control: dial-never-ran counts the failed renewal as never run, and node
+// 1's hold expires on its own.
+func TestRedlockFailedRenewalThatRanIsGivenBack(t *testing.T) {
+	fixedAndControl(t, "dial-never-ran", func(t *testing.T, control bool, opts []core.Option) {
+		srvs, cs := masters(t, 3)
+		var clients []redis.UniversalClient
+		for _, s := range srvs {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr, DialerRetries: 1})
+			t.Cleanup(func() { c.Close() })
+			clients = append(clients, c)
+		}
+		l, err := core.NewRedlock(clients, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		ctx := locktest.Context(t)
+		const hash = "lockgate:{rl:renewdial}"
+		s, err := l.Lock(ctx, "rl:renewdial", core.WithTTL(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := keyspaceEvents(t, cs[1], hash)
+		srvs[0].Stop()
+		srvs[2].Stop()
+		select {
+		case <-s.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the lease outlived two of three nodes")
+		}
+		renewed, deleted, expired := false, false, false
+		timeout := time.After(5 * time.Second)
+	watch:
+		for !deleted && !expired {
+			select {
+			case m := <-events:
+				renewed = renewed || m.Payload == "expire"
+				deleted = m.Payload == "del"
+				expired = m.Payload == "expired"
+			case <-timeout:
+				break watch
+			}
+		}
+		if !renewed {
+			t.Fatal("node 1 never renewed after the stop (the fault did not happen)")
+		}
+		if !deleted && !expired {
+			t.Fatal("node 1's hold neither deleted nor expired within 5s")
+		}
+		if deleted == control {
+			t.Fatalf("node 1's hold given back on loss: %v, want %v", deleted, !control)
 		}
 	})
 }
