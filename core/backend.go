@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,7 +11,8 @@ import (
 
 // backend is where the Locker's locks live: one Redis deployment
 // (deployment) or Redlock's masters (redlock). Every operation is safe to
-// run twice, with the effect and the reply of once.
+// run twice, with the effect and the reply of once. What its topology means
+// for the Locker is its traits; what operators' calls need, operations.
 type backend interface {
 	// acquire tries once for owner. ttl and entry (the queue entry's life; ""
 	// for a single attempt, which never queues) are ms as strings, seq the
@@ -28,30 +28,42 @@ type backend interface {
 	// was; if not (someone waits now, or it is gone), release tells which.
 	// See docs/design.md, "Redis layout".
 	releaseLean(ctx context.Context, k *lockKeys, owner ownerID) (released bool, err error)
-	// forceRelease is ForceRelease's: held only if owner holds the lock now;
-	// owner's own later release reports not held.
-	forceRelease(ctx context.Context, k *lockKeys, owner string) (held bool, err error)
 	// groups splits a renewal batch into parts (indexes into batch) sent
 	// and answered independently, one per Redis node.
 	groups(ctx context.Context, batch []renewal) [][]int
-	// splitsByNode reports whether groups splits by node (a Cluster): the
-	// watchdog then sends each part on a goroutine of its own.
-	splitsByNode() bool
 	// renew extends batch[i] for each i in part in one round trip, setting its held and err.
 	renew(ctx context.Context, batch []renewal, part []int)
 	// pttl returns the lock's remaining TTL if owner holds it, else ErrNotHeld.
 	pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error)
+	// traits are what the backend's topology means for the Locker; fixed.
+	traits() traits
+	operations
+}
+
+// traits are what a backend's topology means for the Locker's callers.
+type traits struct {
+	// queues: waiters queue in Redis and are handed the lock by a release.
+	// Redlock's do not: they take turns within their Locker.
+	queues bool
+	// replicaAck: grants and renewals count only once replicas acknowledged
+	// them (WithReplicaAck): grant messages are then claimed by an attempt,
+	// and lost leases given back.
+	replicaAck bool
+	// splitsByNode: groups splits by node (a Cluster), so the watchdog sends
+	// each part on a goroutine of its own.
+	splitsByNode bool
+}
+
+// operations are the backend's calls for operators: Inspect, ForceRelease,
+// List and Ping.
+type operations interface {
+	// forceRelease is ForceRelease's: held only if owner holds the lock now;
+	// owner's own later release reports not held.
+	forceRelease(ctx context.Context, k *lockKeys, owner string) (held bool, err error)
 	// inspect reads the lock's state without changing it (Inspect).
 	inspect(ctx context.Context, k *lockKeys) (lockState, error)
 	// scan calls fn on each node's lock hash keys matching glob until fn returns false (List).
 	scan(ctx context.Context, glob string, fn func(key string) bool) error
-	// queues reports whether waiters queue in Redis and are handed the lock
-	// by a release. Redlock's do not: they take turns within their Locker.
-	queues() bool
-	// replicaAck reports whether grants and renewals count only once replicas
-	// acknowledged them (WithReplicaAck): grant messages are then claimed by
-	// an attempt, and lost leases given back.
-	replicaAck() bool
 	// clients are the backend's clients, named as errors name them (Ping).
 	clients() []namedClient
 }
@@ -75,7 +87,7 @@ type acquireReply struct {
 	// unseen: Redlock, how many of this attempt's node calls may still run
 	// unseen (not answered yet, or failed after they may have run): while
 	// any may, the owner's releases leave done markers (hold.marked)
-	unseen *atomic.Int32
+	unseen *pending
 }
 
 // found is the outcome of an answered acquire.
@@ -277,9 +289,10 @@ func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, ma
 	return n == 0, err
 }
 
-func (s *deployment) queues() bool { return true }
-
-func (s *deployment) replicaAck() bool { return s.ackN > 0 }
+func (s *deployment) traits() traits {
+	_, cluster := s.c.(*redis.ClusterClient)
+	return traits{queues: true, replicaAck: s.ackN > 0, splitsByNode: cluster}
+}
 
 func (s *deployment) clients() []namedClient {
 	name := "redis"
@@ -353,11 +366,6 @@ func (s *deployment) groups(ctx context.Context, batch []renewal) [][]int {
 		}
 		return ""
 	})
-}
-
-func (s *deployment) splitsByNode() bool {
-	_, ok := s.c.(*redis.ClusterClient)
-	return ok
 }
 
 // renewScripts makes part's script calls: one per renew script (a lock's, or

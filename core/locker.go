@@ -34,6 +34,9 @@ type Locker struct {
 	followsFailovers bool
 	// reached: a call got an answer from the deployment once (answered)
 	reached atomic.Bool
+	// unseenGrace: how long a release waits for the last answers of the
+	// hold's Redlock acquire (hold.awaitUnseen); fanOutGrace
+	unseenGrace time.Duration
 
 	closed   atomic.Bool
 	done     chan struct{}
@@ -93,6 +96,7 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		epoch:            time.Now(),
 		done:             make(chan struct{}),
 		undoWake:         undoWaits{wake: make(chan struct{})},
+		unseenGrace:      fanOutGrace,
 		mut:              mut,
 	}
 	l.waitRooms = []*waitRoom{newWaitRoom(client, l.clock, &l.mut)}
@@ -247,7 +251,7 @@ func (l *Locker) callOptions(o *callOptions, opts []LockOption) {
 func (l *Locker) lockUntil(ctx context.Context, key string, opts []LockOption, wait bool, until time.Time, read bool) (*Lease, error) {
 	start := time.Now()
 	var invalid error
-	if read && !l.be.queues() {
+	if read && !l.be.traits().queues {
 		invalid = fmt.Errorf("%w: RLock on a Redlock Locker (NewRedlock): use a Locker on one deployment", ErrUnsupported)
 	}
 	a, err := l.prepare(ctx, start, key, opts, wait, until, 0, invalid)

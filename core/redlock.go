@@ -84,12 +84,11 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 		least = strconv.FormatInt(time.Now().Add(r.lead).UnixMicro(), 10)
 	}
 	// Each node's answer, even after the majority decided, takes one off.
-	unseen := new(atomic.Int32)
-	unseen.Store(int32(len(r.nodes)))
+	unseen := newPending(len(r.nodes))
 	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *deployment) (acquireReply, error) {
 		a, err := n.acquireLeast(cctx, k, owner, ttl, entry, seq, tag, least)
 		if err == nil || neverRan(err) {
-			unseen.Add(-1)
+			unseen.answered()
 		}
 		return a, err
 	}, r.acquireJudge())
@@ -114,6 +113,27 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, unseen: unseen}, nil
 	}
 	return acquireReply{}, r.unavailableNodes(errs, t.granted > 0)
+}
+
+// pending counts one Redlock attempt's node calls that may still run
+// unseen: not answered yet, or failed after they may have run. done closes
+// once none may.
+type pending struct {
+	left atomic.Int32
+	done chan struct{}
+}
+
+func newPending(n int) *pending {
+	p := &pending{done: make(chan struct{})}
+	p.left.Store(int32(n))
+	return p
+}
+
+// answered counts off one call that answered, or failed before it ran.
+func (p *pending) answered() {
+	if p.left.Add(-1) == 0 {
+		close(p.done)
+	}
 }
 
 // acquireTally is what the nodes that answered an acquire in time said.
@@ -214,9 +234,11 @@ func (r *redlock) raiseFences(ctx context.Context, k *lockKeys, owner ownerID, f
 	return nil
 }
 
-func (r *redlock) queues() bool { return false }
-
-func (r *redlock) replicaAck() bool { return r.nodes[0].replicaAck() }
+// traits: Redlock's waiters do not queue (grants on independent nodes could
+// go to different waiters), and a batch is one part, sent to every node at once.
+func (r *redlock) traits() traits {
+	return traits{replicaAck: r.nodes[0].traits().replicaAck}
+}
 
 func (r *redlock) clients() []namedClient {
 	cs := make([]namedClient, len(r.nodes))
@@ -283,9 +305,6 @@ func (r *redlock) forceRelease(ctx context.Context, k *lockKeys, owner string) (
 func (r *redlock) groups(ctx context.Context, batch []renewal) [][]int {
 	return r.nodes[0].groups(ctx, batch)
 }
-
-// splitsByNode: a Redlock batch is one part, sent to every node at once.
-func (r *redlock) splitsByNode() bool { return false }
 
 // renew renews on every node and returns once a quorum holds every lease of
 // part; nodes that lost a lease a quorum holds get it back.

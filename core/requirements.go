@@ -46,7 +46,7 @@ func (l *Locker) checkServer(ctx context.Context, deadline time.Time, key string
 	if !c.mu.TryLock() {
 		return nil // another call is checking
 	}
-	if !l.be.queues() && !l.mut.checkInline {
+	if !l.be.traits().queues && !l.mut.checkInline {
 		// Redlock: check the first node in the background, so that one node
 		// down does not cost a lock its budget (a majority is enough).
 		if !l.goBackground(func() {

@@ -24,7 +24,7 @@ func (l *Locker) Semaphore(ctx context.Context, key string, permits int, opts ..
 	switch {
 	case permits < 1:
 		invalid = invalidf("permits %d is below 1", permits)
-	case !l.be.queues():
+	case !l.be.traits().queues:
 		invalid = fmt.Errorf("%w: Semaphore on a Redlock Locker (NewRedlock): use a Locker on one deployment", ErrUnsupported)
 	}
 	a, err := l.prepare(ctx, start, key, opts, true, time.Time{}, permits, invalid)

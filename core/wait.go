@@ -38,7 +38,7 @@ func (a *acquisition) run(ctx context.Context) (*Lease, error) {
 	if err := l.checkServer(ctx, a.deadline, a.keys.hash()); err != nil {
 		return nil, err
 	}
-	if !l.be.queues() {
+	if !l.be.traits().queues {
 		return a.runRedlock(ctx)
 	}
 	s, err := a.attempt(ctx)
@@ -287,7 +287,7 @@ func (a *acquisition) granted(ctx context.Context, g grant) (*Lease, error) {
 		}
 		return a.attempt(ctx)
 	}
-	if a.l.be.replicaAck() {
+	if a.l.be.traits().replicaAck {
 		// Replicas must acknowledge it first: claim it with an attempt (WAIT).
 		return a.attempt(ctx)
 	}

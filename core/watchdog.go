@@ -281,7 +281,7 @@ func (w *watchdog) settle(due *dueHolds) {
 			why = errAbandoned
 		}
 		w.ended(h, why)
-		if w.l.be.replicaAck() || h.unknownTTL.Load() != 0 && !w.l.mut.keepLateRenewal {
+		if w.l.be.traits().replicaAck || h.unknownTTL.Load() != 0 && !w.l.mut.keepLateRenewal {
 			// An unanswered (or unacknowledged) renewal may have extended the
 			// lock: give it back. See docs/internals.md, "The watchdog".
 			h.giveBack()
@@ -336,7 +336,7 @@ func (w *watchdog) renewBatch(batch []*hold) {
 		rs[i] = renewal{keys: &h.keys, owner: &h.owner, ttl: ttl, ttlArg: ttlArg}
 	}
 	parts := w.l.be.groups(w.ctx, rs)
-	byNode := w.l.be.splitsByNode()
+	byNode := w.l.be.traits().splitsByNode
 	for i, part := range parts {
 		if (byNode || i > 0) && w.l.goBackground(func() { w.renewPart(batch, rs, part) }) {
 			continue
