@@ -438,15 +438,18 @@ func (h *hold) marked() bool {
 	return false
 }
 
-// awaitUnseen waits up to grace, while ctx lives, for the node calls of h's
-// Redlock acquire still unanswered. A majority decided the acquire; a
-// release right after it mostly finds the last node's answer on its way, and
-// once it is counted the release leaves no done markers (marked). It waits
-// only when nothing else marks the hold: a hung node delays it by grace.
+// awaitUnseen waits up to grace (at most a quarter of the release timeout),
+// while ctx lives, for the node calls of h's Redlock acquire still
+// unanswered. A majority decided the acquire; a release right after it
+// mostly finds the last node's answer on its way, and once it is counted the
+// release leaves no done markers (marked). It waits only when nothing else
+// marks the hold, and not for a call that failed: a hung node delays the
+// release by grace.
 func (h *hold) awaitUnseen(ctx context.Context, grace time.Duration) {
 	if len(h.unseen) == 0 || h.uncertain.Load() || h.retakes.Load() || h.l.mut.noAwaitUnseen {
 		return
 	}
+	grace = min(grace, h.release/4)
 	var timeout <-chan time.Time
 	for _, p := range h.unseen {
 		if p.left.Load() == 0 {

@@ -89,6 +89,8 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 		a, err := n.acquireLeast(cctx, k, owner, ttl, entry, seq, tag, least)
 		if err == nil || neverRan(err) {
 			unseen.answered()
+		} else {
+			unseen.failed()
 		}
 		return a, err
 	}, r.acquireJudge())
@@ -117,10 +119,11 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 
 // pending counts one Redlock attempt's node calls that may still run
 // unseen: not answered yet, or failed after they may have run. done closes
-// once none may.
+// once none may, or once one failed so: no wait can bring left to zero then.
 type pending struct {
-	left atomic.Int32
-	done chan struct{}
+	left   atomic.Int32
+	done   chan struct{}
+	closed atomic.Bool
 }
 
 func newPending(n int) *pending {
@@ -132,6 +135,15 @@ func newPending(n int) *pending {
 // answered counts off one call that answered, or failed before it ran.
 func (p *pending) answered() {
 	if p.left.Add(-1) == 0 {
+		p.close()
+	}
+}
+
+// failed records a call that failed after it may have run: it stays counted.
+func (p *pending) failed() { p.close() }
+
+func (p *pending) close() {
+	if p.closed.CompareAndSwap(false, true) {
 		close(p.done)
 	}
 }
