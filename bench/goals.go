@@ -130,7 +130,7 @@ func (r *Report) goals() []goal {
 	if lg, rs := r.unc("lockgate/redlock3", 1), r.unc("redlock3", 1); lg != nil && rs != nil {
 		a, b := lg.ratioMed(), rs.ratioMed()
 		add("Redlock of 3, 1 caller: ≥ redsync's redlock3, fences kept", fmt.Sprintf("lockgate/redlock3 %.2f, redlock3 %.2f (× floor)", a, b), a >= b,
-			"both make two parallel round trips (a third, to raise the fence floors, only when the majority's fences differ), but lockgate's cost the servers more: the acquire script with its fence and queue checks on every node, against SET NX (server commands and µs per cycle in the table above). The release is one HDEL per node: right after the acquire it waits up to 5ms for the third node's answer, which is mostly on its way, so it leaves no done marker (docs/performance.md). What would close it: an acquire without a script on each node, which would give up the fence or the queue check, as for one server.")
+			"both make two parallel round trips (a third, to raise the fence floors, only when the majority's fences differ), but lockgate's cost the servers more: the acquire script with its fence and queue checks on every node, against SET NX, and, in this benchmark, a release script that leaves a done marker on every node, against a compare-and-delete (server commands and µs per cycle in the table above). A release is one HDEL per node once every node's acquire has answered, but with nothing done inside the lock the third answer is mostly still on its way when Unlock begins (with 200µs of work inside, every release was lean: docs/performance.md). What would close it: an acquire without a script on each node, which would give up the fence or the queue check, as for one server.")
 	}
 	return gs
 }

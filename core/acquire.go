@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,7 +28,7 @@ type acquisition struct {
 	uncertain bool
 	// unseen: the owner's attempts whose calls may still run unseen
 	// (acquireReply.unseen); the hold keeps them (hold.marked)
-	unseen []*pending
+	unseen []*atomic.Int32
 
 	unavail error         // the last attempt failed (Redlock: too few nodes answered)
 	retryIn time.Duration // the wait after the last failed attempt; it doubles while they fail

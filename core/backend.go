@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -87,7 +88,7 @@ type acquireReply struct {
 	// unseen: Redlock, how many of this attempt's node calls may still run
 	// unseen (not answered yet, or failed after they may have run): while
 	// any may, the owner's releases leave done markers (hold.marked)
-	unseen *pending
+	unseen *atomic.Int32
 }
 
 // found is the outcome of an answered acquire.

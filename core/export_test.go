@@ -62,10 +62,6 @@ func FenceFloorKey(l *Locker, name string) string { k := l.keysFor(name); return
 // far ahead would.
 func SetProposalLead(l *Locker, d time.Duration) { l.be.(*redlock).lead = d }
 
-// SetUnseenGrace sets how long l's releases wait for the last answers of a
-// Redlock acquire (hold.awaitUnseen).
-func SetUnseenGrace(l *Locker, d time.Duration) { l.unseenGrace = d }
-
 // SetIdleStop sets how long a Locker's watchdog goroutines outlive its last
 // hold, for the test's duration (restore puts the default back).
 func SetIdleStop(d time.Duration) (restore func()) {
@@ -116,3 +112,6 @@ func OnQueued(l *Locker, f func()) {
 		be.masters.queued = f
 	}
 }
+
+// Marked reports whether s's release would leave done markers now (hold.marked).
+func Marked(s *Lease) bool { return s.h.marked() }

@@ -31,7 +31,7 @@ type hold struct {
 	// uncertain: a call may have run unanswered, so releases leave a done marker
 	uncertain atomic.Bool
 	// unseen: Redlock, its acquisition's node calls that may still run (marked)
-	unseen []*pending
+	unseen []*atomic.Int32
 	// retakes: a renewal or Extend that may re-take a Redlock node after a
 	// release was in flight, or its re-take went unanswered (marked)
 	retakes atomic.Bool
@@ -430,44 +430,12 @@ func (h *hold) marked() bool {
 	if h.retakes.Load() {
 		return true
 	}
-	for _, p := range h.unseen {
-		if p.left.Load() > 0 {
+	for _, n := range h.unseen {
+		if n.Load() > 0 {
 			return true
 		}
 	}
 	return false
-}
-
-// awaitUnseen waits up to grace (at most a quarter of the release timeout),
-// while ctx lives, for the node calls of h's Redlock acquire still
-// unanswered. A majority decided the acquire; a release right after it
-// mostly finds the last node's answer on its way, and once it is counted the
-// release leaves no done markers (marked). It waits only when nothing else
-// marks the hold, and not for a call that failed: a hung node delays the
-// release by grace.
-func (h *hold) awaitUnseen(ctx context.Context, grace time.Duration) {
-	if len(h.unseen) == 0 || h.uncertain.Load() || h.retakes.Load() || h.l.mut.noAwaitUnseen {
-		return
-	}
-	grace = min(grace, h.release/4)
-	var timeout <-chan time.Time
-	for _, p := range h.unseen {
-		if p.left.Load() == 0 {
-			continue
-		}
-		if timeout == nil {
-			t := time.NewTimer(grace)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case <-p.done:
-		case <-timeout:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 // endErr is the error of a call on h once it ended (nil while it is live).
@@ -516,7 +484,6 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 	}
 	held, err := bounded(l, detached(ctx), time.Now().Add(h.release), func(cctx context.Context) (bool, error) {
 		backoff := retryMin
-		h.awaitUnseen(cctx, l.unseenGrace)
 		lean := h.lean && !h.marked() && !h.keys.perOwner()
 		for {
 			valid := l.clock() < h.validUntil.Load()

@@ -34,9 +34,6 @@ type Locker struct {
 	followsFailovers bool
 	// reached: a call got an answer from the deployment once (answered)
 	reached atomic.Bool
-	// unseenGrace: how long a release waits for the last answers of the
-	// hold's Redlock acquire (hold.awaitUnseen); fanOutGrace
-	unseenGrace time.Duration
 
 	closed   atomic.Bool
 	done     chan struct{}
@@ -96,7 +93,6 @@ func New(client redis.UniversalClient, opts ...Option) (*Locker, error) {
 		epoch:            time.Now(),
 		done:             make(chan struct{}),
 		undoWake:         undoWaits{wake: make(chan struct{})},
-		unseenGrace:      fanOutGrace,
 		mut:              mut,
 	}
 	l.waitRooms = []*waitRoom{newWaitRoom(client, l.clock, &l.mut)}

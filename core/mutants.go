@@ -46,9 +46,6 @@ type mutants struct {
 	// blind-release: a Redlock release leaves no done marker though a node's
 	// acquire, or a renewal's re-take, may still run unseen
 	blindRelease bool
-	// no-await-unseen: a Redlock release right after the acquire does not
-	// wait for the last node's answer, and leaves done markers for it
-	noAwaitUnseen bool
 	// unbounded-retake: a Redlock renewal's re-take of a node waits for the
 	// client's own timeouts, which a hung node makes outlast the lease
 	unboundedRetake bool
@@ -169,7 +166,6 @@ var mutantFlags = map[string]func(*mutants){
 	"skip-raise":         func(m *mutants) { m.skipRaise = true },
 	"blind-release":      func(m *mutants) { m.blindRelease = true },
 	"unbounded-retake":   func(m *mutants) { m.unboundedRetake = true },
-	"no-await-unseen":    func(m *mutants) { m.noAwaitUnseen = true },
 	"dial-never-ran":     func(m *mutants) { m.dialNeverRan = true },
 	"load-slots":         func(m *mutants) { m.loadSlots = true },
 	"check-inline":       func(m *mutants) { m.checkInline = true },

@@ -84,13 +84,12 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 		least = strconv.FormatInt(time.Now().Add(r.lead).UnixMicro(), 10)
 	}
 	// Each node's answer, even after the majority decided, takes one off.
-	unseen := newPending(len(r.nodes))
+	unseen := new(atomic.Int32)
+	unseen.Store(int32(len(r.nodes)))
 	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *deployment) (acquireReply, error) {
 		a, err := n.acquireLeast(cctx, k, owner, ttl, entry, seq, tag, least)
 		if err == nil || neverRan(err) {
-			unseen.answered()
-		} else {
-			unseen.failed()
+			unseen.Add(-1)
 		}
 		return a, err
 	}, r.acquireJudge())
@@ -115,37 +114,6 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 		return acquireReply{found: foundBusy, wait: t.wait, holder: t.holder, unseen: unseen}, nil
 	}
 	return acquireReply{}, r.unavailableNodes(errs, t.granted > 0)
-}
-
-// pending counts one Redlock attempt's node calls that may still run
-// unseen: not answered yet, or failed after they may have run. done closes
-// once none may, or once one failed so: no wait can bring left to zero then.
-type pending struct {
-	left   atomic.Int32
-	done   chan struct{}
-	closed atomic.Bool
-}
-
-func newPending(n int) *pending {
-	p := &pending{done: make(chan struct{})}
-	p.left.Store(int32(n))
-	return p
-}
-
-// answered counts off one call that answered, or failed before it ran.
-func (p *pending) answered() {
-	if p.left.Add(-1) == 0 {
-		p.close()
-	}
-}
-
-// failed records a call that failed after it may have run: it stays counted.
-func (p *pending) failed() { p.close() }
-
-func (p *pending) close() {
-	if p.closed.CompareAndSwap(false, true) {
-		close(p.done)
-	}
 }
 
 // acquireTally is what the nodes that answered an acquire in time said.

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -90,7 +91,7 @@ func (a *acquisition) attemptRedlock(ctx context.Context) (*Lease, error) {
 	t := a.try(ctx)
 	if t.err == nil && t.r.unseen != nil {
 		// Counts of earlier attempts that reached zero stay there: dropped.
-		a.unseen = append(slices.DeleteFunc(a.unseen, func(p *pending) bool { return p.left.Load() == 0 }), t.r.unseen)
+		a.unseen = append(slices.DeleteFunc(a.unseen, func(n *atomic.Int32) bool { return n.Load() == 0 }), t.r.unseen)
 	}
 	err := t.err
 	if err == nil && t.r.found == foundEnded {
