@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 )
 
@@ -28,7 +27,7 @@ type acquisition struct {
 	uncertain bool
 	// unseen: the owner's attempts whose calls may still run unseen
 	// (acquireReply.unseen); the hold keeps them (hold.marked)
-	unseen []*atomic.Int32
+	unseen []*pending
 
 	unavail error         // the last attempt failed (Redlock: too few nodes answered)
 	retryIn time.Duration // the wait after the last failed attempt; it doubles while they fail

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,15 +19,16 @@ type backend interface {
 	// entry's refresh number, tag the holder tag or nil. An error means the call failed.
 	acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, entry any, seq int, tag any) (acquireReply, error)
 	// release gives up owner's hold (handing it to the first live waiter) or
-	// its place in the queue, and reports whether owner held it. marker leaves
-	// owner's done marker: ask for it after a call that may have run unanswered.
-	// See docs/design.md, "Redis layout".
-	release(ctx context.Context, k *lockKeys, owner ownerID, marker bool) (held bool, err error)
+	// its place in the queue, and reports whether owner held it. It leaves
+	// owner's done marker on the nodes m names: ask for it where a call of
+	// owner may have run unanswered. See docs/design.md, "Redis layout".
+	release(ctx context.Context, k *lockKeys, owner ownerID, m markers) (held bool, err error)
 	// releaseLean releases owner's lean hold (taken with no one waiting and no
 	// tag) with one HDEL, leaving no done marker: released reports whether it
 	// was; if not (someone waits now, or it is gone), release tells which.
-	// See docs/design.md, "Redis layout".
-	releaseLean(ctx context.Context, k *lockKeys, owner ownerID) (released bool, err error)
+	// Redlock releases the nodes m names with release's markers instead; a
+	// deployment's is asked for only with none. See docs/design.md, "Redis layout".
+	releaseLean(ctx context.Context, k *lockKeys, owner ownerID, m markers) (released bool, err error)
 	// groups splits a renewal batch into parts (indexes into batch) sent
 	// and answered independently, one per Redis node.
 	groups(ctx context.Context, batch []renewal) [][]int
@@ -85,10 +85,28 @@ type acquireReply struct {
 	stray bool
 	// proposed: Redlock, held after proposing the fence: it may be the Locker's clock, not a server's
 	proposed bool
-	// unseen: Redlock, how many of this attempt's node calls may still run
-	// unseen (not answered yet, or failed after they may have run): while
-	// any may, the owner's releases leave done markers (hold.marked)
-	unseen *atomic.Int32
+	// unseen: Redlock, this attempt's node calls that may still run unseen
+	// (not answered yet, or failed after they may have run): the owner's
+	// releases leave done markers on their nodes (hold.markers)
+	unseen *pending
+}
+
+// markers names the nodes a release leaves its owner's done marker on
+// (bit i: node i; a deployment is one node): those where a call of the
+// owner may still run unseen.
+type markers uint32
+
+const (
+	noMarkers  markers = 0
+	allMarkers markers = ^markers(0)
+)
+
+// node is m for node i alone: all markers or none.
+func (m markers) node(i int) markers {
+	if m&(1<<i) != 0 {
+		return allMarkers
+	}
+	return noMarkers
 }
 
 // found is the outcome of an answered acquire.
@@ -269,14 +287,14 @@ func readAcquire(cmd *redis.Cmd) (int64, string, error) {
 
 // releaseLean: a lean hold is the hash's one field, named by its owner;
 // deleting that field deletes the hash, and deletes nothing of another owner's.
-func (s *deployment) releaseLean(ctx context.Context, k *lockKeys, owner ownerID) (bool, error) {
+func (s *deployment) releaseLean(ctx context.Context, k *lockKeys, owner ownerID, _ markers) (bool, error) {
 	n, err := s.send(ctx, nil, k, newOnce(ctx, []any{"hdel", k.args[0], owner.arg})).Int64()
 	return n == 1, err
 }
 
-func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, marker bool) (bool, error) {
+func (s *deployment) release(ctx context.Context, k *lockKeys, owner ownerID, ms markers) (bool, error) {
 	m := noMarker
-	if marker {
+	if ms != noMarkers {
 		m = s.markerArg
 	}
 	release := s.mut.scripts.release

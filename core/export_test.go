@@ -113,5 +113,5 @@ func OnQueued(l *Locker, f func()) {
 	}
 }
 
-// Marked reports whether s's release would leave done markers now (hold.marked).
-func Marked(s *Lease) bool { return s.h.marked() }
+// Marked reports whether s's release would leave done markers now (hold.markers).
+func Marked(s *Lease) bool { return s.h.markers() != noMarkers }

@@ -31,7 +31,7 @@ type hold struct {
 	// uncertain: a call may have run unanswered, so releases leave a done marker
 	uncertain atomic.Bool
 	// unseen: Redlock, its acquisition's node calls that may still run (marked)
-	unseen []*atomic.Int32
+	unseen []*pending
 	// retakes: a renewal or Extend that may re-take a Redlock node after a
 	// release was in flight, or its re-take went unanswered (marked)
 	retakes atomic.Bool
@@ -417,25 +417,25 @@ func (h *hold) beginRelease(renewing bool) {
 	}
 }
 
-// marked reports whether h's releases leave a done marker: a call of its
-// owner may have run unanswered, or (Redlock) an acquire decided by a
-// majority, or a re-take (retakes), may still run on another node.
-func (h *hold) marked() bool {
+// markers names the nodes h's releases leave a done marker on: every node
+// when a call of its owner may have run unanswered (uncertain) or a re-take
+// may still run (retakes); else (Redlock) each node where an acquire,
+// decided by a majority, may still run unseen.
+func (h *hold) markers() markers {
 	if h.uncertain.Load() {
-		return true
+		return allMarkers
 	}
 	if h.l.mut.blindRelease {
-		return false
+		return noMarkers
 	}
 	if h.retakes.Load() {
-		return true
+		return allMarkers
 	}
-	for _, n := range h.unseen {
-		if n.Load() > 0 {
-			return true
-		}
+	m := noMarkers
+	for _, p := range h.unseen {
+		m |= p.unseen()
 	}
-	return false
+	return m
 }
 
 // endErr is the error of a call on h once it ended (nil while it is live).
@@ -484,15 +484,16 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 	}
 	held, err := bounded(l, detached(ctx), time.Now().Add(h.release), func(cctx context.Context) (bool, error) {
 		backoff := retryMin
-		lean := h.lean && !h.marked() && !h.keys.perOwner()
+		lean := h.lean && !h.keys.perOwner()
 		for {
 			valid := l.clock() < h.validUntil.Load()
 			var held bool
 			var err error
-			if lean {
-				held, err = l.be.releaseLean(cctx, &h.keys, h.owner)
+			m := h.markers()
+			if lean = lean && m != allMarkers; lean {
+				held, err = l.be.releaseLean(cctx, &h.keys, h.owner, m)
 			} else {
-				held, err = l.be.release(cctx, &h.keys, h.owner, h.marked())
+				held, err = l.be.release(cctx, &h.keys, h.owner, m)
 			}
 			switch {
 			case err == nil && (held || !lean):

@@ -146,7 +146,7 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 		h.beginRelease(false) // the watchdog has stopped: no renewal in flight
 		wg.Go(func() {
 			held, err := bounded(l, ctx, time.Time{}, func(cctx context.Context) (bool, error) {
-				return l.be.release(cctx, &h.keys, h.owner, h.marked())
+				return l.be.release(cctx, &h.keys, h.owner, h.markers())
 			}, nil)
 			switch {
 			case err == errNoAnswer:

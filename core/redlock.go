@@ -83,13 +83,12 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	if !k.semaphore() && !k.read && seq <= 1 {
 		least = strconv.FormatInt(time.Now().Add(r.lead).UnixMicro(), 10)
 	}
-	// Each node's answer, even after the majority decided, takes one off.
-	unseen := new(atomic.Int32)
-	unseen.Store(int32(len(r.nodes)))
-	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, _ int, n *deployment) (acquireReply, error) {
+	// Each node's answer, even after the majority decided, is noted.
+	unseen := newPending(len(r.nodes))
+	res, errs := fanOutUntil(ctx, r, perNode(ttlD), func(cctx context.Context, i int, n *deployment) (acquireReply, error) {
 		a, err := n.acquireLeast(cctx, k, owner, ttl, entry, seq, tag, least)
 		if err == nil || neverRan(err) {
-			unseen.Add(-1)
+			unseen.seen(i)
 		}
 		return a, err
 	}, r.acquireJudge())
@@ -115,6 +114,21 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	}
 	return acquireReply{}, r.unavailableNodes(errs, t.granted > 0)
 }
+
+// pending is one Redlock attempt's node calls that may still run unseen:
+// node i's may, until it answered or failed before it ran.
+type pending struct {
+	answered atomic.Uint32 // bit i: node i's call answered, or never ran
+	all      uint32        // a bit for each node
+}
+
+func newPending(nodes int) *pending { return &pending{all: 1<<nodes - 1} }
+
+// seen notes node i's call answered, or failed before it ran.
+func (p *pending) seen(i int) { p.answered.Or(1 << i) }
+
+// unseen names the nodes whose call may still run (none: every one answered).
+func (p *pending) unseen() markers { return markers(p.all &^ p.answered.Load()) }
 
 // acquireTally is what the nodes that answered an acquire in time said.
 type acquireTally struct {
@@ -229,8 +243,8 @@ func (r *redlock) clients() []namedClient {
 }
 
 // answers runs call on every node: the answers, or unavailableNodes below a quorum.
-func answers[T any](ctx context.Context, r *redlock, call func(context.Context, *deployment) (T, error)) ([]T, error) {
-	res, errs := fanOutUntil(ctx, r, r.timeout, func(cctx context.Context, _ int, n *deployment) (T, error) { return call(cctx, n) }, nil)
+func answers[T any](ctx context.Context, r *redlock, call func(ctx context.Context, i int, n *deployment) (T, error)) ([]T, error) {
+	res, errs := fanOutUntil(ctx, r, r.timeout, call, nil)
 	var got []T
 	for i := range res {
 		if errs[i] == nil {
@@ -245,31 +259,35 @@ func answers[T any](ctx context.Context, r *redlock, call func(context.Context, 
 }
 
 // release releases on every node: held when any node held owner's hold.
-// marker: see backend.release (an acquire decided by a majority may still
-// run unseen on the other nodes: acquireReply.unseen).
-func (r *redlock) release(ctx context.Context, k *lockKeys, owner ownerID, marker bool) (bool, error) {
-	held, err := answers(ctx, r, func(cctx context.Context, n *deployment) (bool, error) {
-		return n.release(cctx, k, owner, marker)
+// m: see backend.release (an acquire decided by a majority may still run
+// unseen on the other nodes: acquireReply.unseen).
+func (r *redlock) release(ctx context.Context, k *lockKeys, owner ownerID, m markers) (bool, error) {
+	held, err := answers(ctx, r, func(cctx context.Context, i int, n *deployment) (bool, error) {
+		return n.release(cctx, k, owner, m.node(i))
 	})
 	return slices.Contains(held, true), err
 }
 
-// releaseLean releases a hold every node's acquire answered: on each node
-// the lean hold's HDEL, or where that finds none (a waiter flagged the lock,
-// or the node did not grant it) the release script, without done markers.
-func (r *redlock) releaseLean(ctx context.Context, k *lockKeys, owner ownerID) (bool, error) {
-	held, err := answers(ctx, r, func(cctx context.Context, n *deployment) (bool, error) {
-		if ok, err := n.releaseLean(cctx, k, owner); ok || err != nil {
+// releaseLean releases a lean hold: on each node that m does not name the
+// lean hold's HDEL, or where that finds none (a waiter flagged the lock, or
+// the node did not grant it) the release script, without done markers; on
+// the nodes m names (their acquire may still run) the script with markers.
+func (r *redlock) releaseLean(ctx context.Context, k *lockKeys, owner ownerID, m markers) (bool, error) {
+	held, err := answers(ctx, r, func(cctx context.Context, i int, n *deployment) (bool, error) {
+		if m.node(i) != noMarkers {
+			return n.release(cctx, k, owner, allMarkers)
+		}
+		if ok, err := n.releaseLean(cctx, k, owner, noMarkers); ok || err != nil {
 			return ok, err
 		}
-		return n.release(cctx, k, owner, false)
+		return n.release(cctx, k, owner, noMarkers)
 	})
 	return slices.Contains(held, true), err
 }
 
 // forceRelease: held when a quorum of nodes held owner's hold and removed it.
 func (r *redlock) forceRelease(ctx context.Context, k *lockKeys, owner string) (bool, error) {
-	removed, err := answers(ctx, r, func(cctx context.Context, n *deployment) (bool, error) {
+	removed, err := answers(ctx, r, func(cctx context.Context, _ int, n *deployment) (bool, error) {
 		return n.forceRelease(cctx, k, owner)
 	})
 	n := 0
@@ -384,7 +402,7 @@ func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]ren
 }
 
 func (r *redlock) pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error) {
-	res, err := answers(ctx, r, func(cctx context.Context, n *deployment) (time.Duration, error) {
+	res, err := answers(ctx, r, func(cctx context.Context, _ int, n *deployment) (time.Duration, error) {
 		d, err := n.pttl(cctx, k, owner)
 		if errors.Is(err, ErrNotHeld) {
 			return -1, nil // an answer: not held there
@@ -464,7 +482,7 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 // inspect: held when a quorum of nodes names one owner; TTL and fence are
 // the quorum-th highest. See docs/topologies.md, "Redlock".
 func (r *redlock) inspect(ctx context.Context, k *lockKeys) (lockState, error) {
-	res, err := answers(ctx, r, func(cctx context.Context, n *deployment) (lockState, error) {
+	res, err := answers(ctx, r, func(cctx context.Context, _ int, n *deployment) (lockState, error) {
 		return n.inspect(cctx, k)
 	})
 	if err != nil {

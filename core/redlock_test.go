@@ -1142,11 +1142,11 @@ func TestRedlockTTLIsAQuorums(t *testing.T) {
 
 // A Redlock release sends each node the lean hold's HDEL and leaves no done
 // marker once every node's acquire has answered (nodes 0 and 1 answer
-// 100ms late, node 2 at once; the release waits for all three). While
-// a node's acquire is unanswered (node 2's reply held back), it releases by
-// script and leaves the owner's done marker on the nodes, which stops that
-// acquire should a copy of it still arrive. Control: blind-release leaves
-// none.
+// 100ms late, node 2 at once; the test waits for all three). While a node's
+// acquire is unanswered (node 2's reply held back), the release leaves the
+// owner's done marker on that node, which stops that acquire should a copy
+// of it still arrive, and sends the others the lean HDEL. Control:
+// blind-release leaves no marker.
 func TestRedlockReleaseMarksUnseenAcquires(t *testing.T) {
 	fixedAndControl(t, "blind-release", func(t *testing.T, control bool, opts []core.Option) {
 		srvs, cs := masters(t, 3)
@@ -1202,12 +1202,22 @@ func TestRedlockReleaseMarksUnseenAcquires(t *testing.T) {
 			t.Fatal(err)
 		}
 		within(t, held.Matched(), time.Second, "node 2's acquire")
+		hdels = hdels[:0]
+		for _, p := range proxies[:2] {
+			hdels = append(hdels, p.Watch(redistest.MatchCommand("hdel", "lockgate:{rl:unseen}")))
+		}
 		if err := s.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		// The marker that stops a late copy of node 2's acquire is node 2's.
+		// The marker that stops a late copy of node 2's acquire is node 2's;
+		// nodes 0 and 1, whose acquire answered, get the lean HDEL.
 		if n := len(cs[2].Keys(ctx, "lockgate:{rl:unseen}:done:*").Val()); (n == 1) == control {
 			t.Fatalf("node 2's acquire unanswered: %d done markers on node 2 after the release, want 1: %v", n, !control)
+		}
+		for i, w := range hdels {
+			if n, m := w.Count(), len(cs[i].Keys(ctx, "lockgate:{rl:unseen}:done:*").Val()); n != 1 || m != 0 {
+				t.Errorf("node %d, whose acquire answered: %d HDELs of the lean hold and %d done markers, want 1 and none", i, n, m)
+			}
 		}
 	})
 }

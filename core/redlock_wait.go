@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -90,8 +89,8 @@ func (a *acquisition) waitTurn(ctx context.Context, turn <-chan struct{}) error 
 func (a *acquisition) attemptRedlock(ctx context.Context) (*Lease, error) {
 	t := a.try(ctx)
 	if t.err == nil && t.r.unseen != nil {
-		// Counts of earlier attempts that reached zero stay there: dropped.
-		a.unseen = append(slices.DeleteFunc(a.unseen, func(n *atomic.Int32) bool { return n.Load() == 0 }), t.r.unseen)
+		// Earlier attempts whose every node answered stay so: dropped.
+		a.unseen = append(slices.DeleteFunc(a.unseen, func(p *pending) bool { return p.unseen() == noMarkers }), t.r.unseen)
 	}
 	err := t.err
 	if err == nil && t.r.found == foundEnded {

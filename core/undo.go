@@ -58,7 +58,7 @@ func (l *Locker) undo(k *lockKeys, owner ownerID, o *callOptions, done chan<- st
 		for {
 			back := l.undoWake.wait()
 			ctx, cancel := context.WithTimeout(context.Background(), o.releaseTimeout)
-			_, err := l.be.release(ctx, k, owner, true)
+			_, err := l.be.release(ctx, k, owner, allMarkers)
 			cancel()
 			if err == nil {
 				l.answered()
