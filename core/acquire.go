@@ -26,7 +26,7 @@ type acquisition struct {
 	// uncertain: an attempt may have run unseen; the release then leaves a done marker
 	uncertain bool
 	// unseen: the owner's attempts whose calls may still run unseen
-	// (acquireReply.unseen); the hold keeps them (hold.marked)
+	// (acquireReply.unseen); the hold keeps them (hold.markers)
 	unseen []*pending
 
 	unavail error         // the last attempt failed (Redlock: too few nodes answered)
@@ -215,8 +215,8 @@ func (a *acquisition) newHold(ctx context.Context, fence, validUntil, renewAt in
 	return s, nil
 }
 
-// newOwner gives the call a new owner id and drops the old owner's counts of
-// calls that may still run (unseen): that owner is undone with done markers.
+// newOwner gives the call a new owner id and drops the old owner's calls that
+// may still run (unseen): that owner is undone with done markers.
 func (a *acquisition) newOwner() { a.owner, a.unseen = a.keys.newOwner(), nil }
 
 // undo releases what this call's attempts may hold, or its queue place.

@@ -30,10 +30,10 @@ type hold struct {
 
 	// uncertain: a call may have run unanswered, so releases leave a done marker
 	uncertain atomic.Bool
-	// unseen: Redlock, its acquisition's node calls that may still run (marked)
+	// unseen: Redlock, its acquisition's node calls that may still run (markers)
 	unseen []*pending
 	// retakes: a renewal or Extend that may re-take a Redlock node after a
-	// release was in flight, or its re-take went unanswered (marked)
+	// release was in flight, or its re-take went unanswered (markers)
 	retakes atomic.Bool
 	// releasing: a release in Redis began (beginRelease); extending: Extend
 	// calls in flight. An Extend that finds releasing sends nothing; a

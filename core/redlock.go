@@ -115,6 +115,10 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	return acquireReply{}, r.unavailableNodes(errs, t.granted > 0)
 }
 
+// maxRedlockNodes bounds a Redlock's masters: a node set (markers, pending)
+// has a bit for each.
+const maxRedlockNodes = 31
+
 // pending is one Redlock attempt's node calls that may still run unseen:
 // node i's may, until it answered or failed before it ran.
 type pending struct {
@@ -427,19 +431,19 @@ func ttlOf(ttl any) time.Duration {
 	return time.Duration(n) * time.Millisecond
 }
 
-// NewRedlock returns a Locker over N independent masters (Redlock): N ≥ 3
-// and odd, each a plain or Sentinel failover client of its own master; opts
+// NewRedlock returns a Locker over N independent masters (Redlock): N odd,
+// 3 to 31, each a plain or Sentinel failover client of its own master; opts
 // are New's. Each node call is bounded by 1% of the TTL (50ms to 1s). Locks
 // and renewals need a majority; fences increase while a majority keeps its
 // data. Lock returns ErrNotObtained when busy on a majority, ErrUnavailable
 // joined with a *NodeError per silent node when too few answer.
 // See docs/topologies.md, "Redlock".
 //
-// Errors: ErrInvalid for fewer than three clients, an even number, a nil
-// one, a Cluster client, or two on the same address.
+// Errors: ErrInvalid for fewer than three clients or more than 31, an even
+// number, a nil one, a Cluster client, or two on the same address.
 func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error) {
-	if len(clients) < 3 || len(clients)%2 == 0 {
-		return nil, invalidf("redlock needs an odd number of at least 3 masters, got %d", len(clients))
+	if len(clients) < 3 || len(clients) > maxRedlockNodes || len(clients)%2 == 0 {
+		return nil, invalidf("redlock needs an odd number of 3 to %d masters, got %d", maxRedlockNodes, len(clients))
 	}
 	seen := map[string]bool{}
 	names := make([]string, len(clients))

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"slices"
@@ -95,6 +96,7 @@ func TestNewRedlockRejects(t *testing.T) {
 		{"typed nil", []redis.UniversalClient{cs[0], cs[1], (*redis.Client)(nil)}},
 		{"cluster", []redis.UniversalClient{cs[0], cs[1], cluster}},
 		{"same address", []redis.UniversalClient{cs[0], cs[1], srvs[0].Client(t)}},
+		{"thirty-three", addressed(t, 33)},
 	} {
 		if _, err := core.NewRedlock(tc.clients); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("%s: NewRedlock = %v, want ErrInvalid", tc.name, err)
@@ -105,6 +107,18 @@ func TestNewRedlockRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
+}
+
+// addressed is n clients of n distinct addresses where nothing listens
+// (NewRedlock sends nothing).
+func addressed(t *testing.T, n int) []redis.UniversalClient {
+	var cs []redis.UniversalClient
+	for i := range n {
+		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", 1+i)})
+		t.Cleanup(func() { c.Close() })
+		cs = append(cs, c)
+	}
+	return cs
 }
 
 // Over 3 masters: the lock is on every node while held; another Redlock
