@@ -1352,24 +1352,13 @@ func releaseMarkers(t *testing.T, ctx context.Context, s *core.Lease, cs []redis
 // its TTL. Control: dial-never-ran keeps it.
 func TestRedlockFailureAfterAGrantIsUndone(t *testing.T) {
 	fixedAndControl(t, "dial-never-ran", func(t *testing.T, control bool, opts []core.Option) {
-		srvs, cs := masters(t, 3)
-		var clients []redis.UniversalClient
-		for _, s := range srvs {
-			c := redis.NewClient(&redis.Options{Addr: s.Addr, DialerRetries: 1})
-			t.Cleanup(func() { c.Close() })
-			clients = append(clients, c)
-		}
-		l, err := core.NewRedlock(clients, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
+		srvs, cs, l := dialOnceRedlock(t, opts)
 		ctx := locktest.Context(t)
 		const hash = "lockgate:{rl:dial}"
 		events := keyspaceEvents(t, cs[1], hash)
 		srvs[0].Stop()
 		srvs[2].Stop()
-		_, err = l.TryLock(ctx, "rl:dial", core.WithTTL(100*time.Second), core.WithAttemptTimeout(10*time.Second))
+		_, err := l.TryLock(ctx, "rl:dial", core.WithTTL(100*time.Second), core.WithAttemptTimeout(10*time.Second))
 		if !errors.Is(err, core.ErrUnavailable) {
 			t.Fatalf("TryLock with 2 of 3 nodes down: %v, want unavailable", err)
 		}
@@ -1398,6 +1387,26 @@ func TestRedlockFailureAfterAGrantIsUndone(t *testing.T) {
 	})
 }
 
+// dialOnceRedlock is a Redlock Locker over 3 masters whose clients dial
+// once (a stopped node's failure is its refused dial), the masters, and a
+// client of each.
+func dialOnceRedlock(t *testing.T, opts []core.Option) ([]*redistest.Server, []redis.UniversalClient, *core.Locker) {
+	t.Helper()
+	srvs, cs := masters(t, 3)
+	var clients []redis.UniversalClient
+	for _, s := range srvs {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, DialerRetries: 1})
+		t.Cleanup(func() { c.Close() })
+		clients = append(clients, c)
+	}
+	l, err := core.NewRedlock(clients, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return srvs, cs, l
+}
+
 // A Redlock renewal that fails after it ran on a node is given back once the
 // lease is lost, even when the other nodes' dials were refused: node 1
 // renews, nodes 0 and 2 are stopped and their clients dial once, and the
@@ -1406,18 +1415,7 @@ func TestRedlockFailureAfterAGrantIsUndone(t *testing.T) {
 // 1's hold expires on its own.
 func TestRedlockFailedRenewalThatRanIsGivenBack(t *testing.T) {
 	fixedAndControl(t, "dial-never-ran", func(t *testing.T, control bool, opts []core.Option) {
-		srvs, cs := masters(t, 3)
-		var clients []redis.UniversalClient
-		for _, s := range srvs {
-			c := redis.NewClient(&redis.Options{Addr: s.Addr, DialerRetries: 1})
-			t.Cleanup(func() { c.Close() })
-			clients = append(clients, c)
-		}
-		l, err := core.NewRedlock(clients, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
+		srvs, cs, l := dialOnceRedlock(t, opts)
 		ctx := locktest.Context(t)
 		const hash = "lockgate:{rl:renewdial}"
 		s, err := l.Lock(ctx, "rl:renewdial", core.WithTTL(2*time.Second))
