@@ -287,10 +287,7 @@ func readAcquire(cmd *redis.Cmd) (int64, string, error) {
 
 // releaseLean: a lean hold is the hash's one field, named by its owner;
 // deleting that field deletes the hash, and deletes nothing of another owner's.
-func (s *deployment) releaseLean(ctx context.Context, k *lockKeys, owner ownerID, m markers) (bool, error) {
-	if m != noMarkers {
-		return s.release(ctx, k, owner, m) // not lean: a call of owner may still run
-	}
+func (s *deployment) releaseLean(ctx context.Context, k *lockKeys, owner ownerID, _ markers) (bool, error) {
 	n, err := s.send(ctx, nil, k, newOnce(ctx, []any{"hdel", k.args[0], owner.arg})).Int64()
 	return n == 1, err
 }

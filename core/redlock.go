@@ -278,8 +278,8 @@ func (r *redlock) release(ctx context.Context, k *lockKeys, owner ownerID, m mar
 // the nodes m names (their acquire may still run) the script with markers.
 func (r *redlock) releaseLean(ctx context.Context, k *lockKeys, owner ownerID, m markers) (bool, error) {
 	held, err := answers(ctx, r, func(cctx context.Context, i int, n *deployment) (bool, error) {
-		if m.node(i) != noMarkers {
-			return n.release(cctx, k, owner, allMarkers)
+		if mi := m.node(i); mi != noMarkers {
+			return n.release(cctx, k, owner, mi)
 		}
 		if ok, err := n.releaseLean(cctx, k, owner, noMarkers); ok || err != nil {
 			return ok, err

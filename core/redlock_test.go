@@ -868,7 +868,8 @@ func TestRedlockBusyGivesBackStraggler(t *testing.T) {
 }
 
 // keyspaceEvents subscribes to c's keyspace events of key's generic and
-// hash commands (HSET, DEL, ...), closed at the end of the test.
+// hash commands (HSET, DEL, ...) and its expiry, closed at the end of the
+// test.
 func keyspaceEvents(t *testing.T, c redis.UniversalClient, key string) <-chan *redis.Message {
 	t.Helper()
 	ctx := locktest.Context(t)
