@@ -101,6 +101,14 @@ func OnChecked(l *Locker, f func()) {
 	}
 }
 
+// OnDelivered makes l's wait rooms call f each time they have handled a
+// grant or free message; set it before l's first call.
+func OnDelivered(l *Locker, f func()) {
+	for _, r := range l.waitRooms {
+		r.delivered = f
+	}
+}
+
 // OnQueued makes l's coalescers call f for each call they queue behind the
 // round trips in flight; set it before l's first call.
 func OnQueued(l *Locker, f func()) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,12 +237,14 @@ func TestSlowRepliesWhenGranted(t *testing.T) {
 // however many other grants the room sees meanwhile: with 70 waiters of
 // another Locker ahead (each granted and releasing while the waiter's
 // queueing reply is held by a proxy), the waiter holds the lock as soon as
-// its reply arrives, well before its refresh (5s; TTL 15s). Before, the
+// its reply arrives, well before its refresh (20s; TTL 1m). Before, the
 // grants to the other Locker's waiters filled a 64-slot buffer and the
 // waiter's was dropped: it got the lock at its refresh, after its budget
-// here. Control: the early grants dropped (and nothing read again). The
-// reply is held 3s, so that the 70 hand-overs ahead fit in it on a loaded
-// machine (1.5s did not, beside the fault rig).
+// (15s) here. Control: the early grants dropped (and nothing read again).
+// The reply is held until the grant is seen in Redis and the Locker's room
+// has had its message, then let go (Let): a fixed hold (3s) was outlasted
+// by the 70 hand-overs ahead on a loaded machine, and a message slower than
+// the reply made the grant one to a waiter present, not an early one.
 func TestGrantBehindManyOthers(t *testing.T) {
 	t.Parallel()
 	for _, mutant := range []string{"", "drop-early"} {
@@ -249,7 +252,19 @@ func TestGrantBehindManyOthers(t *testing.T) {
 			srv := redistest.Start(t)
 			holder, direct := locktest.NewLocker(t, srv)
 			others, _ := locktest.NewLocker(t, srv)
-			l, p := locktest.ProxiedLocker(t, srv, core.WithMutants(mutant))
+			// The client waits for the held reply as long as it is held.
+			p, c := lateClient(t, srv, time.Minute)
+			var ev locktest.Events
+			l := locktest.Locker(t, c, core.WithMutants(mutant), core.WithObserver(&ev))
+			var delivered atomic.Int64
+			message := make(chan struct{}, 1)
+			core.OnDelivered(l, func() {
+				delivered.Add(1)
+				select {
+				case message <- struct{}{}:
+				default:
+				}
+			})
 			locktest.Warm(t, l)
 			ctx := locktest.Context(t)
 			const key, ahead = "behind", 70
@@ -276,14 +291,17 @@ func TestGrantBehindManyOthers(t *testing.T) {
 				}()
 				waitQueued(t, direct, key, int64(i+2))
 			}
-			h := p.HoldReply(script(t, "acquire", key), 3*time.Second)
+			// Held until the probe below has seen the grant (Let), so a
+			// loaded machine's slow hand-overs cannot outlast the hold.
+			h := p.HoldReply(script(t, "acquire", key), time.Minute)
+			defer h.Let()
 			type res struct {
 				err error
 				got time.Time
 			}
 			late := make(chan res, 1)
 			go func() {
-				w, err := l.Lock(ctx, key, core.WithTTL(15*time.Second), core.WithWait(4*time.Second))
+				w, err := l.Lock(ctx, key, core.WithTTL(time.Minute), core.WithWait(15*time.Second))
 				r := res{err: err, got: time.Now()}
 				if err == nil {
 					w.Unlock(ctx)
@@ -294,8 +312,22 @@ func TestGrantBehindManyOthers(t *testing.T) {
 			// One more waiter of the Locker, behind the late one, keeps the
 			// room subscribed after the first waiter has gone.
 			waitQueued(t, direct, key, ahead+2)
-			lastDone := waitFor(ctx, l, key, 10*time.Second)
+			lastDone := waitFor(ctx, l, key, 30*time.Second)
 			waitQueued(t, direct, key, ahead+3)
+			// And it has joined the room (its EventWaiting, after the
+			// first waiter's) before the first waiter leaves: else the room
+			// could unsubscribe in between, and the late waiter's join
+			// would check Redis afresh, which finds its grant whatever the
+			// control drops.
+			joined := 0
+			if _, ok := ev.Wait(ctx, func(e core.Event) bool {
+				if locktest.Is(core.EventWaiting, key)(e) {
+					joined++
+				}
+				return joined == 2
+			}); !ok {
+				t.Fatal("the last waiter never joined the room")
+			}
 			if err := s.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -309,6 +341,15 @@ func TestGrantBehindManyOthers(t *testing.T) {
 				t.Fatal("probe: the late waiter's reply came before its grant; the scenario did not happen")
 			default:
 			}
+			// The room has had every grant, the late waiter's too (the
+			// holder's to the first waiter, 70, then its own), before the
+			// reply goes: else the grant could come after the late waiter
+			// joined, as a grant to a waiter present, which the control
+			// does not drop.
+			for delivered.Load() < ahead+2 {
+				within(t, message, 10*time.Second, "the room's next grant message")
+			}
+			h.Let()
 			<-h.Released()
 			replied := time.Now()
 			r := <-late

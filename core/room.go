@@ -26,6 +26,7 @@ type waitRoom struct {
 	clock        func() int64 // the Locker's monotonic clock (ns)
 	mut          *mutants
 	checked      func() // tests' signal: a check ended (nil: none; export_test.go)
+	delivered    func() // tests' signal: a message was handled (nil: none; export_test.go)
 
 	mu     sync.Mutex
 	chans  map[string]*lockWaiters // by channel (the lock hash's key)
@@ -256,6 +257,9 @@ func (r *waitRoom) deliver(ch, payload string) {
 	g, ok := parseGrant(payload)
 	if !ok && payload != "f" {
 		return
+	}
+	if r.delivered != nil {
+		defer r.delivered() // deferred before the unlock, so it runs after it
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

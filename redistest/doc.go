@@ -11,7 +11,8 @@
 // A Proxy (StartProxy) sits between a client and a server and injects
 // network faults: HoldReply lets Redis execute one chosen command but
 // delivers its reply late, so that a go-redis client times out and retries
-// it (the command runs twice); SetLatency delays every reply; Cut closes
+// it (the command runs twice), or until the test lets it go (Let);
+// SetLatency delays every reply; Cut closes
 // the connections, Stall hangs them, SetRefuse plays a dead host; Count
 // tells how many commands of a name reached Redis.
 //

@@ -153,8 +153,10 @@ type Hold struct {
 	matched  chan struct{}
 	answered chan struct{}
 	released chan struct{}
+	let      chan struct{}
 	once     sync.Once // closes released
 	answer   sync.Once // closes answered
+	letOnce  sync.Once // closes let
 }
 
 // HoldReply holds the reply of the next command that m matches (a nil m
@@ -163,7 +165,7 @@ type Hold struct {
 // client only d after Redis sent it (instead of any SetLatency). Replies
 // after it on the same connection wait behind it, in order. If the
 // connection closes first (the client gave up after its ReadTimeout, Cut,
-// SetRefuse, Close), the reply is dropped. Only that one command is
+// SetRefuse, Close), the reply is dropped. Let ends the hold before d. Only that one command is
 // affected; several holds are taken by matching commands oldest first.
 //
 // A client that times out before d and retries (go-redis does, MaxRetries
@@ -172,7 +174,7 @@ func (p *Proxy) HoldReply(m Matcher, d time.Duration) *Hold {
 	if m == nil {
 		m = func([]string) bool { return true }
 	}
-	h := &Hold{match: m, d: max(d, 0), matched: make(chan struct{}), answered: make(chan struct{}), released: make(chan struct{})}
+	h := &Hold{match: m, d: max(d, 0), matched: make(chan struct{}), answered: make(chan struct{}), released: make(chan struct{}), let: make(chan struct{})}
 	p.mu.Lock()
 	p.holds = append(p.holds, h)
 	p.mu.Unlock()
@@ -192,6 +194,13 @@ func (h *Hold) Answered() <-chan struct{} { return h.answered }
 // or dropped because its connection closed first. It is closed only after
 // Matched, and stays open while no command matches.
 func (h *Hold) Released() <-chan struct{} { return h.released }
+
+// Let ends the hold now: the reply is written as soon as Redis has sent
+// it (and the replies before it on its connection are written), however
+// much of d is left. A test lets a reply go on a signal of its own instead
+// of guessing a d long enough for a loaded machine. Calling it again, or
+// after the reply was written, does nothing.
+func (h *Hold) Let() { h.letOnce.Do(func() { close(h.let) }) }
 
 func (h *Hold) release() {
 	if h != nil {
@@ -640,10 +649,15 @@ func (c *proxyConn) next() (reply, bool) {
 // proxy is not stalled; false means c was closed.
 func (c *proxyConn) wait(r reply) bool {
 	if d := time.Until(r.due); d > 0 {
+		var let chan struct{} // nil, never ready, when r is not held
+		if r.hold != nil {
+			let = r.hold.let
+		}
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
 		case <-t.C:
+		case <-let:
 		case <-c.done:
 			return false
 		}

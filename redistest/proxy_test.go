@@ -162,6 +162,40 @@ func TestProxyHoldReplyChannels(t *testing.T) {
 	}
 }
 
+// TestProxyHoldLet: Let writes a held reply at once, long before its
+// hold of an hour is over. Control: until Let, the reply stays held
+// although Redis has answered.
+func TestProxyHoldLet(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	p := redistest.StartProxy(t, srv.Addr)
+	c := proxyClient(t, p, 2*time.Hour, -1)
+	ctx := testContext(t)
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := p.HoldReply(redistest.MatchCommand("set", "let"), time.Hour)
+	res := make(chan error, 1)
+	go func() { res <- c.Set(ctx, "let", "v", 0).Err() }()
+	waitClosed(t, h.Answered(), 5*time.Second, "Answered")
+	select {
+	case err := <-res:
+		t.Fatalf("control: the SET returned (%v) while its reply was held", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	h.Let()
+	h.Let() // again: nothing
+	waitClosed(t, h.Released(), 5*time.Second, "Released after Let")
+	select {
+	case err := <-res:
+		if err != nil {
+			t.Fatalf("SET after Let: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("SET did not return after Let")
+	}
+}
+
 // TestProxyHoldKeepsOrder sends, on a raw connection, a RESP SET and an
 // inline PING in one write: the PONG waits behind the held +OK, and both
 // commands are counted.
