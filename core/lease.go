@@ -490,7 +490,8 @@ func (l *Locker) releaseBounded(ctx context.Context, h *hold) (bool, error) {
 			var held bool
 			var err error
 			m := h.markers()
-			if lean = lean && m != allMarkers; lean {
+			lean = lean && m != allMarkers // every node marked: the script, as for uncertain
+			if lean {
 				held, err = l.be.releaseLean(cctx, &h.keys, h.owner, m)
 			} else {
 				held, err = l.be.release(cctx, &h.keys, h.owner, m)

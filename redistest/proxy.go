@@ -165,8 +165,9 @@ type Hold struct {
 // client only d after Redis sent it (instead of any SetLatency). Replies
 // after it on the same connection wait behind it, in order. If the
 // connection closes first (the client gave up after its ReadTimeout, Cut,
-// SetRefuse, Close), the reply is dropped. Let ends the hold before d. Only that one command is
-// affected; several holds are taken by matching commands oldest first.
+// SetRefuse, Close), the reply is dropped. Let ends the hold before d.
+// Only that one command is affected; several holds are taken by matching
+// commands oldest first.
 //
 // A client that times out before d and retries (go-redis does, MaxRetries
 // 3 by default) thus makes Redis run the command twice.
