@@ -35,6 +35,21 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
+// connectedProxy starts a server, a proxy in front of it and a client of
+// the proxy (read timeout rt, no retries) that has connected already, so
+// that a test's first timed command does not pay the dial.
+func connectedProxy(t *testing.T, rt time.Duration) (*redistest.Server, *redistest.Proxy, *redis.Client, context.Context) {
+	t.Helper()
+	srv := redistest.Start(t)
+	p := redistest.StartProxy(t, srv.Addr)
+	c := proxyClient(t, p, rt, -1)
+	ctx := testContext(t)
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return srv, p, c, ctx
+}
+
 // waitClosed fails t unless ch is closed within d.
 func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	t.Helper()
@@ -117,13 +132,7 @@ func TestProxyHoldReplyRunsCommandTwice(t *testing.T) {
 // hold is over; the client then gets its reply.
 func TestProxyHoldReplyChannels(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	p := redistest.StartProxy(t, srv.Addr)
-	c := proxyClient(t, p, 5*time.Second, -1)
-	ctx := testContext(t)
-	if err := c.Ping(ctx).Err(); err != nil { // connect first: only SET is timed
-		t.Fatal(err)
-	}
+	srv, p, c, ctx := connectedProxy(t, 5*time.Second)
 	const hold = time.Second
 	h := p.HoldReply(redistest.MatchCommand("set", "held"), hold)
 	if isClosed(h.Matched()) || isClosed(h.Answered()) || isClosed(h.Released()) {
@@ -167,13 +176,7 @@ func TestProxyHoldReplyChannels(t *testing.T) {
 // although Redis has answered.
 func TestProxyHoldLet(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	p := redistest.StartProxy(t, srv.Addr)
-	c := proxyClient(t, p, 2*time.Hour, -1)
-	ctx := testContext(t)
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	_, p, c, ctx := connectedProxy(t, 2*time.Hour)
 	h := p.HoldReply(redistest.MatchCommand("set", "let"), time.Hour)
 	res := make(chan error, 1)
 	go func() { res <- c.Set(ctx, "let", "v", 0).Err() }()
@@ -372,13 +375,7 @@ func TestProxyPubSubPassesThrough(t *testing.T) {
 // is fast again.
 func TestProxyLatency(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	p := redistest.StartProxy(t, srv.Addr)
-	c := proxyClient(t, p, 3*time.Second, -1)
-	ctx := testContext(t)
-	if err := c.Ping(ctx).Err(); err != nil { // connect first: only the PINGs are timed
-		t.Fatal(err)
-	}
+	_, p, c, ctx := connectedProxy(t, 3*time.Second)
 	const latency = 400 * time.Millisecond
 	p.SetLatency(latency)
 	start := time.Now()
@@ -402,13 +399,7 @@ func TestProxyLatency(t *testing.T) {
 // cut, its held reply is dropped, and the client works again afterwards.
 func TestProxyCut(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	p := redistest.StartProxy(t, srv.Addr)
-	c := proxyClient(t, p, 10*time.Second, -1)
-	ctx := testContext(t)
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	_, p, c, ctx := connectedProxy(t, 10*time.Second)
 	h := p.HoldReply(redistest.MatchCommand("GET", "cut"), time.Minute) // keeps the GET in flight
 	res := make(chan error, 1)
 	go func() { res <- c.Get(ctx, "cut").Err() }()
@@ -483,13 +474,7 @@ func TestProxyStall(t *testing.T) {
 // connections; afterwards commands work again.
 func TestProxyRefuse(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	p := redistest.StartProxy(t, srv.Addr)
-	c := proxyClient(t, p, 300*time.Millisecond, -1)
-	ctx := testContext(t)
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	_, p, c, ctx := connectedProxy(t, 300*time.Millisecond)
 	p.SetRefuse(true)
 	for i := 0; i < 3; i++ {
 		if err := c.Ping(ctx).Err(); err == nil {
