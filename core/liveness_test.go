@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -244,126 +245,151 @@ func TestSlowRepliesWhenGranted(t *testing.T) {
 // has had its message, then let go (Let): a fixed hold (3s) was outlasted
 // by the 70 hand-overs ahead on a loaded machine, and a message slower than
 // the reply made the grant one to a waiter present, not an early one.
+//
+// The same on a 3-master Cluster: the proxy holds the reply of the lock's
+// master, and the room's grants come through that master's shard.
 func TestGrantBehindManyOthers(t *testing.T) {
 	t.Parallel()
 	for _, mutant := range []string{"", "drop-early"} {
-		t.Run("mutant="+mutant, func(t *testing.T) {
+		t.Run("single/mutant="+mutant, func(t *testing.T) {
 			srv := redistest.Start(t)
 			holder, direct := locktest.NewLocker(t, srv)
 			others, _ := locktest.NewLocker(t, srv)
 			// The client waits for the held reply as long as it is held.
 			p, c := lateClient(t, srv, time.Minute)
-			var ev locktest.Events
-			l := locktest.Locker(t, c, core.WithMutants(mutant), core.WithObserver(&ev))
-			const key, ahead = "behind", 70
-			// A token for each grant message the room handled (room to spare).
-			delivered := make(chan struct{}, 4*ahead)
-			core.OnDelivered(l, func() {
-				select {
-				case delivered <- struct{}{}:
-				default:
-				}
-			})
-			locktest.Warm(t, l)
-			ctx := locktest.Context(t)
-			s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
+			grantBehindManyOthers(t, mutant, holder, others, direct, c, p)
+		})
+		t.Run("cluster/mutant="+mutant, func(t *testing.T) {
+			cl := redistest.StartCluster(t, 3)
+			direct := cl.Client(t)
+			holder, others := locktest.Locker(t, direct), locktest.Locker(t, cl.Client(t))
+			c, ps := proxiedClusterClient(t, cl, time.Minute)
+			master, err := direct.MasterForKey(locktest.Context(t), "lockgate:{behind}")
 			if err != nil {
 				t.Fatal(err)
 			}
-			// A first waiter of the same Locker subscribes its room to the
-			// lock's channel, so the later grants reach the room before the
-			// late waiter has joined it.
-			firstDone := waitFor(ctx, l, key, 10*time.Second)
-			waitQueued(t, direct, key, 1)
-			var wg sync.WaitGroup
-			for i := range ahead {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					s, err := others.Lock(ctx, key, core.WithWait(10*time.Second), core.WithTTL(time.Minute))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					s.Unlock(ctx)
-				}()
-				waitQueued(t, direct, key, int64(i+2))
+			i := slices.Index(cl.Addrs, master.Options().Addr)
+			if i < 0 {
+				t.Fatalf("the lock's master %s is not among the Cluster's nodes %v", master.Options().Addr, cl.Addrs)
 			}
-			// Held until the probe below has seen the grant (Let), so a
-			// loaded machine's slow hand-overs cannot outlast the hold.
-			h := p.HoldReply(script(t, "acquire", key), time.Minute)
-			defer h.Let()
-			type res struct {
-				err error
-				got time.Time
-			}
-			late := make(chan res, 1)
-			go func() {
-				w, err := l.Lock(ctx, key, core.WithTTL(time.Minute), core.WithWait(15*time.Second))
-				r := res{err: err, got: time.Now()}
-				if err == nil {
-					w.Unlock(ctx)
-				}
-				late <- r
-			}()
-			within(t, h.Matched(), 5*time.Second, "the late waiter's queueing attempt")
-			// One more waiter of the Locker, behind the late one, keeps the
-			// room subscribed after the first waiter has gone.
-			waitQueued(t, direct, key, ahead+2)
-			lastDone := waitFor(ctx, l, key, 30*time.Second)
-			waitQueued(t, direct, key, ahead+3)
-			// And it has joined the room (its EventWaiting, after the
-			// first waiter's) before the first waiter leaves: else the room
-			// could unsubscribe in between, and the late waiter's join
-			// would check Redis afresh, which finds its grant whatever the
-			// control drops.
-			joined := 0
-			if _, ok := ev.Wait(ctx, func(e core.Event) bool {
-				if locktest.Is(core.EventWaiting, key)(e) {
-					joined++
-				}
-				return joined == 2
-			}); !ok {
-				t.Fatal("the last waiter never joined the room")
-			}
-			if err := s.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			wg.Wait()
-			checkWoken(t, firstDone, key)
-			if owner := ownerIn(ctx, direct, "lockgate:{"+key+"}"); owner == "" {
-				t.Fatal("probe: the lock was not handed to the late waiter while its reply was held")
-			}
-			select {
-			case <-h.Released():
-				t.Fatal("probe: the late waiter's reply came before its grant; the scenario did not happen")
-			default:
-			}
-			// The room has had every grant, the late waiter's too (the
-			// holder's to the first waiter, 70, then its own), before the
-			// reply goes: else the grant could come after the late waiter
-			// joined, as a grant to a waiter present, which the control
-			// does not drop.
-			for range ahead + 2 {
-				within(t, delivered, 10*time.Second, "the room's next grant message")
-			}
-			h.Let()
-			<-h.Released()
-			replied := time.Now()
-			r := <-late
-			defer checkWoken(t, lastDone, key)
-			if mutant != "" {
-				if r.err == nil {
-					t.Fatalf("control: with early grants dropped, the late waiter still got the lock %v after its reply", r.got.Sub(replied))
-				}
-				return
-			}
-			if r.err != nil {
-				t.Fatalf("the late waiter = %v, want the lock its reply came after", r.err)
-			}
-			t.Logf("lease %v after the reply", r.got.Sub(replied).Round(time.Millisecond))
+			grantBehindManyOthers(t, mutant, holder, others, direct, c, ps[i])
 		})
 	}
+}
+
+// grantBehindManyOthers is TestGrantBehindManyOthers with mutant ("" for
+// none): holder and others are Lockers of direct's deployment, c its client
+// through p, the proxy in front of the node that serves the lock "behind".
+func grantBehindManyOthers(t *testing.T, mutant string, holder, others *core.Locker, direct, c redis.UniversalClient, p *redistest.Proxy) {
+	var ev locktest.Events
+	l := locktest.Locker(t, c, core.WithMutants(mutant), core.WithObserver(&ev))
+	const key, ahead = "behind", 70
+	// A token for each grant message the room handled (room to spare).
+	delivered := make(chan struct{}, 4*ahead)
+	core.OnDelivered(l, func() {
+		select {
+		case delivered <- struct{}{}:
+		default:
+		}
+	})
+	locktest.Warm(t, l)
+	ctx := locktest.Context(t)
+	s, err := holder.Lock(ctx, key, core.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A first waiter of the same Locker subscribes its room to the
+	// lock's channel, so the later grants reach the room before the
+	// late waiter has joined it.
+	firstDone := waitFor(ctx, l, key, 10*time.Second)
+	waitQueued(t, direct, key, 1)
+	var wg sync.WaitGroup
+	for i := range ahead {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := others.Lock(ctx, key, core.WithWait(10*time.Second), core.WithTTL(time.Minute))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			s.Unlock(ctx)
+		}()
+		waitQueued(t, direct, key, int64(i+2))
+	}
+	// Held until the probe below has seen the grant (Let), so a
+	// loaded machine's slow hand-overs cannot outlast the hold.
+	h := p.HoldReply(script(t, "acquire", key), time.Minute)
+	defer h.Let()
+	type res struct {
+		err error
+		got time.Time
+	}
+	late := make(chan res, 1)
+	go func() {
+		w, err := l.Lock(ctx, key, core.WithTTL(time.Minute), core.WithWait(15*time.Second))
+		r := res{err: err, got: time.Now()}
+		if err == nil {
+			w.Unlock(ctx)
+		}
+		late <- r
+	}()
+	within(t, h.Matched(), 5*time.Second, "the late waiter's queueing attempt")
+	// One more waiter of the Locker, behind the late one, keeps the
+	// room subscribed after the first waiter has gone.
+	waitQueued(t, direct, key, ahead+2)
+	lastDone := waitFor(ctx, l, key, 30*time.Second)
+	waitQueued(t, direct, key, ahead+3)
+	// And it has joined the room (its EventWaiting, after the
+	// first waiter's) before the first waiter leaves: else the room
+	// could unsubscribe in between, and the late waiter's join
+	// would check Redis afresh, which finds its grant whatever the
+	// control drops.
+	joined := 0
+	if _, ok := ev.Wait(ctx, func(e core.Event) bool {
+		if locktest.Is(core.EventWaiting, key)(e) {
+			joined++
+		}
+		return joined == 2
+	}); !ok {
+		t.Fatal("the last waiter never joined the room")
+	}
+	if err := s.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	checkWoken(t, firstDone, key)
+	if owner := ownerIn(ctx, direct, "lockgate:{"+key+"}"); owner == "" {
+		t.Fatal("probe: the lock was not handed to the late waiter while its reply was held")
+	}
+	select {
+	case <-h.Released():
+		t.Fatal("probe: the late waiter's reply came before its grant; the scenario did not happen")
+	default:
+	}
+	// The room has had every grant, the late waiter's too (the
+	// holder's to the first waiter, 70, then its own), before the
+	// reply goes: else the grant could come after the late waiter
+	// joined, as a grant to a waiter present, which the control
+	// does not drop.
+	for range ahead + 2 {
+		within(t, delivered, 10*time.Second, "the room's next grant message")
+	}
+	h.Let()
+	<-h.Released()
+	replied := time.Now()
+	r := <-late
+	defer checkWoken(t, lastDone, key)
+	if mutant != "" {
+		if r.err == nil {
+			t.Fatalf("control: with early grants dropped, the late waiter still got the lock %v after its reply", r.got.Sub(replied))
+		}
+		return
+	}
+	if r.err != nil {
+		t.Fatalf("the late waiter = %v, want the lock its reply came after", r.err)
+	}
+	t.Logf("lease %v after the reply", r.got.Sub(replied).Round(time.Millisecond))
 }
 
 // A lease time above MaxTTL is bad input (ErrInvalid, nothing sent) for New,
