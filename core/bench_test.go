@@ -44,10 +44,10 @@ func benchClient(b *testing.B) *redis.Client {
 	return c
 }
 
-// benchClientKind is benchClient, with ContextTimeoutEnabled for kind
-// "ctxtimeout".
+// benchClientKind is benchClient, with ContextTimeoutEnabled for kinds
+// "ctxtimeout" and "ctxnocoal".
 func benchClientKind(b *testing.B, kind string) *redis.Client {
-	if kind != "ctxtimeout" {
+	if kind != "ctxtimeout" && kind != "ctxnocoal" {
 		return benchClient(b)
 	}
 	o := benchServer(b).Options()
@@ -105,7 +105,7 @@ func parallel(b *testing.B, p int, body func()) {
 // BenchmarkFloor is the two-round-trip floor of any safe lock: SET NX PX,
 // then a compare-and-delete script, on distinct keys.
 func BenchmarkFloor(b *testing.B) {
-	for _, p := range []int{1, 64} {
+	for _, p := range []int{1, 16, 64} {
 		b.Run("p="+strconv.Itoa(p), func(b *testing.B) {
 			c := benchClient(b)
 			ctx := context.Background()
@@ -120,13 +120,15 @@ func BenchmarkFloor(b *testing.B) {
 
 // BenchmarkLockUnlock is an uncontended Lock then Unlock on distinct keys,
 // with go-redis's default client (coalesced, and with WithoutCoalescing)
-// and with ContextTimeoutEnabled (see BenchmarkVsFloor).
+// and with ContextTimeoutEnabled (coalesced: ctxtimeout, and with
+// WithoutCoalescing: ctxnocoal, which, unlike uncoalesced, has no goroutine
+// a call to tell coalescing's share apart; see BenchmarkVsFloor).
 func BenchmarkLockUnlock(b *testing.B) {
-	for _, kind := range []string{"default", "uncoalesced", "ctxtimeout"} {
-		for _, p := range []int{1, 64} {
+	for _, kind := range []string{"default", "uncoalesced", "ctxtimeout", "ctxnocoal"} {
+		for _, p := range []int{1, 16, 64} {
 			b.Run("client="+kind+"/p="+strconv.Itoa(p), func(b *testing.B) {
 				var opts []core.Option
-				if kind == "uncoalesced" {
+				if kind == "uncoalesced" || kind == "ctxnocoal" {
 					opts = append(opts, core.WithoutCoalescing())
 				}
 				l := locktest.Locker(b, benchClientKind(b, kind), opts...)
