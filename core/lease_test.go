@@ -198,3 +198,48 @@ func TestLeaseContextKeepsParentDeadline(t *testing.T) {
 		t.Fatalf("lease deadline %v, want the parent's %v", got, want)
 	}
 }
+
+// WithWatchdog on one call undoes a Locker-wide WithoutWatchdog: that
+// lease is renewed past its TTL while a lease of the same Locker taken
+// without it (the control: the Locker-wide default applies) is not renewed
+// and ends with ErrLockLost.
+func TestWithWatchdogUndoesLockerWide(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	events := &locktest.Events{}
+	l, _ := locktest.NewLocker(t, srv, core.WithoutWatchdog(), core.WithObserver(events))
+	ctx := locktest.Context(t)
+	const ttl = 600 * time.Millisecond
+	renewed, err := l.Lock(ctx, "renewed", core.WithTTL(ttl), core.WithWatchdog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed, err := l.Lock(ctx, "fixed", core.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, fixed.Done(), 10*ttl, "the fixed lease ended")
+	if !errors.Is(context.Cause(fixed.Context()), core.ErrLockLost) {
+		t.Fatalf("the fixed lease's cause = %v, want ErrLockLost", context.Cause(fixed.Context()))
+	}
+	// Taken first with the same TTL, the other lease outlived it: renewed.
+	if err := renewed.Context().Err(); err != nil {
+		t.Fatalf("the WithWatchdog lease ended with the fixed one: %v", context.Cause(renewed.Context()))
+	}
+	var renewals int
+	for _, e := range events.All() {
+		switch {
+		case e.Kind != core.EventRenewed:
+		case e.Key == "fixed":
+			t.Fatal("the lease under the Locker-wide WithoutWatchdog was renewed")
+		case e.Err == nil:
+			renewals++
+		}
+	}
+	if renewals == 0 {
+		t.Fatal("the WithWatchdog lease is live past its TTL, yet no renewal was reported")
+	}
+	if err := renewed.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock of the renewed lease after the fixed one expired: %v", err)
+	}
+}
