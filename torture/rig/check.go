@@ -56,8 +56,13 @@ type Report struct {
 	// Multi requests (LockMulti): calls, acquired; of those acquired, judged
 	// (an accepted write on some key) and covered (on every key).
 	MultiCalls, MultiAcquired, MultiJudged, MultiCovered int
-	Writes, Accepted, Rejected                           int
-	Faults                                               map[string]int
+	// Writes are those the workers logged (Unreached of them answered "did
+	// not reach the resource"); Accepted and Rejected are those the
+	// resource received. The two counts differ: a worker killed after its
+	// write reached the resource logs nothing, and a write re-sent after a
+	// lost reply is received twice.
+	Writes, Unreached, Accepted, Rejected int
+	Faults                                map[string]int
 
 	// Semaphore requests: calls, acquired, busy; holds judged (an accepted
 	// write); the most holders of one semaphore that believed at once when
@@ -311,6 +316,9 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			}
 		case "write":
 			r.Writes++
+			if e.Res == "E" {
+				r.Unreached++
+			}
 			if !e.Live {
 				r.WriteAfter = append(r.WriteAfter, fmt.Sprintf("%s wrote %s at %s after its lease context ended", e.Holder, e.Key, ts(e.Start)))
 			}

@@ -31,6 +31,25 @@ func TestCheckRules(t *testing.T) {
 			t.Fatalf("violations %d deadlocks %v", r.Violations(), r.Deadlocks)
 		}
 	})
+	t.Run("writes logged and received", func(t *testing.T) {
+		// a's write reached the resource twice (re-sent after a lost reply:
+		// one accepted, the copy rejected) and its worker logged it once; b's
+		// was refused a connection ("E"); c's worker was killed after its
+		// write was accepted and logged nothing.
+		logged := func(h string, at int, res string) Event {
+			return Event{Ev: "write", Worker: h[:1], Key: "k", Holder: h, Start: ms(at), End: ms(at + 1), Live: true, Res: res}
+		}
+		r := Check([]Event{logged("a#1", 50, "A"), logged("b#1", 60, "E")},
+			[]Write{write(1, "a#1", 50, 10, true), write(2, "a#1", 51, 10, false), write(3, "c#1", 70, 30, true)}, nil, lim)
+		if r.Writes != 2 || r.Unreached != 1 || r.Accepted != 2 || r.Rejected != 1 {
+			t.Fatalf("writes logged %d (unreached %d), accepted %d, rejected %d: want 2 (1), 2, 1", r.Writes, r.Unreached, r.Accepted, r.Rejected)
+		}
+		var out strings.Builder
+		r.Print(&out, 1, time.Second)
+		if want := "writes logged 2 (1 unreached); received 3: accepted 2, rejected by fencing 1"; !strings.Contains(out.String(), want) {
+			t.Fatalf("summary lacks %q:\n%s", want, out.String())
+		}
+	})
 	overlap := []Event{acq("a", "a#1", 0, 1, 10), end("a", "a#1", 300), acq("b", "b#1", 90, 101, 20), end("b", "b#1", 400)}
 	overlapWrites := []Write{write(1, "a#1", 50, 10, true), write(2, "b#1", 150, 20, true), write(3, "a#1", 250, 10, false)}
 	t.Run("dishonest", func(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 // Print writes the summary table and the closing line.
 func (r *Report) Print(w io.Writer, seed int64, d time.Duration) {
 	fmt.Fprintf(w, "\nseed %d, %v\n", seed, d.Round(time.Second))
-	fmt.Fprintf(w, "operations  Lock/TryLock %d: acquired %d, busy %d, unavailable %d, cancelled %d, other %d; writes %d: accepted %d, rejected by fencing %d\n",
-		r.Calls, r.Acquired, r.Busy, r.Unavailable, r.Canceled, r.Other, r.Writes, r.Accepted, r.Rejected)
+	fmt.Fprintf(w, "operations  Lock/TryLock %d: acquired %d, busy %d, unavailable %d, cancelled %d, other %d; writes logged %d (%d unreached); received %d: accepted %d, rejected by fencing %d\n",
+		r.Calls, r.Acquired, r.Busy, r.Unavailable, r.Canceled, r.Other, r.Writes, r.Unreached, r.Accepted+r.Rejected, r.Accepted, r.Rejected)
 	if r.MultiCalls > 0 {
 		fmt.Fprintf(w, "multi       LockMulti %d: acquired %d; judged (a write accepted) %d, of which on every key %d; split %d\n",
 			r.MultiCalls, r.MultiAcquired, r.MultiJudged, r.MultiCovered, len(r.MultiSplit))
