@@ -82,7 +82,7 @@ func (r *Report) goals() []goal {
 	for _, conc := range []int{16, 64} {
 		if fig, ahead := r.aheadOfPeers(conc); fig != "" {
 			add(fmt.Sprintf("uncontended, %d callers: ≥ every peer, rueidislock tuned included", conc), fig+" (× floor)", ahead,
-				"at 16 and more callers Redis's single thread is the limit: rueidislock pipelines every caller's commands over one connection, and each lockgate cycle costs the server more than a peer's (the server µs and CPU columns): the acquire's script, as above. go-redis's own auto-pipelining was measured for the scripts and did not beat lockgate's coalescer (docs/performance.md); what would close it is an acquire without a script, as above.")
+				"at 16 and more callers the server's time a cycle sets the pace: each lockgate cycle costs the server more than a peer's (the server µs and CPU columns), the acquire's script, as above, and rueidislock pipelines every caller's commands over one connection. At 16 nothing is saturated (Redis about 58% of a core, the client 84%), and cycles a second follow the server's µs a cycle across the floor, redislock and lockgate; coalescing on or off and its round trips in flight change nothing there (docs/performance.md, \"What limits 16 callers\"). go-redis's own auto-pipelining was measured for the scripts and did not beat lockgate's coalescer (docs/performance.md); what would close it is an acquire without a script, as above.")
 		}
 	}
 	if lg, fl := r.unc("lockgate", 1), r.unc("floor", 1); lg != nil && fl != nil {
