@@ -44,7 +44,7 @@ func TestLeaseContextEndsWithoutTheWatchdog(t *testing.T) {
 				k := func(name string) string { return fmt.Sprint(name, ":", control) }
 				// paused before the first hold: no scheduler pass at all
 				resume := core.PauseWatchdog(a)
-				defer resume()
+				defer func() { resume() }() // the resume in force at return: a no-op once resumed below
 				fixed := []core.LockOption{core.WithTTL(300 * time.Millisecond), core.WithoutWatchdog()}
 				one, err := a.Lock(ctx, k("one"), fixed...)
 				if err != nil {
