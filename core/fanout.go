@@ -72,8 +72,14 @@ loop:
 			pending = 0
 		}
 	}
-	if pending > 0 && r.l.goBackground(drain(ch, pending, cancel)) {
-		return res, errs // decided early: drain cancels the calls once they answered
+	// Decided early: read the answers still due, then cancel the calls.
+	if left := pending; left > 0 && r.l.goBackground(func() {
+		defer cancel()
+		for range left {
+			<-ch
+		}
+	}) {
+		return res, errs
 	}
 	cancel()
 	return res, errs
@@ -84,15 +90,4 @@ type nodeAnswer[T any] struct {
 	i   int
 	v   T
 	err error
-}
-
-// drain returns a function that reads the left answers still due on ch,
-// then cancels their context (a fan-out decided early).
-func drain[A any](ch <-chan A, left int, cancel context.CancelFunc) func() {
-	return func() {
-		defer cancel()
-		for ; left > 0; left-- {
-			<-ch
-		}
-	}
 }

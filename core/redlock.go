@@ -31,8 +31,6 @@ type redlock struct {
 	quorum int
 	// l runs node calls on its goroutines (goBackground: Close waits for them)
 	l *Locker
-	// timeout bounds node calls that name no TTL: perNode of the default TTL
-	timeout time.Duration
 	// lead: how far ahead of this host's clock a lock's proposed fence is (proposalLead)
 	lead time.Duration
 }
@@ -97,7 +95,7 @@ func (r *redlock) acquire(ctx context.Context, k *lockKeys, owner ownerID, ttl, 
 	case t.ended > 0:
 		return acquireReply{found: foundEnded}, nil
 	case t.granted >= r.quorum:
-		if (least == nil || !r.issuedByQuorum(res, errs, t.fence)) && !r.l.mut.skipRaise {
+		if (least == nil || t.atFence < r.quorum) && !r.l.mut.skipRaise {
 			if err := r.raiseFences(ctx, k, owner, t.fence, ttlD); err != nil {
 				return acquireReply{}, err
 			}
@@ -138,6 +136,7 @@ func (p *pending) unseen() markers { return markers(p.all &^ p.answered.Load()) 
 type acquireTally struct {
 	answered, granted, ended int
 	fence                    int64         // the largest granted
+	atFence                  int           // grants of fence: a quorum's means their floors are fence already
 	wait                     time.Duration // the shortest busy wait
 	holder                   string        // a busy node's holder tag
 }
@@ -154,7 +153,12 @@ func tallyAcquires(res []acquireReply, errs []error) acquireTally {
 			t.ended++
 		case foundHeld:
 			t.granted++
-			t.fence = max(t.fence, a.fence)
+			switch {
+			case a.fence > t.fence:
+				t.fence, t.atFence = a.fence, 1
+			case a.fence == t.fence:
+				t.atFence++
+			}
 		default:
 			if t.wait == 0 || a.wait < t.wait {
 				t.wait = a.wait
@@ -196,19 +200,6 @@ func (r *redlock) acquireJudge() func(acquireReply, error) verdict {
 // proposal at most 100ms ahead of its own clock: acquire.lua).
 const proposalLead = 10 * time.Millisecond
 
-// issuedByQuorum reports whether a quorum of the nodes that answered res
-// issued fence itself: their fence floors are then at least fence already,
-// and the next majority, which shares one of them, issues a larger one.
-func (r *redlock) issuedByQuorum(res []acquireReply, errs []error, fence int64) bool {
-	n := 0
-	for i, a := range res {
-		if errs[i] == nil && a.found == foundHeld && a.fence == fence {
-			n++
-		}
-	}
-	return n >= r.quorum
-}
-
 // raiseFences makes fence the fence floor on a quorum of nodes (any quorum),
 // so that the next holder's fence is above it.
 // See docs/internals.md, "Redlock (`redlock.go`, `redlock_wait.go`)".
@@ -248,7 +239,7 @@ func (r *redlock) clients() []namedClient {
 
 // answers runs call on every node: the answers, or unavailableNodes below a quorum.
 func answers[T any](ctx context.Context, r *redlock, call func(ctx context.Context, i int, n *deployment) (T, error)) ([]T, error) {
-	res, errs := fanOutUntil(ctx, r, r.timeout, call, nil)
+	res, errs := fanOutUntil(ctx, r, perNode(r.l.opts.call.ttl), call, nil) // no TTL named: the default's
 	var got []T
 	for i := range res {
 		if errs[i] == nil {
@@ -343,31 +334,19 @@ func (r *redlock) renew(ctx context.Context, batch []renewal, part []int) {
 	})
 	// Re-takes share one per-node timeout (the renewal is recorded only once
 	// they end), and a node that left one unanswered gets no more.
-	rt := retakes{until: time.Now().Add(perNode(ttl)), hung: make([]bool, len(r.nodes))}
+	until, hung := time.Now().Add(perNode(ttl)), make([]bool, len(r.nodes))
 	if r.l.mut.unboundedRetake {
-		rt.until = time.Time{}
+		until = time.Time{} // none but the client's
 	}
 	for _, i := range part {
-		r.judgeRenewal(ctx, batch, per, errs, i, &rt)
+		r.judgeRenewal(ctx, batch, per, errs, i, until, hung)
 	}
-}
-
-// retakes bounds a renewal's re-takes: until their shared deadline (zero:
-// none but the client's), and not on a node that left one unanswered.
-type retakes struct {
-	until time.Time
-	hung  []bool
-}
-
-// allow reports whether a re-take on node ni may still be sent.
-func (rt *retakes) allow(ni int) bool {
-	return !rt.hung[ni] && (rt.until.IsZero() || time.Now().Before(rt.until))
 }
 
 // judgeRenewal sets batch[i]'s outcome: held on a quorum (restoring it on
-// nodes without it, within rt), not held if a quorum answered, else the
-// nodes' errors.
-func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]renewal, errs []error, i int, rt *retakes) {
+// nodes without it, by until and not on a node hung by an earlier re-take),
+// not held if a quorum answered, else the nodes' errors.
+func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]renewal, errs []error, i int, until time.Time, hung []bool) {
 	held, answered := 0, 0
 	var nerrs []error
 	for ni := range r.nodes {
@@ -388,13 +367,13 @@ func (r *redlock) judgeRenewal(ctx context.Context, batch []renewal, per [][]ren
 	case held >= r.quorum:
 		batch[i].held, batch[i].err = true, nil
 		for ni := range r.nodes {
-			if errs[ni] == nil && per[ni][i].err == nil && !per[ni][i].held && rt.allow(ni) {
+			if errs[ni] == nil && per[ni][i].err == nil && !per[ni][i].held && !hung[ni] && (until.IsZero() || time.Now().Before(until)) {
 				// Re-take it there for the same owner, best effort.
-				_, err := bounded(r.l, ctx, rt.until, func(cctx context.Context) (acquireReply, error) {
+				_, err := bounded(r.l, ctx, until, func(cctx context.Context) (acquireReply, error) {
 					return r.nodes[ni].acquire(cctx, batch[i].keys, *batch[i].owner, batch[i].ttlArg, noEntry, 0, nil)
 				}, nil)
 				if err != nil && !neverRan(err) {
-					batch[i].unseen, rt.hung[ni] = true, true
+					batch[i].unseen, hung[ni] = true, true
 				}
 			}
 		}
@@ -470,7 +449,7 @@ func NewRedlock(clients []redis.UniversalClient, opts ...Option) (*Locker, error
 	if err != nil {
 		return nil, err
 	}
-	r := &redlock{l: l, names: names, quorum: len(clients)/2 + 1, timeout: perNode(l.opts.call.ttl), lead: proposalLead}
+	r := &redlock{l: l, names: names, quorum: len(clients)/2 + 1, lead: proposalLead}
 	l.waitRooms = nil
 	for _, c := range clients {
 		r.nodes = append(r.nodes, &deployment{c: c, windowArg: ms(l.opts.fenceWindow), markerArg: ms(markerTTL(c)), ackN: l.opts.ackN, ackTimeout: l.opts.ackTimeout, mut: &l.mut})
