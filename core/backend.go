@@ -12,7 +12,7 @@ import (
 // backend is where the Locker's locks live: one Redis deployment
 // (deployment) or Redlock's masters (redlock). Every operation is safe to
 // run twice, with the effect and the reply of once. What its topology means
-// for the Locker is its traits; what operators' calls need, operations.
+// for the Locker is its traits.
 type backend interface {
 	// acquire tries once for owner. ttl and entry (the queue entry's life; ""
 	// for a single attempt, which never queues) are ms as strings, seq the
@@ -38,7 +38,17 @@ type backend interface {
 	pttl(ctx context.Context, k *lockKeys, owner string) (time.Duration, error)
 	// traits are what the backend's topology means for the Locker; fixed.
 	traits() traits
-	operations
+
+	// The operators' calls (Inspect, ForceRelease, List, Ping):
+	// forceRelease is ForceRelease's: held only if owner holds the lock now;
+	// owner's own later release reports not held.
+	forceRelease(ctx context.Context, k *lockKeys, owner string) (held bool, err error)
+	// inspect reads the lock's state without changing it (Inspect).
+	inspect(ctx context.Context, k *lockKeys) (lockState, error)
+	// scan calls fn on each node's lock hash keys matching glob until fn returns false (List).
+	scan(ctx context.Context, glob string, fn func(key string) bool) error
+	// clients are the backend's clients, named as errors name them (Ping).
+	clients() []namedClient
 }
 
 // traits are what a backend's topology means for the Locker's callers.
@@ -53,20 +63,6 @@ type traits struct {
 	// splitsByNode: groups splits by node (a Cluster), so the watchdog sends
 	// each part on a goroutine of its own.
 	splitsByNode bool
-}
-
-// operations are the backend's calls for operators: Inspect, ForceRelease,
-// List and Ping.
-type operations interface {
-	// forceRelease is ForceRelease's: held only if owner holds the lock now;
-	// owner's own later release reports not held.
-	forceRelease(ctx context.Context, k *lockKeys, owner string) (held bool, err error)
-	// inspect reads the lock's state without changing it (Inspect).
-	inspect(ctx context.Context, k *lockKeys) (lockState, error)
-	// scan calls fn on each node's lock hash keys matching glob until fn returns false (List).
-	scan(ctx context.Context, glob string, fn func(key string) bool) error
-	// clients are the backend's clients, named as errors name them (Ping).
-	clients() []namedClient
 }
 
 // namedClient is a client of one node (or a Cluster) and its name.
@@ -161,19 +157,6 @@ func (s *deployment) node(ctx context.Context, key string) (redis.Cmdable, error
 	return s.c, nil
 }
 
-// acked sends script and WAIT in one pipeline; it returns the command and the acks.
-func (s *deployment) acked(ctx context.Context, script *script, key string, keys []any, args ...any) (*redis.Cmd, int64, error) {
-	c, err := s.node(ctx, key)
-	if err != nil {
-		return nil, 0, err
-	}
-	call := &scriptCall{script: script, cmd: script.cmd(ctx, keys, args).Cmd}
-	var wait *redis.Cmd // the last pipeline's, which carried the script's run
-	pipeScripts(ctx, c, []*scriptCall{call}, func(p redis.Pipeliner) { wait = p.Do(ctx, "wait", s.ackN, s.ackTimeout.Milliseconds()) })
-	n, err := wait.Int64()
-	return call.cmd, n, err
-}
-
 // notReplicated is ErrNotReplicated for got acknowledgements of ackN.
 func (s *deployment) notReplicated(got int64) error {
 	return fmt.Errorf("%w (%d of %d within %v)", ErrNotReplicated, got, s.ackN, s.ackTimeout)
@@ -225,10 +208,16 @@ func (s *deployment) acquireLeast(ctx context.Context, k *lockKeys, owner ownerI
 	var acks int64
 	var ackErr error
 	if s.ackN > 0 {
-		cmd, acks, ackErr = s.acked(ctx, script, k.hash(), k.script(owner), args...)
-		if cmd == nil {
-			return acquireReply{}, s.failed(ackErr)
+		// The script and WAIT in one pipeline.
+		c, err := s.node(ctx, k.hash())
+		if err != nil {
+			return acquireReply{}, s.failed(err)
 		}
+		call := &scriptCall{script: script, cmd: script.cmd(ctx, k.script(owner), args).Cmd}
+		var wait *redis.Cmd // the last pipeline's, which carried the script's run
+		pipeScripts(ctx, c, []*scriptCall{call}, func(p redis.Pipeliner) { wait = p.Do(ctx, "wait", s.ackN, s.ackTimeout.Milliseconds()) })
+		cmd = call.cmd
+		acks, ackErr = wait.Int64()
 	} else {
 		cmd = s.run(ctx, script, k, owner, args...)
 	}
