@@ -96,11 +96,11 @@ func (a *acquisition) try(ctx context.Context) tried {
 func (a *acquisition) settle(ctx context.Context, t tried) (*Lease, error) {
 	switch {
 	case t.err != nil:
-		return nil, a.failed(ctx, t.owner, t.err)
+		return nil, a.failed(ctx, t.err)
 	case t.r.found == foundHeld:
 		return a.took(ctx, t.r.fence, t.sent, t.wall)
 	case t.r.found == foundEnded:
-		return nil, a.failed(ctx, t.owner, errEnded)
+		return nil, a.failed(ctx, errEnded)
 	}
 	a.holder = holderSeen{ttl: t.r.wait, at: time.Now()}
 	a.unavail, a.retryIn = nil, 0
@@ -123,9 +123,9 @@ func (a *acquisition) late(ctx context.Context) error {
 // errEnded: Redis found this call's hold or wait already ended (undone).
 var errEnded = errors.New("this acquisition already ended")
 
-// failed handles an attempt of owner that ended in err: nil when the call
+// failed handles an attempt that ended in err: nil when the call
 // retries within its budget, else its error.
-func (a *acquisition) failed(ctx context.Context, owner ownerID, err error) error {
+func (a *acquisition) failed(ctx context.Context, err error) error {
 	l := a.l
 	switch {
 	case err == ErrClosed:

@@ -297,7 +297,7 @@ func (s *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	case !b[0].held:
 		err = ErrNotHeld
 		if h.count.Load() > 0 { // not an Unlock's release that ran first
-			h.l.wd.lose(h, ErrNotHeld)
+			h.l.wd.lose(h)
 		}
 	default:
 		h.ttl.Store(int64(ttl))

@@ -119,9 +119,7 @@ func Must(l *Locker, err error) *Locker {
 // nothing. Close waits for Redis calls in flight; it never closes the client.
 func (l *Locker) Close() error {
 	for _, h := range l.stop() {
-		if h.endWith(endClosed, ErrClosed) {
-			l.lost(h, ErrClosed)
-		}
+		l.lost(h, ErrClosed)
 	}
 	l.stopBackground()
 	return nil
@@ -133,13 +131,7 @@ func (l *Locker) Close() error {
 // error if it ended before every release was answered, or the failed
 // releases joined (ErrUnavailable). No-op after Close.
 func (l *Locker) Shutdown(ctx context.Context) error {
-	held := l.stop()
-	var ended []*hold
-	for _, h := range held {
-		if h.endWith(endClosed, ErrClosed) {
-			ended = append(ended, h)
-		}
-	}
+	ended := l.stop()
 	errs := make([]error, len(ended))
 	var wg sync.WaitGroup
 	for i, h := range ended {
@@ -167,18 +159,23 @@ func (l *Locker) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// stop closes the Locker and its watchdog; the first call returns the holds kept.
-func (l *Locker) stop() []*hold {
-	var held []*hold
+// stop closes the Locker and its watchdog; the first call ends the holds
+// still live (endClosed, leases cancelled with ErrClosed) and returns them.
+func (l *Locker) stop() (ended []*hold) {
 	l.stopOnce.Do(func() {
 		l.closed.Store(true)
 		close(l.done)
 		for _, r := range l.waitRooms {
 			r.close()
 		}
-		held = l.wd.close()
+		for _, h := range l.wd.close() {
+			if h.end.CompareAndSwap(endLive, endClosed) {
+				h.first.cancel(ErrClosed)
+				ended = append(ended, h)
+			}
+		}
 	})
-	return held
+	return ended
 }
 
 // goBackground runs fn on a goroutine Close waits for; false once closing.

@@ -46,15 +46,9 @@ func (w *watchdog) startMonitors(ctx context.Context) {
 // monitor watches the node behind c until ctx ends, and checks every lease (checkNow) on a reconnection or a new run
 // id. A server that refuses the subscription (ACL, auth) is not watched.
 func (w *watchdog) monitor(ctx context.Context, c redis.UniversalClient) {
-	failed := false
 	runID := ""
-	for {
-		err := w.watchOnce(ctx, c, func() {
-			if failed {
-				failed = false
-				w.checkNow()
-			}
-		}, &runID)
+	for failed := false; ; failed = true {
+		err := w.watchOnce(ctx, c, failed, &runID)
 		if ctx.Err() != nil {
 			return
 		}
@@ -62,15 +56,15 @@ func (w *watchdog) monitor(ctx context.Context, c redis.UniversalClient) {
 			w.l.logger().Warn("lockgate: cannot watch a Redis node for restarts; a lock lost with it is seen at the next renewal", "error", err)
 			return
 		}
-		failed = true
 		sleepCtx(ctx, monitorRetry)
 	}
 }
 
 // watchOnce holds one monitor connection until it fails (the error) or ctx
-// ends; connected is called once subscribed. It pings every monitorEvery
-// (failed after as long again unanswered) and calls sameNode on each answer.
-func (w *watchdog) watchOnce(ctx context.Context, c redis.UniversalClient, connected func(), runID *string) error {
+// ends; once subscribed after an earlier one failed (a reconnection), it
+// checks every lease. It pings every monitorEvery (failed after as long
+// again unanswered) and calls sameNode on each answer.
+func (w *watchdog) watchOnce(ctx context.Context, c redis.UniversalClient, failed bool, runID *string) error {
 	dctx, dcancel := context.WithTimeout(ctx, monitorDial)
 	ps := c.Subscribe(dctx, w.l.opts.prefix+"monitor")
 	defer ps.Close()
@@ -81,7 +75,9 @@ func (w *watchdog) watchOnce(ctx context.Context, c redis.UniversalClient, conne
 	if err != nil {
 		return err
 	}
-	connected()
+	if failed {
+		w.checkNow()
+	}
 	w.sameNode(ctx, c, runID)
 	pinged := false
 	for {

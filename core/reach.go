@@ -54,7 +54,7 @@ func newProber(c redis.UniversalClient, reached func() bool, sentinels []string,
 		}
 		dial := master
 		if len(sentinels) > 0 {
-			tcp := tcpDialer(nil, o.DialTimeout)
+			tcp := (&net.Dialer{Timeout: o.DialTimeout}).DialContext
 			dial = func(ctx context.Context) error {
 				if err := dialAny(ctx, tcp, sentinels, "sentinel"); err != nil {
 					return err
@@ -70,7 +70,10 @@ func newProber(c redis.UniversalClient, reached func() bool, sentinels []string,
 			// seeds say nothing. (go-redis sets redis.NewClient by default.)
 			return &prober{}
 		}
-		dial := tcpDialer(o.Dialer, o.DialTimeout)
+		dial := o.Dialer
+		if dial == nil {
+			dial = (&net.Dialer{Timeout: o.DialTimeout}).DialContext
+		}
 		return &prober{
 			dial: func(ctx context.Context) error { return dialAny(ctx, dial, o.Addrs, "seed") },
 			// not PoolStats: without a slot map it loads one, dialling every seed
@@ -101,15 +104,6 @@ func poolIdle(c *redis.Client, clock func() int64) func() bool {
 }
 
 type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
-
-// tcpDialer is dial, or, when nil, a TCP dial within timeout.
-func tcpDialer(dial dialFunc, timeout time.Duration) dialFunc {
-	if dial != nil {
-		return dial
-	}
-	d := &net.Dialer{Timeout: timeout}
-	return d.DialContext
-}
 
 // dialAny dials every address at once: nil as soon as one accepts, else the
 // first failure, saying that all addresses (of kind what) failed.
@@ -161,9 +155,6 @@ func (e *probeError) Unwrap() error { return e.err }
 // answer younger than probeValid or waiting for the dial in flight. spawn runs
 // the dial on a tracked goroutine; false while closing.
 func (p *prober) refused(ctx context.Context, spawn func(func()) bool) error {
-	if p.dial == nil {
-		return nil
-	}
 	p.mu.Lock()
 	if !p.at.IsZero() && time.Since(p.at) < probeValid {
 		err := p.err

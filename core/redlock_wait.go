@@ -104,7 +104,7 @@ func (a *acquisition) attemptRedlock(ctx context.Context) (*Lease, error) {
 		a.retryFresh(err, unavailable("acquire", withCause(err)))
 		return nil, nil
 	case err != nil:
-		return nil, a.failed(ctx, t.owner, err)
+		return nil, a.failed(ctx, err)
 	case t.r.found == foundSplit:
 		a.undoOwner(t.owner)
 		a.freshOwner()

@@ -221,13 +221,11 @@ func (r *waitRoom) leave(w *waiter) {
 	if len(lw.waiters) > 0 {
 		return
 	}
-	if lw.shard == nil || lw.since == 0 || r.mut.forgetLeft {
+	if lw.since == 0 || r.mut.forgetLeft {
 		delete(r.chans, w.ch)
 	}
-	if lw.shard != nil {
-		delete(lw.shard.want, w.ch)
-		signal(lw.shard.kick)
-	}
+	delete(lw.shard.want, w.ch)
+	signal(lw.shard.kick)
 }
 
 // nodeOf names the node that serves channel ch: "" for a one-node client or

@@ -162,10 +162,10 @@ func (w *watchdog) expire(h *hold) bool {
 	return h.end.Load() == endLost
 }
 
-// lose ends a live hold as lost, cancelling its leases with ErrLockLost.
-func (w *watchdog) lose(h *hold, why error) {
+// lose ends a live hold found not held, cancelling its leases with ErrLockLost.
+func (w *watchdog) lose(h *hold) {
 	if h.end.CompareAndSwap(endLive, endLost) {
-		w.ended(h, why)
+		w.ended(h, ErrNotHeld)
 	}
 }
 
@@ -183,15 +183,6 @@ func (h *hold) giveBack() { h.l.undo(&h.keys, h.owner, h.undoOptions(), nil) }
 // undoOptions: the longest TTL h may have in Redis, and its release timeout.
 func (h *hold) undoOptions() *callOptions {
 	return &callOptions{ttl: time.Duration(max(h.ttl.Load(), h.unknownTTL.Load())), releaseTimeout: h.release}
-}
-
-// endWith ends h for why, cancelling its leases with cause; false if ended.
-func (h *hold) endWith(why int32, cause error) bool {
-	if !h.end.CompareAndSwap(endLive, why) {
-		return false
-	}
-	h.first.cancel(cause)
-	return true
 }
 
 func (w *watchdog) schedule(ctx context.Context) {
@@ -374,7 +365,7 @@ func (w *watchdog) renewPart(batch []*hold, rs []renewal, part []int) {
 		}
 	}
 	for _, h := range lost {
-		w.lose(h, ErrNotHeld)
+		w.lose(h)
 	}
 	for _, h := range late {
 		h.giveBack()
