@@ -73,15 +73,14 @@ loop:
 		}
 	}
 	// Decided early: read the answers still due, then cancel the calls.
-	if left := pending; left > 0 && r.l.goBackground(func() {
-		defer cancel()
+	if left := pending; left == 0 || !r.l.goBackground(func() {
 		for range left {
 			<-ch
 		}
+		cancel()
 	}) {
-		return res, errs
+		cancel()
 	}
-	cancel()
 	return res, errs
 }
 
