@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -309,5 +310,21 @@ func TestGoals(t *testing.T) {
 	}
 	if r := row(report(0.5).goalsTable(), "uncontended, 1 caller"); !strings.Contains(r, "| **no** |") {
 		t.Errorf("control: lockgate at 0.5× the floor: %q, want missed", r)
+	}
+}
+
+// A violation in any contended run heads the report, naming the locker and
+// its configuration; a clean run's report has no such line.
+func TestViolationsNamed(t *testing.T) {
+	clean := &conJob{peer: peer{name: "lockgate"}, hold: 2 * time.Millisecond, keys: 1, runs: []conResult{{}, {}}}
+	broken := &conJob{peer: peer{name: "rueidislock"}, hold: 2 * time.Millisecond, keys: 1, runs: []conResult{{}, {Violations: 1}}}
+	r := &Report{Contended: []*conJob{clean}}
+	if n, where := r.violations(); n != 0 || where != nil {
+		t.Fatalf("clean runs: %d violations at %v", n, where)
+	}
+	r.Contended = append(r.Contended, broken)
+	n, where := r.violations()
+	if want := []string{"rueidislock, 1 key(s), hold 2ms: 1"}; n != 1 || !slices.Equal(where, want) {
+		t.Fatalf("violations %d at %q, want 1 at %q", n, where, want)
 	}
 }

@@ -27,8 +27,8 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "- %d reps per configuration, interleaved; uncontended and middleware runs %v (after %v warm-up), contended runs %v\n",
 		c.Reps, c.Duration, c.warm(), c.Contended)
 	fmt.Fprintf(&b, "- versions: %s\n", r.versionLine())
-	if v := r.violations(); v > 0 {
-		fmt.Fprintf(&b, "\n**MUTUAL EXCLUSION VIOLATED: %d acquisitions found another holder inside the critical section (see the contended table).**\n", v)
+	if v, where := r.violations(); v > 0 {
+		fmt.Fprintf(&b, "\n**MUTUAL EXCLUSION VIOLATED: %d acquisitions found another holder inside the critical section (%s; see the contended table).**\n", v, strings.Join(where, ", "))
 	}
 
 	b.WriteString("\n## Lockers\n\n| locker | configuration | how it waits |\n|---|---|---|\n")
@@ -113,12 +113,18 @@ func (r *Report) versionLine() string {
 	return strings.Join(out, ", ")
 }
 
-func (r *Report) violations() int64 {
+// violations sums the contended runs' violations, and names the lockers
+// and configurations that had any, with their counts.
+func (r *Report) violations() (int64, []string) {
 	var n int64
+	var where []string
 	for _, j := range r.Contended {
-		n += sumInts(j.runs, func(x conResult) int64 { return x.Violations })
+		if v := sumInts(j.runs, func(x conResult) int64 { return x.Violations }); v > 0 {
+			n += v
+			where = append(where, fmt.Sprintf("%s, %d key(s), hold %v: %d", j.peer.name, j.keys, j.hold, v))
+		}
 	}
-	return n
+	return n, where
 }
 
 func (r *Report) uncontendedTable() string {
