@@ -16,6 +16,13 @@ type undoWaits struct {
 	wake    chan struct{} // closed (and replaced) when Redis answers again
 }
 
+// wait returns the channel closed at the next answer.
+func (u *undoWaits) wait() <-chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.wake
+}
+
 // answered wakes the waiting undos, if any (one atomic load otherwise).
 func (u *undoWaits) answered() {
 	if u.pending.Load() == 0 {
@@ -49,9 +56,7 @@ func (l *Locker) undo(k *lockKeys, owner ownerID, o *callOptions, done chan<- st
 		giveUp := time.Now().Add(o.ttl + l.markerTTL)
 		backoff := 50 * time.Millisecond
 		for {
-			l.undoWake.mu.Lock()
-			back := l.undoWake.wake // closed at the next answer
-			l.undoWake.mu.Unlock()
+			back := l.undoWake.wait()
 			ctx, cancel := context.WithTimeout(context.Background(), o.releaseTimeout)
 			_, err := l.be.release(ctx, k, owner, allMarkers)
 			cancel()
