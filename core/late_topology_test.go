@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,6 +40,21 @@ func proxiedClusterClient(t testing.TB, cl *redistest.Cluster, rt time.Duration)
 	c := redis.NewClusterClient(o)
 	t.Cleanup(func() { c.Close() })
 	return c, ps
+}
+
+// proxyOfSlot returns the proxy of ps (proxiedClusterClient's, in cl.Addrs'
+// order) in front of the master that serves slot.
+func proxyOfSlot(t testing.TB, cl *redistest.Cluster, ps []*redistest.Proxy, slot int) *redistest.Proxy {
+	t.Helper()
+	srv := cl.ServerForSlot(slot)
+	if srv == nil {
+		t.Fatalf("no master serves slot %d", slot)
+	}
+	i := slices.Index(cl.Addrs, srv.Addr)
+	if i < 0 {
+		t.Fatalf("slot %d's master %s is not among the Cluster's nodes %v", slot, srv.Addr, cl.Addrs)
+	}
+	return ps[i]
 }
 
 // proxiedFailoverClient returns a Sentinel failover client of sen that

@@ -5,7 +5,6 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -264,26 +263,21 @@ func TestGrantBehindManyOthers(t *testing.T) {
 			direct := cl.Client(t)
 			holder, others := locktest.Locker(t, direct), locktest.Locker(t, cl.Client(t))
 			c, ps := proxiedClusterClient(t, cl, time.Minute)
-			master, err := direct.MasterForKey(locktest.Context(t), "lockgate:{behind}")
-			if err != nil {
-				t.Fatal(err)
-			}
-			i := slices.Index(cl.Addrs, master.Options().Addr)
-			if i < 0 {
-				t.Fatalf("the lock's master %s is not among the Cluster's nodes %v", master.Options().Addr, cl.Addrs)
-			}
-			grantBehindManyOthers(t, mutant, holder, others, direct, c, ps[i])
+			grantBehindManyOthers(t, mutant, holder, others, direct, c, proxyOfSlot(t, cl, ps, core.SlotOf(behind)))
 		})
 	}
 }
 
+// behind is the lock TestGrantBehindManyOthers waits for.
+const behind = "behind"
+
 // grantBehindManyOthers is TestGrantBehindManyOthers with mutant ("" for
 // none): holder and others are Lockers of direct's deployment, c its client
-// through p, the proxy in front of the node that serves the lock "behind".
+// through p, the proxy in front of the node that serves the lock behind.
 func grantBehindManyOthers(t *testing.T, mutant string, holder, others *core.Locker, direct, c redis.UniversalClient, p *redistest.Proxy) {
 	var ev locktest.Events
 	l := locktest.Locker(t, c, core.WithMutants(mutant), core.WithObserver(&ev))
-	const key, ahead = "behind", 70
+	const key, ahead = behind, 70
 	// A token for each grant message the room handled (room to spare).
 	delivered := make(chan struct{}, 4*ahead)
 	core.OnDelivered(l, func() {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1211,8 +1210,7 @@ func testSemaphoreGrantBeforeSubscription(t *testing.T, cluster bool, mutant str
 		direct = cl.Client(t)
 		cc, ps := proxiedClusterClient(t, cl, proxiedTimeout)
 		l = locktest.Locker(t, cc, core.WithMutants(mutant))
-		master := cl.ServerForSlot(int(direct.ClusterKeySlot(context.Background(), semKey(sem)).Val()))
-		p = ps[slices.Index(cl.Addrs, master.Addr)]
+		p = proxyOfSlot(t, cl, ps, int(direct.ClusterKeySlot(context.Background(), semKey(sem)).Val()))
 	} else {
 		srv := redistest.Start(t)
 		direct = srv.Client(t)
