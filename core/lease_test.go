@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockgate/lockgate/core"
 	"github.com/lockgate/lockgate/internal/locktest"
 	"github.com/lockgate/lockgate/redistest"
@@ -202,12 +204,26 @@ func TestLeaseContextKeepsParentDeadline(t *testing.T) {
 // WithWatchdog on one call undoes a Locker-wide WithoutWatchdog: that
 // lease is renewed past its TTL while a lease of the same Locker taken
 // without it (the control: the Locker-wide default applies) is not renewed
-// and ends with ErrLockLost.
+// and ends with ErrLockLost. On one server and on a 3-master Cluster.
 func TestWithWatchdogUndoesLockerWide(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
+	for _, topo := range []string{"single", "cluster"} {
+		t.Run(topo, func(t *testing.T) {
+			t.Parallel()
+			var c redis.UniversalClient
+			if topo == "single" {
+				c = redistest.Start(t).Client(t)
+			} else {
+				c = redistest.StartCluster(t, 3).Client(t)
+			}
+			withWatchdogUndoesLockerWide(t, c)
+		})
+	}
+}
+
+func withWatchdogUndoesLockerWide(t *testing.T, c redis.UniversalClient) {
 	events := &locktest.Events{}
-	l, _ := locktest.NewLocker(t, srv, core.WithoutWatchdog(), core.WithObserver(events))
+	l := locktest.Locker(t, c, core.WithoutWatchdog(), core.WithObserver(events))
 	ctx := locktest.Context(t)
 	const ttl = 600 * time.Millisecond
 	renewed, err := l.Lock(ctx, "renewed", core.WithTTL(ttl), core.WithWatchdog())
