@@ -316,7 +316,7 @@ func Check(events []Event, writes []Write, faults []Fault, lim Limits) *Report {
 			}
 		case "write":
 			r.Writes++
-			if e.Res == "E" {
+			if e.Res == writeUnreached {
 				r.Unreached++
 			}
 			if !e.Live {

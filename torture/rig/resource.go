@@ -133,13 +133,16 @@ type resourceClient struct {
 	rd   *bufio.Reader
 }
 
-// write sends one write: "A" accepted, "R" rejected, "E" failed to reach.
+// writeUnreached is a write's answer when it did not reach the resource.
+const writeUnreached = "E"
+
+// write sends one write: "A" accepted, "R" rejected, writeUnreached.
 func (rc *resourceClient) write(key, holder string, fence int64, live bool) string {
 	for try := 0; try < 2; try++ {
 		if rc.c == nil {
 			c, err := net.Dial("tcp", rc.addr)
 			if err != nil {
-				return "E"
+				return writeUnreached
 			}
 			rc.c, rc.rd = c, bufio.NewReader(c)
 		}
@@ -155,5 +158,5 @@ func (rc *resourceClient) write(key, holder string, fence int64, live bool) stri
 		rc.c.Close()
 		rc.c = nil
 	}
-	return "E"
+	return writeUnreached
 }
